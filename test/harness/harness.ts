@@ -1,0 +1,141 @@
+// The local host + member clusters that tests, the demo and the benchmark run against.
+//   host:   etcd prefix /registry-host,   2 local KWOK nodes
+//   member: etcd prefix /registry-member, 3 KWOK nodes of different sizes (one with GPUs), zone/region labels
+// One etcd serves both. Everything lives in one temp dir, removed on stop; processes of a run whose
+// owner died (SIGKILL) are reaped by the next run.
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ensureBinaries, type Binaries } from './binaries.ts';
+import { LocalCluster, type FakeNode } from './cluster.ts';
+import { startProc, type Proc } from './procs.ts';
+import { freePort, pollUntil } from './net.ts';
+
+const RUN_PREFIX = 'clusterlet-harness-';
+
+export const HOST_NODES: FakeNode[] = [
+  { name: 'host-local-1', capacity: { cpu: '8', memory: '32Gi', pods: '110' } },
+  { name: 'host-local-2', capacity: { cpu: '8', memory: '32Gi', pods: '110' } },
+];
+
+/** Member nodes: room for 12,000 pods in all, so the benchmark's 10,000 fit. */
+export function memberNodes(prefix: string): FakeNode[] {
+  const region = { 'topology.kubernetes.io/region': 'local-1' };
+  return [
+    { name: `${prefix}-a`, capacity: { cpu: '16', memory: '64Gi', pods: '4000', 'ephemeral-storage': '100Gi' },
+      labels: { ...region, 'topology.kubernetes.io/zone': 'local-1a', 'node.kubernetes.io/instance-type': 'medium' } },
+    { name: `${prefix}-b`, capacity: { cpu: '32', memory: '128Gi', pods: '4000', 'ephemeral-storage': '200Gi' },
+      labels: { ...region, 'topology.kubernetes.io/zone': 'local-1b', 'node.kubernetes.io/instance-type': 'large' } },
+    { name: `${prefix}-gpu`, capacity: { cpu: '8', memory: '32Gi', pods: '4000', 'ephemeral-storage': '100Gi', 'nvidia.com/gpu': '4' },
+      labels: { ...region, 'topology.kubernetes.io/zone': 'local-1c', 'node.kubernetes.io/instance-type': 'gpu' } },
+  ];
+}
+
+export interface HarnessOptions {
+  /** Progress lines (default: stderr). */
+  log?: (line: string) => void;
+  componentQPS?: number;
+}
+
+export class Harness {
+  readonly dir: string;
+  readonly bin: Binaries;
+  readonly host: LocalCluster;
+  readonly member: LocalCluster;
+  readonly extraMembers: LocalCluster[] = [];
+  #etcd: Proc;
+  #etcdURL: string;
+  #opts: HarnessOptions;
+  #stopped = false;
+
+  private constructor(dir: string, bin: Binaries, etcd: Proc, etcdURL: string, opts: HarnessOptions) {
+    this.dir = dir;
+    this.bin = bin;
+    this.#etcd = etcd;
+    this.#etcdURL = etcdURL;
+    this.#opts = opts;
+    this.host = new LocalCluster({ name: 'host', nodes: HOST_NODES, netPrefix: '10.10', componentQPS: opts.componentQPS },
+      bin, etcdURL, dir);
+    this.member = new LocalCluster({ name: 'member', nodes: memberNodes('member'), netPrefix: '10.20',
+      componentQPS: opts.componentQPS }, bin, etcdURL, dir);
+  }
+
+  static async start(opts: HarnessOptions = {}): Promise<Harness> {
+    const log = opts.log ?? ((l: string) => process.stderr.write(`[harness] ${l}\n`));
+    await reapStaleRuns(log);
+    const bin = await ensureBinaries();
+    const t0 = Date.now();
+    const dir = await mkdtemp(join(tmpdir(), RUN_PREFIX));
+    await writeFile(join(dir, 'owner.pid'), String(process.pid));
+    const [clientPort, peerPort] = await Promise.all([freePort(), freePort()]);
+    const etcdURL = `http://127.0.0.1:${clientPort}`;
+    const etcd = startProc('etcd', bin.etcd, [
+      '--name=clusterlet-harness', `--data-dir=${join(dir, 'etcd')}`,
+      `--listen-client-urls=${etcdURL}`, `--advertise-client-urls=${etcdURL}`,
+      `--listen-peer-urls=http://127.0.0.1:${peerPort}`, `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
+      `--initial-cluster=clusterlet-harness=http://127.0.0.1:${peerPort}`,
+      '--unsafe-no-fsync', '--quota-backend-bytes=8589934592', '--log-level=warn',
+    ], dir);
+    const h = new Harness(dir, bin, etcd, etcdURL, { ...opts, log });
+    try {
+      await pollUntil('etcd /health', async () => {
+        const res = await fetch(`${etcdURL}/health`).catch(() => undefined);
+        return res?.ok ? true : undefined;
+      }, 30_000, 100, () => etcd.exited() ? `etcd exited:\n${etcd.tail(15)}` : undefined);
+      await Promise.all([h.host.start(), h.member.start()]);
+    } catch (err) {
+      log(`start failed; component logs:\n${h.host.logsTail()}\n${h.member.logsTail()}`);
+      await h.stop();
+      throw err;
+    }
+    log(`host ${h.host.server} and member ${h.member.server} ready in ${((Date.now() - t0) / 1000).toFixed(1)} s (${dir})`);
+    return h;
+  }
+
+  /** Starts another member cluster (its own control plane and KWOK nodes) on the same etcd. */
+  async addMember(name: string, netPrefix: string): Promise<LocalCluster> {
+    const c = new LocalCluster({ name, nodes: memberNodes(name), netPrefix, componentQPS: this.#opts.componentQPS },
+      this.bin, this.#etcdURL, this.dir);
+    this.extraMembers.push(c);
+    await c.start();
+    return c;
+  }
+
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    await Promise.all([this.host.stop(), this.member.stop(), ...this.extraMembers.map((m) => m.stop())]);
+    await this.#etcd.stop();
+    if (!process.env.CLUSTERLET_KEEP_HARNESS) await rm(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** Kills the processes of runs whose owner process is gone and removes their dirs. */
+async function reapStaleRuns(log: (l: string) => void): Promise<void> {
+  const base = tmpdir();
+  for (const entry of await readdir(base)) {
+    if (!entry.startsWith(RUN_PREFIX)) continue;
+    const dir = join(base, entry);
+    const ownerFile = join(dir, 'owner.pid');
+    const owner = existsSync(ownerFile) ? Number(await readFile(ownerFile, 'utf8')) : 0;
+    if (owner && isAlive(owner)) continue;
+    log(`reaping stale run ${dir}`);
+    await killProcessesUsing(dir);
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try { process.kill(pid, 0); return true; } catch { return false; }
+}
+
+async function killProcessesUsing(dir: string): Promise<void> {
+  for (const pid of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(pid)) continue;
+    const cmd = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    if (cmd.includes(dir)) {
+      try { process.kill(Number(pid), 'SIGKILL'); } catch { /* gone */ }
+    }
+  }
+}

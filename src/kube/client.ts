@@ -1,0 +1,79 @@
+// One API client per cluster: typed APIs that share a client-side rate limit and count every
+// request by verb and status code for /metrics.
+import {
+  CoordinationV1Api, CoreV1Api, EventsV1Api, KubeConfig, ServerConfiguration, createConfiguration,
+  type RequestContext, type ResponseContext,
+} from '@kubernetes/client-node';
+import { TokenBucket } from '../util/ratelimit.ts';
+import { metrics } from '../metrics.ts';
+
+export interface ClientOptions {
+  /** Name used in metrics and logs: "host" or the member's name. */
+  cluster: string;
+  qps: number;
+  burst: number;
+}
+
+type ApiClass<T> = new (config: ReturnType<typeof createConfiguration>) => T;
+
+export class ClusterClient {
+  readonly name: string;
+  readonly kc: KubeConfig;
+  readonly core: CoreV1Api;
+  readonly coordination: CoordinationV1Api;
+  readonly events: EventsV1Api;
+  readonly limiter: TokenBucket;
+
+  constructor(kc: KubeConfig, opts: ClientOptions) {
+    this.name = opts.cluster;
+    this.kc = kc;
+    this.limiter = new TokenBucket(opts.qps, opts.burst);
+    this.core = this.#make(CoreV1Api);
+    this.coordination = this.#make(CoordinationV1Api);
+    this.events = this.#make(EventsV1Api);
+  }
+
+  get server(): string {
+    const c = this.kc.getCurrentCluster();
+    if (!c) throw new Error(`kubeconfig for ${this.name} has no current cluster`);
+    return c.server;
+  }
+
+  #make<T>(cls: ApiClass<T>): T {
+    const limiter = this.limiter;
+    const cluster = this.name;
+    const config = createConfiguration({
+      baseServer: new ServerConfiguration(this.server, {}),
+      authMethods: { default: this.kc },
+      promiseMiddleware: [{
+        async pre(ctx: RequestContext): Promise<RequestContext> {
+          await limiter.take();
+          metrics.apiRequests.inc({ cluster, verb: verbOf(String(ctx.getHttpMethod()), ctx.getUrl()) });
+          return ctx;
+        },
+        async post(res: ResponseContext): Promise<ResponseContext> {
+          if (res.httpStatusCode >= 400) metrics.apiErrors.inc({ cluster, code: String(res.httpStatusCode) });
+          return res;
+        },
+      }],
+    });
+    return new cls(config);
+  }
+}
+
+/** The Kubernetes verb of a request: get/list/watch/create/update/patch/delete/deletecollection. */
+export function verbOf(method: string, url: string): string {
+  const u = new URL(url);
+  const m = method.toUpperCase();
+  if (m === 'POST') return 'create';
+  if (m === 'PUT') return 'update';
+  if (m === 'PATCH') return 'patch';
+  const segs = u.pathname.split('/').filter(Boolean);
+  // Drop the group/version prefix: /api/v1/... or /apis/<group>/<version>/...
+  const rest = segs[0] === 'api' ? segs.slice(2) : segs.slice(3);
+  const namespaced = rest[0] === 'namespaces' && rest.length >= 3;
+  const isCollection = namespaced ? rest.length === 3 : rest.length === 1;
+  if (m === 'DELETE') return isCollection ? 'deletecollection' : 'delete';
+  if (u.searchParams.get('watch') === 'true') return 'watch';
+  return isCollection ? 'list' : 'get';
+}

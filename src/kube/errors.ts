@@ -1,0 +1,74 @@
+// API errors mapped once to typed errors (STYLE.md): callers branch on `kind`, never on raw codes.
+import { ApiException } from '@kubernetes/client-node';
+
+export type KubeErrorKind =
+  | 'NotFound' | 'AlreadyExists' | 'Conflict' | 'Invalid' | 'Forbidden' | 'Unauthorized'
+  | 'Gone' | 'TooManyRequests' | 'Unavailable' | 'BadRequest' | 'Unknown';
+
+export class KubeError extends Error {
+  readonly kind: KubeErrorKind;
+  readonly code: number;
+  /** The API server's Status.reason, e.g. "Forbidden", "AlreadyExists". */
+  readonly reason: string;
+
+  constructor(kind: KubeErrorKind, code: number, reason: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'KubeError';
+    this.kind = kind;
+    this.code = code;
+    this.reason = reason;
+  }
+}
+
+interface StatusBody { message?: string; reason?: string; code?: number }
+
+function parseBody(body: unknown): StatusBody {
+  if (typeof body === 'string') {
+    try { return JSON.parse(body) as StatusBody; } catch { return { message: body }; }
+  }
+  return (body && typeof body === 'object') ? body as StatusBody : {};
+}
+
+function kindOf(code: number, reason: string): KubeErrorKind {
+  switch (code) {
+    case 400: return 'BadRequest';
+    case 401: return 'Unauthorized';
+    case 403: return 'Forbidden';
+    case 404: return 'NotFound';
+    case 409: return reason === 'AlreadyExists' ? 'AlreadyExists' : 'Conflict';
+    case 410: return 'Gone';
+    case 422: return 'Invalid';
+    case 429: return 'TooManyRequests';
+    default: return code >= 500 || code === 0 ? 'Unavailable' : 'Unknown';
+  }
+}
+
+/** Any thrown value → KubeError. Connection failures (no HTTP status) are Unavailable. */
+export function toKubeError(err: unknown): KubeError {
+  if (err instanceof KubeError) return err;
+  if (err instanceof ApiException) {
+    const body = parseBody(err.body);
+    const reason = body.reason ?? '';
+    return new KubeError(kindOf(err.code, reason), err.code, reason, body.message ?? err.message, { cause: err });
+  }
+  const e = err as { statusCode?: number; code?: string; message?: string; name?: string };
+  if (typeof e?.statusCode === 'number') {
+    return new KubeError(kindOf(e.statusCode, ''), e.statusCode, '', e.message ?? String(err), { cause: err });
+  }
+  const message = e?.message ?? String(err);
+  const causeCode = (err as { cause?: { code?: string } })?.cause?.code;
+  return new KubeError('Unavailable', 0, e?.code ?? causeCode ?? e?.name ?? '', message, { cause: err });
+}
+
+export function isKind(err: unknown, ...kinds: KubeErrorKind[]): boolean {
+  return kinds.includes(toKubeError(err).kind);
+}
+
+/** Runs `fn`, mapping errors; resolves undefined on NotFound. */
+export async function ignoreNotFound<T>(fn: () => Promise<T>): Promise<T | undefined> {
+  try { return await fn(); } catch (err) {
+    const k = toKubeError(err);
+    if (k.kind === 'NotFound') return undefined;
+    throw k;
+  }
+}

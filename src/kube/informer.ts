@@ -1,0 +1,112 @@
+// A store kept by one list-watch stream: latest object per key, change events, and `synced`.
+// A relist (SYNC) is diffed against the store, so deletions missed while disconnected still surface.
+import { Subject, type Observable, type Subscription } from 'rxjs';
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { ListWatchEvent } from './listwatch.ts';
+
+export interface StoreEvent<T> {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED';
+  key: string;
+  object: T;
+  old?: T;
+}
+
+/** `namespace/name`, or `name` for cluster-scoped objects. */
+export function objectKey(o: KubernetesObject): string {
+  const ns = o.metadata?.namespace;
+  return ns ? `${ns}/${o.metadata?.name}` : `${o.metadata?.name}`;
+}
+
+export function splitKey(key: string): { namespace: string; name: string } {
+  const i = key.indexOf('/');
+  return i < 0 ? { namespace: '', name: key } : { namespace: key.slice(0, i), name: key.slice(i + 1) };
+}
+
+export class Informer<T extends KubernetesObject> {
+  readonly name: string;
+  #source: Observable<ListWatchEvent<T>>;
+  #store = new Map<string, T>();
+  #events = new Subject<StoreEvent<T>>();
+  #sub: Subscription | undefined;
+  #synced = false;
+  #syncWaiters: (() => void)[] = [];
+
+  constructor(name: string, source: Observable<ListWatchEvent<T>>) {
+    this.name = name;
+    this.#source = source;
+  }
+
+  /** Changes, after the store has been updated. */
+  get events$(): Observable<StoreEvent<T>> { return this.#events.asObservable(); }
+  get hasSynced(): boolean { return this.#synced; }
+  get size(): number { return this.#store.size; }
+
+  start(): this {
+    this.#sub ??= this.#source.subscribe({
+      next: (ev) => this.#apply(ev),
+      // listWatch retries forever; an error here is a bug worth surfacing.
+      error: (err: unknown) => this.#events.error(err),
+    });
+    return this;
+  }
+
+  stop(): void {
+    this.#sub?.unsubscribe();
+    this.#sub = undefined;
+    this.#events.complete();
+  }
+
+  /** Resolves once the first LIST has been applied. */
+  waitSynced(): Promise<void> {
+    if (this.#synced) return Promise.resolve();
+    return new Promise((resolve) => this.#syncWaiters.push(resolve));
+  }
+
+  get(key: string): T | undefined { return this.#store.get(key); }
+  list(): T[] { return [...this.#store.values()]; }
+  keys(): IterableIterator<string> { return this.#store.keys(); }
+
+  #apply(ev: ListWatchEvent<T>): void {
+    if (ev.type === 'SYNC') {
+      const seen = new Set<string>();
+      for (const obj of ev.items) {
+        const key = objectKey(obj);
+        seen.add(key);
+        this.#put(key, slim(obj));
+      }
+      for (const [key, old] of this.#store) {
+        if (!seen.has(key)) {
+          this.#store.delete(key);
+          this.#events.next({ type: 'DELETED', key, object: old, old });
+        }
+      }
+      if (!this.#synced) {
+        this.#synced = true;
+        for (const w of this.#syncWaiters.splice(0)) w();
+      }
+      return;
+    }
+    const obj = slim(ev.object);
+    const key = objectKey(obj);
+    if (ev.type === 'DELETED') {
+      const old = this.#store.get(key);
+      this.#store.delete(key);
+      this.#events.next({ type: 'DELETED', key, object: obj, old });
+      return;
+    }
+    this.#put(key, obj);
+  }
+
+  #put(key: string, obj: T): void {
+    const old = this.#store.get(key);
+    if (old && old.metadata?.resourceVersion === obj.metadata?.resourceVersion) return;
+    this.#store.set(key, obj);
+    this.#events.next({ type: old ? 'MODIFIED' : 'ADDED', key, object: obj, old });
+  }
+}
+
+/** managedFields are the largest part of most objects and nothing here reads them. */
+function slim<T extends KubernetesObject>(obj: T): T {
+  if (obj.metadata?.managedFields) delete obj.metadata.managedFields;
+  return obj;
+}

@@ -1,0 +1,154 @@
+// The list-watch observable every reflector uses (STYLE.md):
+// - LIST (paged), then WATCH from its resourceVersion with bookmarks;
+// - a watch that ends is resumed from the last resourceVersion seen; 410 Gone → relist;
+// - a watch silent for longer than `silenceMs` is restarted (bookmarks keep healthy ones talking);
+// - errors restart the whole cycle with capped exponential backoff (relist), forever;
+// - unsubscribing aborts the HTTP request.
+import { Observable, retry, share, timer } from 'rxjs';
+import { Watch, type KubernetesObject } from '@kubernetes/client-node';
+import { ObjectSerializer } from '@kubernetes/client-node/dist/gen/models/ObjectSerializer.js';
+import type { ClusterClient } from './client.ts';
+import { toKubeError } from './errors.ts';
+import { backoffDelay } from '../util/backoff.ts';
+import { metrics } from '../metrics.ts';
+import type { Logger } from '../log.ts';
+
+export type ListWatchEvent<T> =
+  /** The full state after a (re)list: consumers replace what they had. */
+  | { type: 'SYNC'; items: T[] }
+  | { type: 'ADDED' | 'MODIFIED' | 'DELETED'; object: T };
+
+export interface ListPage<T> { items: T[]; metadata?: { resourceVersion?: string; _continue?: string } }
+export interface ListParams { labelSelector?: string; fieldSelector?: string; limit: number; _continue?: string }
+
+export interface ListWatchSpec<T> {
+  /** Collection path to watch, e.g. `/api/v1/pods` or `/api/v1/namespaces/ns/configmaps`. */
+  path: string;
+  /** The typed LIST of the same collection (rate-limited and counted by the client). */
+  list(params: ListParams): Promise<ListPage<T>>;
+  /** Model name for deserialisation, e.g. `V1Pod`. */
+  model: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  /** For logs and metrics. */
+  resource: string;
+}
+
+export interface ListWatchOptions {
+  silenceMs?: number;
+  pageSize?: number;
+  log?: Logger;
+}
+
+interface RawWatchEvent { type: string; object: { metadata?: { resourceVersion?: string }; code?: number; reason?: string; message?: string } }
+
+class GoneError extends Error {}
+
+export function listWatch<T extends KubernetesObject>(client: ClusterClient, spec: ListWatchSpec<T>,
+  opts: ListWatchOptions = {}): Observable<ListWatchEvent<T>> {
+  const silenceMs = opts.silenceMs ?? 90_000;
+  const pageSize = opts.pageSize ?? 500;
+  const restart = (reason: string): void => {
+    metrics.watchRestarts.inc({ cluster: client.name, resource: spec.resource, reason });
+  };
+
+  const cycle = new Observable<ListWatchEvent<T>>((subscriber) => {
+    let closed = false;
+    let controller: AbortController | undefined;
+    const deserialize = (raw: unknown): T => ObjectSerializer.deserialize(raw, spec.model, '') as T;
+
+    const list = async (): Promise<string> => {
+      const items: T[] = [];
+      let cont: string | undefined;
+      let rv = '';
+      do {
+        const res = await spec.list({
+          labelSelector: spec.labelSelector, fieldSelector: spec.fieldSelector, limit: pageSize, _continue: cont,
+        });
+        for (const it of res.items) items.push(it);
+        rv = res.metadata?.resourceVersion ?? rv;
+        cont = res.metadata?._continue || undefined;
+      } while (cont && !closed);
+      if (!closed) subscriber.next({ type: 'SYNC', items });
+      return rv;
+    };
+
+    const watchOnce = (rv: string): Promise<string> => new Promise((resolve, reject) => {
+      const w = new Watch(client.kc);
+      // The library's inactivity timeout is our watchdog for silent watches (field is TS-private, public at run time).
+      (w as unknown as { requestTimeoutMs: number }).requestTimeoutMs = silenceMs;
+      let last = rv;
+      let failed: Error | undefined;
+      void client.limiter.take().then(() => {
+        if (closed) return resolve(last);
+        metrics.apiRequests.inc({ cluster: client.name, verb: 'watch' });
+        return w.watch(spec.path, {
+          resourceVersion: rv, allowWatchBookmarks: true,
+          // Server-side end after 5-10 min, as client-go does, so connections get rebalanced.
+          timeoutSeconds: 300 + Math.floor(Math.random() * 300),
+          labelSelector: spec.labelSelector, fieldSelector: spec.fieldSelector,
+        }, (type: string, obj: unknown) => {
+          const ev = { type, object: obj } as RawWatchEvent;
+          if (type === 'ERROR') {
+            failed = ev.object.code === 410 ? new GoneError(ev.object.message) : toKubeError({ statusCode: ev.object.code, message: ev.object.message });
+            controller?.abort();
+            return;
+          }
+          last = ev.object.metadata?.resourceVersion ?? last;
+          if (type === 'BOOKMARK') return;
+          if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') {
+            subscriber.next({ type, object: deserialize(obj) });
+          }
+        }, (err: unknown) => {
+          controller = undefined;
+          if (failed) return reject(failed);
+          if (err && (err as { name?: string }).name === 'TimeoutError') {
+            restart('silent');
+            return resolve(last);
+          }
+          if (err && !closed && (err as { name?: string }).name !== 'AbortError') {
+            const k = toKubeError(err);
+            return reject(k.code === 410 ? new GoneError(k.message) : k);
+          }
+          resolve(last);
+        }).then((c) => {
+          controller = c;
+          if (closed) c.abort();
+        });
+      }).catch(reject);
+    });
+
+    void (async () => {
+      let rv = await list();
+      while (!closed) {
+        try {
+          rv = await watchOnce(rv);
+          if (!closed) restart('ended');
+        } catch (err) {
+          if (!(err instanceof GoneError)) throw err;
+          restart('gone');
+          opts.log?.debug({ resource: spec.resource }, 'watch expired (410 Gone), relisting');
+          rv = await list();
+        }
+      }
+    })().catch((err: unknown) => { if (!closed) subscriber.error(toKubeError(err)); });
+
+    return () => {
+      closed = true;
+      controller?.abort();
+    };
+  });
+
+  return cycle.pipe(
+    retry({
+      resetOnSuccess: true,
+      delay: (err: unknown, attempt: number) => {
+        restart('error');
+        const k = toKubeError(err);
+        opts.log?.warn({ resource: spec.resource, err: k.message, code: k.code, attempt }, 'list/watch failed; retrying');
+        return timer(backoffDelay(attempt - 1, 500, 30_000));
+      },
+    }),
+    share({ resetOnRefCountZero: true }),
+  );
+}

@@ -1,0 +1,41 @@
+// Prometheus metrics of the process, served at /metrics on the health port.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export const registry = new Registry();
+collectDefaultMetrics({ register: registry, prefix: 'clusterlet_' });
+
+export const metrics = {
+  apiRequests: new Counter({
+    name: 'clusterlet_api_requests_total', help: 'API requests made, by cluster and verb.',
+    labelNames: ['cluster', 'verb'] as const, registers: [registry],
+  }),
+  apiErrors: new Counter({
+    name: 'clusterlet_api_errors_total', help: 'API responses with an error status, by cluster and HTTP code.',
+    labelNames: ['cluster', 'code'] as const, registers: [registry],
+  }),
+  watchRestarts: new Counter({
+    name: 'clusterlet_watch_restarts_total', help: 'Watch restarts, by cluster, resource and reason.',
+    labelNames: ['cluster', 'resource', 'reason'] as const, registers: [registry],
+  }),
+  podsOffloaded: new Gauge({
+    name: 'clusterlet_pods_offloaded', help: 'Proxy pods with a delegate, by member.',
+    labelNames: ['member'] as const, registers: [registry],
+  }),
+  podSyncs: new Counter({
+    name: 'clusterlet_pod_syncs_total', help: 'Pod syncs, by member and result.',
+    labelNames: ['member', 'result'] as const, registers: [registry],
+  }),
+  syncLatency: new Histogram({
+    name: 'clusterlet_sync_duration_seconds', help: 'Time to handle one queued key, by queue.',
+    labelNames: ['queue'] as const, registers: [registry],
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  }),
+  queueDepth: new Gauge({
+    name: 'clusterlet_queue_depth', help: 'Keys waiting in a work queue.',
+    labelNames: ['queue'] as const, registers: [registry],
+  }),
+  memberReady: new Gauge({
+    name: 'clusterlet_member_ready', help: '1 when the member answers and has a Ready node.',
+    labelNames: ['member'] as const, registers: [registry],
+  }),
+};

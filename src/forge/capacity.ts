@@ -1,0 +1,183 @@
+// Capacity of the virtual node: pure functions over a member cluster's nodes and pods.
+// See CONVENTIONS.md, "Capacity".
+
+import type { V1Container, V1Node, V1Pod } from '@kubernetes/client-node';
+import { NANO, add, clampZero, formatQuantity, parseQuantity, quantity } from './quantity.ts';
+import type { Quantity } from './quantity.ts';
+
+import { LABEL_PREFIX as OUR_LABEL_PREFIX, ORIGIN_LABEL } from './labels.ts';
+const UNSCHEDULABLE_TAINT = 'node.kubernetes.io/unschedulable';
+const TOPOLOGY_LABELS = [
+  'topology.kubernetes.io/region',
+  'topology.kubernetes.io/zone',
+  'failure-domain.beta.kubernetes.io/region',
+  'failure-domain.beta.kubernetes.io/zone',
+];
+
+type ResourceList = { [name: string]: string } | undefined;
+
+/** Ready, schedulable, not cordoned and not a virtual node (ours or any other virtual kubelet's). */
+export function nodeIsUsable(node: V1Node): boolean {
+  const ready = node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+  const labels = node.metadata?.labels ?? {};
+  const virtual =
+    labels['type'] === 'virtual-kubelet' || Object.keys(labels).some((k) => k.startsWith(OUR_LABEL_PREFIX));
+  const cordoned = (node.spec?.taints ?? []).some(
+    (t) => t.key === UNSCHEDULABLE_TAINT && (t.effect === 'NoSchedule' || t.effect === 'NoExecute'),
+  );
+  return ready && !node.spec?.unschedulable && !virtual && !cordoned;
+}
+
+/** True for a pod clusterlet created (it carries our origin label). */
+export function isDelegate(pod: V1Pod): boolean {
+  return pod.metadata?.labels?.[ORIGIN_LABEL] !== undefined;
+}
+
+/**
+ * The pod's effective requests in nano units, as the scheduler computes them: the larger of (app containers
+ * + sidecars) and each init container (+ the sidecars started before it), per resource; pod-level requests
+ * replace that for the resources they name; then overhead is added. `pods` is always 1.
+ */
+export function podRequests(pod: V1Pod): Map<string, bigint> {
+  const spec = pod.spec;
+  const requests = new Map<string, bigint>();
+  for (const c of spec?.containers ?? []) addTo(requests, containerRequests(c));
+
+  const initMax = new Map<string, bigint>();
+  const sidecars = new Map<string, bigint>();
+  for (const c of spec?.initContainers ?? []) {
+    const own = containerRequests(c);
+    if (c.restartPolicy === 'Always') {
+      addTo(requests, own);
+      addTo(sidecars, own);
+    } else {
+      const running = new Map(sidecars);
+      addTo(running, own);
+      maxInto(initMax, running);
+    }
+  }
+  maxInto(requests, initMax);
+
+  for (const [name, nanos] of parseList(spec?.resources?.requests)) requests.set(name, nanos);
+  addTo(requests, parseList(spec?.overhead));
+  requests.set('pods', NANO);
+  return requests;
+}
+
+/**
+ * Whether the pod uses capacity of the member: not terminal, bound to a node (to one of `usableNodes` when
+ * given), and not one of our delegates.
+ */
+export function podCounts(
+  pod: V1Pod,
+  isOurs: (p: V1Pod) => boolean = isDelegate,
+  usableNodes?: ReadonlySet<string>,
+): boolean {
+  const phase = pod.status?.phase;
+  if (phase === 'Succeeded' || phase === 'Failed') return false;
+  const nodeName = pod.spec?.nodeName;
+  if (!nodeName || (usableNodes && !usableNodes.has(nodeName))) return false;
+  return !isOurs(pod);
+}
+
+export interface AggregateCapacity {
+  capacity: Record<string, string>;
+  allocatable: Record<string, string>;
+  nodeCount: number;
+}
+
+/**
+ * Capacity: the sum over usable nodes of every resource. Allocatable: the usable nodes' allocatable minus the
+ * requests of the pods that count on them, clamped at zero. Values are canonical quantity strings.
+ */
+export function aggregateCapacity(
+  nodes: V1Node[],
+  pods: V1Pod[],
+  opts: { isDelegate?(p: V1Pod): boolean } = {},
+): AggregateCapacity {
+  const usable = nodes.filter(nodeIsUsable);
+  const names = new Set(usable.map((n) => n.metadata?.name ?? ''));
+  const capacity = new Map<string, Quantity>();
+  const allocatable = new Map<string, Quantity>();
+  for (const node of usable) {
+    sumInto(capacity, node.status?.capacity);
+    sumInto(allocatable, node.status?.allocatable ?? node.status?.capacity);
+  }
+  const isOurs = opts.isDelegate ?? isDelegate;
+  for (const pod of pods) {
+    if (!podCounts(pod, isOurs, names)) continue;
+    for (const [name, nanos] of podRequests(pod)) {
+      const q = allocatable.get(name);
+      if (q) allocatable.set(name, quantity(q.nanos - nanos, q.format));
+    }
+  }
+  return { capacity: toRecord(capacity), allocatable: toRecord(allocatable), nodeCount: usable.length };
+}
+
+/** Topology labels whose value is the same on every usable node; empty when there is none. */
+export function sharedTopologyLabels(nodes: V1Node[]): Record<string, string> {
+  const usable = nodes.filter(nodeIsUsable);
+  const shared: Record<string, string> = {};
+  if (usable.length === 0) return shared;
+  for (const key of TOPOLOGY_LABELS) {
+    const values = new Set(usable.map((n) => n.metadata?.labels?.[key]));
+    const [value] = values;
+    if (values.size === 1 && value !== undefined) shared[key] = value;
+  }
+  return shared;
+}
+
+export interface NodeSystemInfo {
+  operatingSystem: string;
+  architecture: string;
+}
+
+/** The most common OS and architecture of the usable nodes (ties: alphabetical); linux/amd64 by default. */
+export function nodeSystemInfo(nodes: V1Node[]): NodeSystemInfo {
+  const usable = nodes.filter(nodeIsUsable);
+  const os = usable.map((n) => n.status?.nodeInfo?.operatingSystem || n.metadata?.labels?.['kubernetes.io/os']);
+  const arch = usable.map((n) => n.status?.nodeInfo?.architecture || n.metadata?.labels?.['kubernetes.io/arch']);
+  return { operatingSystem: mostCommon(os) ?? 'linux', architecture: mostCommon(arch) ?? 'amd64' };
+}
+
+// Requests, falling back per resource to limits (what API defaulting does).
+function containerRequests(c: V1Container): Map<string, bigint> {
+  const result = parseList(c.resources?.limits);
+  for (const [name, nanos] of parseList(c.resources?.requests)) result.set(name, nanos);
+  return result;
+}
+
+function parseList(list: ResourceList): Map<string, bigint> {
+  return new Map(Object.entries(list ?? {}).map(([name, text]) => [name, parseQuantity(text).nanos]));
+}
+
+function addTo(target: Map<string, bigint>, source: Map<string, bigint>): void {
+  for (const [name, nanos] of source) target.set(name, (target.get(name) ?? 0n) + nanos);
+}
+
+function maxInto(target: Map<string, bigint>, source: Map<string, bigint>): void {
+  for (const [name, nanos] of source) {
+    const current = target.get(name);
+    if (current === undefined || nanos > current) target.set(name, nanos);
+  }
+}
+
+function sumInto(target: Map<string, Quantity>, list: ResourceList): void {
+  for (const [name, text] of Object.entries(list ?? {})) {
+    const q = parseQuantity(text);
+    const current = target.get(name);
+    target.set(name, current ? add(current, q) : q);
+  }
+}
+
+function toRecord(map: Map<string, Quantity>): Record<string, string> {
+  const entries = [...map].sort(([a], [b]) => (a < b ? -1 : 1));
+  return Object.fromEntries(entries.map(([name, q]) => [name, formatQuantity(clampZero(q))]));
+}
+
+function mostCommon(values: (string | undefined)[]): string | undefined {
+  const counts = new Map<string, number>();
+  for (const v of values) if (v) counts.set(v, (counts.get(v) ?? 0) + 1);
+  const ranked = [...counts].sort(([a, m], [b, n]) => n - m || (a < b ? -1 : 1));
+  return ranked[0]?.[0];
+}

@@ -1,0 +1,29 @@
+// Label, annotation and taint keys clusterlet reads and writes. See CONVENTIONS.md.
+
+export const LABEL_PREFIX = 'clusterlet.io/';
+
+// On everything clusterlet creates in a member: the host cluster's name.
+export const ORIGIN_LABEL = 'clusterlet.io/origin';
+// On delegates: the proxy's UID and the virtual node's name.
+export const PROXY_UID_LABEL = 'clusterlet.io/proxy-uid';
+export const NODE_LABEL = 'clusterlet.io/node';
+// On the virtual node: the member it stands for.
+export const MEMBER_LABEL = 'clusterlet.io/member';
+
+export const PROXY_NAMESPACE_ANNOTATION = 'clusterlet.io/proxy-namespace';
+export const PROXY_NAME_ANNOTATION = 'clusterlet.io/proxy-name';
+export const MEMBER_ANNOTATION = 'clusterlet.io/member';
+export const EXPORT_ANNOTATION = 'clusterlet.io/export';
+
+// The taint of the virtual node; the key is virtual-kubelet's, so tolerations written for it keep working.
+export const VIRTUAL_NODE_TAINT_KEY = 'virtual-kubelet.io/provider';
+export const VIRTUAL_NODE_TAINT_VALUE = 'clusterlet';
+export const VIRTUAL_NODE_TAINT_EFFECT = 'NoSchedule';
+
+// The virtual-kubelet node labels: `type=virtual-kubelet`, `kubernetes.io/role=agent`.
+export const VIRTUAL_NODE_TYPE_LABEL = 'type';
+export const VIRTUAL_NODE_TYPE = 'virtual-kubelet';
+export const ROLE_LABEL = 'kubernetes.io/role';
+export const VIRTUAL_NODE_ROLE = 'agent';
+
+export const HOSTNAME_LABEL = 'kubernetes.io/hostname';

@@ -1,0 +1,181 @@
+// The virtual node, forged from what the member reports. Pure functions: member state in, node parts out.
+import type { V1Node, V1NodeCondition, V1NodeStatus, V1Taint } from '@kubernetes/client-node';
+import type { MemberConfig } from '../config.ts';
+import {
+  HOSTNAME_LABEL, MEMBER_LABEL, ROLE_LABEL, VIRTUAL_NODE_ROLE, VIRTUAL_NODE_TAINT_EFFECT, VIRTUAL_NODE_TAINT_KEY,
+  VIRTUAL_NODE_TAINT_VALUE, VIRTUAL_NODE_TYPE, VIRTUAL_NODE_TYPE_LABEL,
+} from './labels.ts';
+import { VERSION } from '../version.ts';
+
+/** What the member looks like right now, as the node controller needs it. */
+export interface MemberState {
+  /** The member API answered the last probe. */
+  reachable: boolean;
+  /** Why it did not (the error), when it did not. */
+  unreachableReason?: string;
+  /** Whether the member's nodes have been listed at least once. */
+  synced: boolean;
+  readyNodes: number;
+  capacity: Record<string, string>;
+  allocatable: Record<string, string>;
+  topologyLabels: Record<string, string>;
+  operatingSystem: string;
+  architecture: string;
+  memberVersion?: string;
+}
+
+export interface NodeContext {
+  member: MemberConfig;
+  nodeIP: string;
+  kubeletPort: number;
+}
+
+export const KUBELET_VERSION = `v${VERSION}-clusterlet`;
+
+export function virtualNodeTaint(): V1Taint {
+  return { key: VIRTUAL_NODE_TAINT_KEY, value: VIRTUAL_NODE_TAINT_VALUE, effect: VIRTUAL_NODE_TAINT_EFFECT };
+}
+
+/** Our labels on the node: the virtual-kubelet ones, OS/arch, shared topology labels, configured extras. */
+export function forgeNodeLabels(ctx: NodeContext, state: MemberState): Record<string, string> {
+  return {
+    [VIRTUAL_NODE_TYPE_LABEL]: VIRTUAL_NODE_TYPE,
+    [ROLE_LABEL]: VIRTUAL_NODE_ROLE,
+    'kubernetes.io/os': state.operatingSystem,
+    'kubernetes.io/arch': state.architecture,
+    [HOSTNAME_LABEL]: ctx.member.nodeName,
+    'node.kubernetes.io/exclude-from-external-load-balancers': 'true',
+    [MEMBER_LABEL]: ctx.member.name,
+    ...state.topologyLabels,
+    ...ctx.member.labels,
+  };
+}
+
+/** Our taints: the virtual-node taint and the configured ones. */
+export function forgeNodeTaints(ctx: NodeContext): V1Taint[] {
+  return [virtualNodeTaint(), ...ctx.member.taints];
+}
+
+const taintId = (t: V1Taint): string => `${t.key}:${t.effect}`;
+
+/**
+ * The node's taints with ours in place and everyone else's kept (the node-lifecycle controller's
+ * not-ready/unreachable taints in particular). Undefined when nothing needs to change.
+ */
+export function mergeTaints(current: V1Taint[] | undefined, ours: V1Taint[]): V1Taint[] | undefined {
+  const cur = current ?? [];
+  const missing = ours.filter((o) => !cur.some((c) => taintId(c) === taintId(o) && (c.value ?? '') === (o.value ?? '')));
+  if (missing.length === 0) return undefined;
+  const replaced = new Set(missing.map(taintId));
+  return [...cur.filter((c) => !replaced.has(taintId(c))), ...missing];
+}
+
+function condition(type: string, ok: boolean, reason: string, message: string): V1NodeCondition {
+  return { type, status: ok ? 'True' : 'False', reason, message };
+}
+
+export function forgeNodeConditions(ctx: NodeContext, state: MemberState): V1NodeCondition[] {
+  const name = ctx.member.name;
+  let ready: V1NodeCondition;
+  if (!state.reachable) {
+    ready = condition('Ready', false, 'MemberUnreachable',
+      `member cluster ${name} does not answer: ${state.unreachableReason ?? 'unknown error'}`);
+  } else if (!state.synced) {
+    ready = condition('Ready', false, 'MemberNotSynced', `member cluster ${name} answers; listing its nodes`);
+  } else if (state.readyNodes === 0) {
+    ready = condition('Ready', false, 'MemberHasNoReadyNode', `member cluster ${name} has no Ready, schedulable node`);
+  } else {
+    ready = condition('Ready', true, 'MemberReady',
+      `member cluster ${name} answers and has ${state.readyNodes} Ready, schedulable node${state.readyNodes === 1 ? '' : 's'}`);
+  }
+  return [
+    ready,
+    condition('MemoryPressure', false, 'MemberHasSufficientMemory', 'pressure is handled by the member\'s own kubelets'),
+    condition('DiskPressure', false, 'MemberHasNoDiskPressure', 'pressure is handled by the member\'s own kubelets'),
+    condition('PIDPressure', false, 'MemberHasSufficientPID', 'pressure is handled by the member\'s own kubelets'),
+    condition('NetworkUnavailable', false, 'MemberNetworkReady', 'pods get their network from the member cluster'),
+  ];
+}
+
+/**
+ * The node status without timestamps. Capacity and allocatable keep their last known values while the
+ * member does not answer, so a blip does not make the scheduler see an empty node.
+ */
+export function forgeNodeStatus(ctx: NodeContext, state: MemberState): V1NodeStatus {
+  const capacity = { ...state.capacity };
+  const allocatable = { ...state.allocatable };
+  capacity.pods ??= '0';
+  allocatable.pods ??= '0';
+  return {
+    capacity, allocatable,
+    conditions: forgeNodeConditions(ctx, state),
+    addresses: [
+      { type: 'InternalIP', address: ctx.nodeIP },
+      { type: 'Hostname', address: ctx.member.nodeName },
+    ],
+    daemonEndpoints: { kubeletEndpoint: { Port: ctx.kubeletPort } },
+    nodeInfo: {
+      architecture: state.architecture,
+      operatingSystem: state.operatingSystem,
+      kubeletVersion: KUBELET_VERSION,
+      kubeProxyVersion: '',
+      containerRuntimeVersion: `clusterlet://${state.memberVersion ?? 'unknown'}`,
+      kernelVersion: '',
+      osImage: `member cluster ${ctx.member.name}`,
+      bootID: '', machineID: '', systemUUID: '',
+    },
+  };
+}
+
+/** Stamps heartbeat times; a condition whose status did not change keeps its transition time. */
+export function stampConditions(desired: V1NodeCondition[], current: V1NodeCondition[] | undefined, now: Date):
+  V1NodeCondition[] {
+  return desired.map((c) => {
+    const prev = current?.find((p) => p.type === c.type);
+    const since = prev && prev.status === c.status && prev.lastTransitionTime ? new Date(prev.lastTransitionTime) : now;
+    return { ...c, lastHeartbeatTime: now, lastTransitionTime: since };
+  });
+}
+
+const sortedEntries = (m: Record<string, string> | undefined): string =>
+  JSON.stringify(Object.entries(m ?? {}).sort(([a], [b]) => a.localeCompare(b)));
+
+/** Whether `current` already shows `desired` (timestamps ignored, order of conditions ignored). */
+export function nodeStatusMatches(desired: V1NodeStatus, current: V1NodeStatus | undefined): boolean {
+  if (!current) return false;
+  if (sortedEntries(desired.capacity) !== sortedEntries(current.capacity)) return false;
+  if (sortedEntries(desired.allocatable) !== sortedEntries(current.allocatable)) return false;
+  for (const d of desired.conditions ?? []) {
+    const c = current.conditions?.find((x) => x.type === d.type);
+    if (!c || c.status !== d.status || c.reason !== d.reason || c.message !== d.message) return false;
+  }
+  const addr = (s: V1NodeStatus): string => JSON.stringify((s.addresses ?? []).map((a) => `${a.type}=${a.address}`).sort());
+  if (addr(desired) !== addr(current)) return false;
+  if (desired.daemonEndpoints?.kubeletEndpoint?.Port !== current.daemonEndpoints?.kubeletEndpoint?.Port) return false;
+  const ni = desired.nodeInfo!;
+  const ci = current.nodeInfo;
+  return !!ci && ni.kubeletVersion === ci.kubeletVersion && ni.architecture === ci.architecture
+    && ni.operatingSystem === ci.operatingSystem && ni.containerRuntimeVersion === ci.containerRuntimeVersion
+    && ni.osImage === ci.osImage;
+}
+
+/** Labels to set (and ours to remove, as null) so the node carries `desired`; undefined if nothing to do. */
+export function labelPatch(desired: Record<string, string>, current: Record<string, string> | undefined,
+  previouslyOurs: Set<string>): Record<string, string | null> | undefined {
+  const patch: Record<string, string | null> = {};
+  for (const [k, v] of Object.entries(desired)) if (current?.[k] !== v) patch[k] = v;
+  for (const k of previouslyOurs) if (!(k in desired) && current && k in current) patch[k] = null;
+  return Object.keys(patch).length ? patch : undefined;
+}
+
+/** A new node object as registered on the host. */
+export function forgeNewNode(ctx: NodeContext, state: MemberState, now: Date): V1Node {
+  const status = forgeNodeStatus(ctx, state);
+  status.conditions = stampConditions(status.conditions ?? [], undefined, now);
+  return {
+    apiVersion: 'v1', kind: 'Node',
+    metadata: { name: ctx.member.nodeName, labels: forgeNodeLabels(ctx, state) },
+    spec: { taints: forgeNodeTaints(ctx) },
+    status,
+  };
+}

@@ -1,0 +1,61 @@
+#!/usr/bin/env node
+// clusterlet's entry point. Exit codes (CONVENTIONS.md): 0 clean stop, 2 bad configuration, 1 anything else.
+import type { Server } from 'node:http';
+import { config as rxConfig } from 'rxjs';
+import { ConfigError, HELP, parseConfig } from './config.ts';
+import { createLogger } from './log.ts';
+import { Manager } from './manager.ts';
+import { startHealthServer } from './health.ts';
+import { VERSION } from './version.ts';
+
+async function main(): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseConfig(process.argv.slice(2));
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`clusterlet: bad configuration: ${err.message}\n(see clusterlet --help)\n`);
+      return 2;
+    }
+    throw err;
+  }
+  if (parsed.kind === 'help') { process.stdout.write(HELP); return 0; }
+  if (parsed.kind === 'version') { process.stdout.write(`clusterlet ${VERSION}\n`); return 0; }
+  const config = parsed.config;
+  const log = createLogger(config.logLevel);
+  rxConfig.onUnhandledError = (err: unknown) => log.error({ err: (err as Error)?.message ?? String(err) }, 'unhandled stream error');
+
+  let manager: Manager;
+  try {
+    manager = new Manager(config, log);
+  } catch (err) {
+    process.stderr.write(`clusterlet: bad configuration: host kubeconfig: ${(err as Error).message}\n`);
+    return 2;
+  }
+  let health: Server | undefined;
+  if (config.healthPort > 0) {
+    health = await startHealthServer(config.healthPort, [{ name: 'members', ready: () => manager.ready() }]);
+  }
+  log.info({ version: VERSION, members: config.members.map((m) => m.name), hostName: config.hostName }, 'clusterlet starting');
+  manager.start();
+
+  return new Promise<number>((resolve) => {
+    const stop = (signal: string): void => {
+      log.info({ signal }, 'stopping; virtual nodes stay registered');
+      manager.stop();
+      health?.close();
+      resolve(0);
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+}
+
+main().then((code) => {
+  process.exitCode = code;
+  // Open sockets (watches being torn down) must not keep a stopping process alive.
+  setTimeout(() => process.exit(code), 2000).unref();
+}, (err: unknown) => {
+  process.stderr.write(`clusterlet: ${(err as Error)?.stack ?? String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,284 @@
+// Flags and the provider config file → a validated Config. Every error names the field (and the file):
+// the CLI turns a ConfigError into exit code 2.
+import { existsSync, readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { loadYaml, type V1Taint } from '@kubernetes/client-node';
+
+export class ConfigError extends Error {
+  readonly field: string;
+  readonly file: string | undefined;
+  constructor(field: string, message: string, file?: string) {
+    super(`${file ? `${file}: ` : ''}${field}: ${message}`);
+    this.name = 'ConfigError';
+    this.field = field;
+    this.file = file;
+  }
+}
+
+export interface SecretRef { namespace: string; name: string; key: string }
+
+export interface NamespaceMapping {
+  /** Member namespace for a host namespace; `{namespace}` is replaced by the host namespace. */
+  template: string;
+  overrides: Record<string, string>;
+}
+
+export interface MemberConfig {
+  name: string;
+  kubeconfig?: string;
+  kubeconfigSecret?: SecretRef;
+  nodeName: string;
+  namespaceMapping: NamespaceMapping;
+  labels: Record<string, string>;
+  taints: V1Taint[];
+  qps: number;
+  burst: number;
+}
+
+export interface Config {
+  /** Undefined: in-cluster configuration. */
+  hostKubeconfig?: string;
+  /** Value of clusterlet.io/origin on everything created in members. */
+  hostName: string;
+  members: MemberConfig[];
+  podSyncWorkers: number;
+  logLevel: string;
+  /** InternalIP of the virtual nodes (flag, else POD_IP, else 127.0.0.1). */
+  nodeIP: string;
+  kubeletPort: number;
+  healthPort: number;
+  hostQPS: number;
+  hostBurst: number;
+  /** How long a watch may stay silent before it is restarted. */
+  watchSilenceSeconds: number;
+}
+
+export const HELP = `clusterlet — a virtual kubelet that makes each member cluster one node of the host cluster.
+
+Usage:
+  clusterlet --member-kubeconfig FILE [--member-name NAME] [--nodename NODE] [options]
+  clusterlet --provider-config clusterlet.yaml [options]
+
+Host cluster:
+  --host-kubeconfig FILE     kubeconfig of the host cluster (alias --kubeconfig); in-cluster config when absent
+  --host-name NAME           name of the host cluster, stamped on member objects as clusterlet.io/origin (default: host)
+  --host-qps N, --host-burst N
+                             client-side rate limit towards the host (default 200 / 400)
+
+One member (flags):
+  --member-kubeconfig FILE   kubeconfig of the member cluster
+  --member-name NAME         member name (default: member)
+  --nodename NODE            virtual node name (default: clusterlet-<member-name>)
+  --member-qps N, --member-burst N
+                             client-side rate limit towards the member (default 200 / 400)
+
+Several members:
+  --provider-config FILE     YAML file listing members (see README: name, kubeconfig or kubeconfigSecret,
+                             nodeName, namespaceMapping, labels, taints, qps, burst)
+
+Node and process:
+  --node-ip IP               InternalIP of the virtual node(s) (default: $POD_IP, else 127.0.0.1)
+  --kubelet-port N           kubelet API port, published as the node's daemon endpoint (default 10250)
+  --health-port N            plain-HTTP port for /healthz, /readyz, /metrics (default 10255; 0 disables)
+  --pod-sync-workers N       pods synced concurrently per member (default 10)
+  --watch-silence-seconds N  restart a watch that received nothing for this long (default 90)
+  --log-level LEVEL          trace|debug|info|warn|error (default: $LOG_LEVEL or info)
+  -h, --help                 this text
+  --version                  print the version
+`;
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+const TAINT_EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
+
+export type ParseResult = { kind: 'help' } | { kind: 'version' } | { kind: 'run'; config: Config };
+
+/** Parses argv (without node and script) and the environment. Throws ConfigError. */
+export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): ParseResult {
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args: argv, strict: true, allowPositionals: false,
+      options: {
+        'host-kubeconfig': { type: 'string' }, kubeconfig: { type: 'string' },
+        'host-name': { type: 'string' }, 'host-qps': { type: 'string' }, 'host-burst': { type: 'string' },
+        'member-kubeconfig': { type: 'string' }, 'member-name': { type: 'string' }, nodename: { type: 'string' },
+        'member-qps': { type: 'string' }, 'member-burst': { type: 'string' },
+        'provider-config': { type: 'string' },
+        'node-ip': { type: 'string' }, 'kubelet-port': { type: 'string' }, 'health-port': { type: 'string' },
+        'pod-sync-workers': { type: 'string' }, 'watch-silence-seconds': { type: 'string' },
+        'log-level': { type: 'string' }, help: { type: 'boolean', short: 'h' }, version: { type: 'boolean' },
+      },
+    }));
+  } catch (err) {
+    const msg = (err as Error).message;
+    const flag = /'(-{1,2}[^']+)'/.exec(msg)?.[1] ?? 'flags';
+    throw new ConfigError(flag, msg.replace(/\. To specify a positional argument.*$/s, ''));
+  }
+  if (values.help) return { kind: 'help' };
+  if (values.version) return { kind: 'version' };
+  const str = (k: string): string | undefined => values[k] as string | undefined;
+
+  const hostKubeconfig = str('host-kubeconfig') ?? str('kubeconfig');
+  if (hostKubeconfig !== undefined) requireFile('--host-kubeconfig', hostKubeconfig);
+
+  const providerConfig = str('provider-config');
+  const memberKubeconfig = str('member-kubeconfig');
+  if (providerConfig && memberKubeconfig) {
+    throw new ConfigError('--member-kubeconfig', 'give either --provider-config or --member-kubeconfig, not both');
+  }
+  const defaults = {
+    qps: int('--member-qps', str('member-qps'), 200, 1),
+    burst: int('--member-burst', str('member-burst'), 400, 1),
+  };
+  let members: MemberConfig[];
+  let fileSettings: FileSettings = {};
+  if (providerConfig) {
+    ({ members, settings: fileSettings } = loadProviderConfig(providerConfig, defaults));
+  } else if (memberKubeconfig) {
+    requireFile('--member-kubeconfig', memberKubeconfig);
+    const name = str('member-name') ?? 'member';
+    if (!DNS_LABEL.test(name)) throw new ConfigError('--member-name', `"${name}" is not a DNS-1123 label`);
+    const nodeName = str('nodename') ?? `clusterlet-${name}`;
+    if (!DNS_SUBDOMAIN.test(nodeName)) throw new ConfigError('--nodename', `"${nodeName}" is not a valid node name`);
+    members = [{
+      name, kubeconfig: memberKubeconfig, nodeName, namespaceMapping: { template: '{namespace}', overrides: {} },
+      labels: {}, taints: [], ...defaults,
+    }];
+  } else {
+    throw new ConfigError('--member-kubeconfig', 'no member given: pass --member-kubeconfig or --provider-config (see --help)');
+  }
+
+  const logLevel = str('log-level') ?? env.LOG_LEVEL ?? 'info';
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('--log-level', `"${logLevel}" is not one of ${LOG_LEVELS.join(', ')}`);
+  const hostName = str('host-name') ?? fileSettings.hostName ?? 'host';
+  if (!DNS_LABEL.test(hostName)) throw new ConfigError('--host-name', `"${hostName}" is not a DNS-1123 label`);
+  const nodeIP = str('node-ip') ?? env.POD_IP ?? '127.0.0.1';
+  if (!/^[0-9a-fA-F:.]+$/.test(nodeIP)) throw new ConfigError('--node-ip', `"${nodeIP}" is not an IP address`);
+  return {
+    kind: 'run',
+    config: {
+      hostKubeconfig, hostName, members, nodeIP, logLevel,
+      podSyncWorkers: int('--pod-sync-workers', str('pod-sync-workers'), fileSettings.podSyncWorkers ?? 10, 1),
+      kubeletPort: int('--kubelet-port', str('kubelet-port'), 10250, 1, 65535),
+      healthPort: int('--health-port', str('health-port'), 10255, 0, 65535),
+      hostQPS: int('--host-qps', str('host-qps'), 200, 1),
+      hostBurst: int('--host-burst', str('host-burst'), 400, 1),
+      watchSilenceSeconds: int('--watch-silence-seconds', str('watch-silence-seconds'), 90, 1),
+    },
+  };
+}
+
+function requireFile(field: string, path: string, file?: string): void {
+  if (!existsSync(path)) throw new ConfigError(field, `file "${path}" does not exist`, file);
+}
+
+function int(field: string, raw: string | number | undefined, def: number, min: number, max = Number.MAX_SAFE_INTEGER,
+  file?: string): number {
+  if (raw === undefined) return def;
+  const n = typeof raw === 'number' ? raw : Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new ConfigError(field, `"${raw}" must be an integer from ${min} to ${max}`, file);
+  }
+  return n;
+}
+
+interface FileSettings { hostName?: string; podSyncWorkers?: number }
+
+type Raw = Record<string, unknown>;
+const isObj = (v: unknown): v is Raw => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function stringMap(field: string, v: unknown, file: string): Record<string, string> {
+  if (v === undefined) return {};
+  if (!isObj(v)) throw new ConfigError(field, 'must be a map of strings', file);
+  for (const [k, val] of Object.entries(v)) {
+    if (typeof val !== 'string') throw new ConfigError(`${field}.${k}`, 'must be a string', file);
+  }
+  return v as Record<string, string>;
+}
+
+const MEMBER_KEYS = ['name', 'kubeconfig', 'kubeconfigSecret', 'nodeName', 'namespaceMapping', 'labels', 'taints', 'qps', 'burst'];
+
+/** Reads the provider config file: `hostName`, `podSyncWorkers` and `members`. */
+export function loadProviderConfig(file: string, defaults: { qps: number; burst: number }):
+  { members: MemberConfig[]; settings: FileSettings } {
+  requireFile('--provider-config', file);
+  let doc: unknown;
+  try {
+    doc = loadYaml<unknown>(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new ConfigError('(yaml)', `not valid YAML: ${(err as Error).message.split('\n')[0]}`, file);
+  }
+  if (!isObj(doc)) throw new ConfigError('(root)', 'must be a map with a "members" list', file);
+  for (const k of Object.keys(doc)) {
+    if (!['hostName', 'podSyncWorkers', 'members'].includes(k)) throw new ConfigError(k, 'unknown field', file);
+  }
+  if (doc.hostName !== undefined && typeof doc.hostName !== 'string') throw new ConfigError('hostName', 'must be a string', file);
+  const settings: FileSettings = {
+    hostName: doc.hostName as string | undefined,
+    podSyncWorkers: doc.podSyncWorkers === undefined ? undefined
+      : int('podSyncWorkers', doc.podSyncWorkers as number, 10, 1, 1000, file),
+  };
+  if (!Array.isArray(doc.members) || doc.members.length === 0) {
+    throw new ConfigError('members', 'must be a non-empty list', file);
+  }
+  const names = new Set<string>();
+  const nodes = new Set<string>();
+  const members = doc.members.map((m: unknown, i: number): MemberConfig => {
+    const f = `members[${i}]`;
+    if (!isObj(m)) throw new ConfigError(f, 'must be a map', file);
+    for (const k of Object.keys(m)) if (!MEMBER_KEYS.includes(k)) throw new ConfigError(`${f}.${k}`, 'unknown field', file);
+    const name = m.name;
+    if (typeof name !== 'string' || !DNS_LABEL.test(name)) throw new ConfigError(`${f}.name`, 'must be a DNS-1123 label', file);
+    if (names.has(name)) throw new ConfigError(`${f}.name`, `duplicate member "${name}"`, file);
+    names.add(name);
+    const hasFile = m.kubeconfig !== undefined;
+    const hasSecret = m.kubeconfigSecret !== undefined;
+    if (hasFile === hasSecret) throw new ConfigError(`${f}.kubeconfig`, 'give exactly one of kubeconfig or kubeconfigSecret', file);
+    let kubeconfigSecret: SecretRef | undefined;
+    if (hasFile) {
+      if (typeof m.kubeconfig !== 'string') throw new ConfigError(`${f}.kubeconfig`, 'must be a file path', file);
+      requireFile(`${f}.kubeconfig`, m.kubeconfig, file);
+    } else {
+      const s = m.kubeconfigSecret;
+      if (!isObj(s) || typeof s.namespace !== 'string' || typeof s.name !== 'string') {
+        throw new ConfigError(`${f}.kubeconfigSecret`, 'needs namespace and name (key defaults to "kubeconfig")', file);
+      }
+      kubeconfigSecret = { namespace: s.namespace, name: s.name, key: typeof s.key === 'string' ? s.key : 'kubeconfig' };
+    }
+    const nodeName = m.nodeName ?? `clusterlet-${name}`;
+    if (typeof nodeName !== 'string' || !DNS_SUBDOMAIN.test(nodeName)) {
+      throw new ConfigError(`${f}.nodeName`, 'must be a valid node name', file);
+    }
+    if (nodes.has(nodeName)) throw new ConfigError(`${f}.nodeName`, `duplicate node name "${nodeName}"`, file);
+    nodes.add(nodeName);
+    const nm = m.namespaceMapping;
+    if (nm !== undefined && !isObj(nm)) throw new ConfigError(`${f}.namespaceMapping`, 'must be a map', file);
+    const template = (nm?.template as string | undefined) ?? '{namespace}';
+    if (typeof template !== 'string' || !template.includes('{namespace}')) {
+      throw new ConfigError(`${f}.namespaceMapping.template`, 'must contain "{namespace}"', file);
+    }
+    const taints = m.taints ?? [];
+    if (!Array.isArray(taints)) throw new ConfigError(`${f}.taints`, 'must be a list', file);
+    taints.forEach((t: unknown, j: number) => {
+      if (!isObj(t) || typeof t.key !== 'string' || !TAINT_EFFECTS.includes(t.effect as string)) {
+        throw new ConfigError(`${f}.taints[${j}]`, `needs a key and an effect (${TAINT_EFFECTS.join(', ')})`, file);
+      }
+    });
+    return {
+      name, kubeconfig: hasFile ? m.kubeconfig as string : undefined, kubeconfigSecret, nodeName,
+      namespaceMapping: { template, overrides: stringMap(`${f}.namespaceMapping.overrides`, nm?.overrides, file) },
+      labels: stringMap(`${f}.labels`, m.labels, file),
+      taints: taints as V1Taint[],
+      qps: int(`${f}.qps`, m.qps as number | undefined, defaults.qps, 1, 100_000, file),
+      burst: int(`${f}.burst`, m.burst as number | undefined, defaults.burst, 1, 100_000, file),
+    };
+  });
+  return { members, settings };
+}
+
+/** The member namespace for a host namespace. */
+export function memberNamespace(mapping: NamespaceMapping, hostNamespace: string): string {
+  return mapping.overrides[hostNamespace] ?? mapping.template.replaceAll('{namespace}', hostNamespace);
+}

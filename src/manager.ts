@@ -1,0 +1,98 @@
+// Wires one process: the host client, and per member its cluster, node controller and pod controller.
+// Members are isolated: one that cannot be reached or fails never stops another.
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import type { Config, MemberConfig } from './config.ts';
+import { ClusterClient } from './kube/client.ts';
+import { MemberCluster, type MemberOptions } from './member/cluster.ts';
+import { NodeController, type NodeControllerOptions } from './node/controller.ts';
+import type { Logger } from './log.ts';
+
+export interface ManagerOptions {
+  member?: MemberOptions;
+  node?: NodeControllerOptions;
+}
+
+export interface MemberRuntime {
+  config: MemberConfig;
+  cluster?: MemberCluster;
+  node?: NodeController;
+  /** Set while the member could not be set up (e.g. its kubeconfig Secret is missing); retried. */
+  setupError?: string;
+}
+
+export class Manager {
+  readonly config: Config;
+  readonly host: ClusterClient;
+  readonly members: MemberRuntime[];
+  #log: Logger;
+  #opts: ManagerOptions;
+  #retryTimers: NodeJS.Timeout[] = [];
+  #stopped = false;
+
+  constructor(config: Config, log: Logger, opts: ManagerOptions = {}) {
+    this.config = config;
+    this.#log = log;
+    this.#opts = opts;
+    const kc = new KubeConfig();
+    if (config.hostKubeconfig) kc.loadFromFile(config.hostKubeconfig);
+    else kc.loadFromCluster();
+    this.host = new ClusterClient(kc, { cluster: 'host', qps: config.hostQPS, burst: config.hostBurst });
+    this.members = config.members.map((m) => ({ config: m }));
+  }
+
+  start(): void {
+    for (const m of this.members) void this.#startMember(m, 0);
+  }
+
+  async #startMember(m: MemberRuntime, attempt: number): Promise<void> {
+    if (this.#stopped) return;
+    const log = this.#log.child({ member: m.config.name });
+    try {
+      const kc = await this.#memberKubeConfig(m.config);
+      const client = new ClusterClient(kc, { cluster: m.config.name, qps: m.config.qps, burst: m.config.burst });
+      const silence = this.config.watchSilenceSeconds * 1000;
+      m.cluster = new MemberCluster(m.config, client, this.config.hostName, log,
+        { watchSilenceMs: silence, ...this.#opts.member });
+      m.node = new NodeController(this.host, {
+        member: m.config, nodeIP: this.config.nodeIP, kubeletPort: this.config.kubeletPort,
+      }, m.cluster, log, { watchSilenceMs: silence, ...this.#opts.node });
+      m.cluster.start();
+      m.node.start();
+      m.setupError = undefined;
+      log.info({ node: m.config.nodeName }, 'member started');
+    } catch (err) {
+      m.setupError = (err as Error).message;
+      const delay = Math.min(60_000, 1000 * 2 ** attempt);
+      log.error({ err: m.setupError, retryInMs: delay }, 'member setup failed; retrying');
+      this.#retryTimers.push(setTimeout(() => void this.#startMember(m, attempt + 1), delay));
+    }
+  }
+
+  /** From the file, or from the Secret in the host cluster. */
+  async #memberKubeConfig(m: MemberConfig): Promise<KubeConfig> {
+    const kc = new KubeConfig();
+    if (m.kubeconfig) {
+      kc.loadFromFile(m.kubeconfig);
+      return kc;
+    }
+    const ref = m.kubeconfigSecret!;
+    const secret = await this.host.kc.makeApiClient(CoreV1Api).readNamespacedSecret({ name: ref.name, namespace: ref.namespace });
+    const data = secret.data?.[ref.key];
+    if (!data) throw new Error(`Secret ${ref.namespace}/${ref.name} has no key "${ref.key}"`);
+    kc.loadFromString(Buffer.from(data, 'base64').toString('utf8'));
+    return kc;
+  }
+
+  ready(): boolean {
+    return this.members.every((m) => m.node !== undefined);
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    for (const t of this.#retryTimers) clearTimeout(t);
+    for (const m of this.members) {
+      m.node?.stop();
+      m.cluster?.stop();
+    }
+  }
+}

@@ -1,0 +1,144 @@
+// One member cluster as clusterlet sees it: its API client, cluster-wide informers of its nodes and pods,
+// a liveness probe, and `state$`, the stream of what its virtual node should show.
+import {
+  BehaviorSubject, auditTime, combineLatest, distinctUntilChanged, exhaustMap, filter, from, map, merge, of,
+  shareReplay, startWith, timer, type Observable, type Subscription, catchError,
+} from 'rxjs';
+import { Health, VersionApi, type V1Node, type V1Pod } from '@kubernetes/client-node';
+import type { MemberConfig } from '../config.ts';
+import type { ClusterClient } from '../kube/client.ts';
+import { Informer } from '../kube/informer.ts';
+import { listWatch } from '../kube/listwatch.ts';
+import { toKubeError } from '../kube/errors.ts';
+import { aggregateCapacity, nodeIsUsable, nodeSystemInfo, sharedTopologyLabels } from '../forge/capacity.ts';
+import { ORIGIN_LABEL } from '../forge/labels.ts';
+import type { MemberState } from '../forge/node.ts';
+import type { Logger } from '../log.ts';
+import { metrics } from '../metrics.ts';
+
+export interface ProbeResult { reachable: boolean; reason?: string; at: number }
+
+export interface MemberOptions {
+  probeIntervalMs?: number;
+  probeTimeoutMs?: number;
+  /** Coalescing window for bursts of member changes. */
+  coalesceMs?: number;
+  watchSilenceMs?: number;
+}
+
+export class MemberCluster {
+  readonly config: MemberConfig;
+  readonly client: ClusterClient;
+  readonly hostName: string;
+  readonly nodes: Informer<V1Node>;
+  readonly pods: Informer<V1Pod>;
+  /** Probe results, every `probeIntervalMs`; replays the latest. */
+  readonly probe$: Observable<ProbeResult>;
+  /** What the virtual node should show; replays the latest, emits only on change. */
+  readonly state$: Observable<MemberState>;
+  #log: Logger;
+  #opts: Required<MemberOptions>;
+  #version = new BehaviorSubject<string | undefined>(undefined);
+  #subs: Subscription[] = [];
+
+  constructor(config: MemberConfig, client: ClusterClient, hostName: string, log: Logger, opts: MemberOptions = {}) {
+    this.config = config;
+    this.client = client;
+    this.hostName = hostName;
+    this.#log = log;
+    this.#opts = {
+      probeIntervalMs: opts.probeIntervalMs ?? 10_000, probeTimeoutMs: opts.probeTimeoutMs ?? 5_000,
+      coalesceMs: opts.coalesceMs ?? 250, watchSilenceMs: opts.watchSilenceMs ?? 90_000,
+    };
+    const lwOpts = { log, silenceMs: this.#opts.watchSilenceMs };
+    this.nodes = new Informer('member-nodes', listWatch<V1Node>(client, {
+      path: '/api/v1/nodes', model: 'V1Node', resource: 'nodes',
+      list: (p) => client.core.listNode(p),
+    }, lwOpts));
+    this.pods = new Informer('member-pods', listWatch<V1Pod>(client, {
+      path: '/api/v1/pods', model: 'V1Pod', resource: 'pods',
+      list: (p) => client.core.listPodForAllNamespaces(p),
+    }, lwOpts));
+
+    this.probe$ = timer(0, this.#opts.probeIntervalMs).pipe(
+      exhaustMap(() => from(this.#probe())),
+      shareReplay({ bufferSize: 1, refCount: true }),
+    );
+    const capacity$ = merge(this.nodes.events$, this.pods.events$.pipe(filter((e) => capacityRelevant(e.object, e.old))))
+      .pipe(
+        startWith(undefined),
+        auditTime(this.#opts.coalesceMs),
+        filter(() => this.nodes.hasSynced && this.pods.hasSynced),
+        map(() => this.#computeCapacity()),
+      );
+    const empty = { synced: false, readyNodes: 0, capacity: {}, allocatable: {}, topologyLabels: {},
+      operatingSystem: 'linux', architecture: 'amd64' };
+    this.state$ = combineLatest([
+      this.probe$.pipe(distinctUntilChanged((a, b) => a.reachable === b.reachable && a.reason === b.reason)),
+      capacity$.pipe(startWith(empty)),
+      this.#version,
+    ]).pipe(
+      map(([probe, cap, version]): MemberState => ({
+        reachable: probe.reachable, unreachableReason: probe.reason, memberVersion: version, ...cap,
+      })),
+      distinctUntilChanged((a, b) => JSON.stringify(a) === JSON.stringify(b)),
+      shareReplay({ bufferSize: 1, refCount: true }),
+    );
+  }
+
+  start(): void {
+    this.nodes.start();
+    this.pods.start();
+    // Learn the member's version once it answers (shown in the node's containerRuntimeVersion).
+    this.#subs.push(this.probe$.pipe(
+      filter((p) => p.reachable && this.#version.value === undefined),
+      exhaustMap(() => from(this.client.kc.makeApiClient(VersionApi).getCode()).pipe(
+        map((v) => v.gitVersion), catchError(() => of(undefined)))),
+    ).subscribe((v) => { if (v) this.#version.next(v); }));
+    this.#subs.push(this.probe$.subscribe((p) => metrics.memberReady.set({ member: this.config.name }, p.reachable ? 1 : 0)));
+  }
+
+  stop(): void {
+    for (const s of this.#subs.splice(0)) s.unsubscribe();
+    this.nodes.stop();
+    this.pods.stop();
+  }
+
+  /** Whether a pod in this member is a delegate of this host. */
+  isOurs(pod: V1Pod): boolean {
+    return pod.metadata?.labels?.[ORIGIN_LABEL] === this.hostName;
+  }
+
+  #computeCapacity(): Omit<MemberState, 'reachable' | 'unreachableReason' | 'memberVersion'> {
+    const nodes = this.nodes.list();
+    const usable = nodes.filter(nodeIsUsable);
+    const agg = aggregateCapacity(nodes, this.pods.list(), { isDelegate: (p) => p.metadata?.labels?.[ORIGIN_LABEL] !== undefined });
+    const info = nodeSystemInfo(nodes);
+    return {
+      synced: true, readyNodes: usable.length, capacity: agg.capacity, allocatable: agg.allocatable,
+      topologyLabels: sharedTopologyLabels(nodes), operatingSystem: info.operatingSystem, architecture: info.architecture,
+    };
+  }
+
+  async #probe(): Promise<ProbeResult> {
+    const at = Date.now();
+    try {
+      const ok = await new Health(this.client.kc).readyz({ timeout: this.#opts.probeTimeoutMs });
+      return ok ? { reachable: true, at } : { reachable: false, reason: 'the API server reports not ready (/readyz)', at };
+    } catch (err) {
+      const k = toKubeError(err);
+      const reason = k.code ? `HTTP ${k.code}: ${k.message}` : `${k.message}${k.reason ? ` (${k.reason})` : ''}`;
+      this.#log.debug({ err: reason }, 'member probe failed');
+      return { reachable: false, reason, at };
+    }
+  }
+}
+
+/** Pod changes that can move capacity: binding, phase, requests, deletion. Status-only churn of running pods is not. */
+function capacityRelevant(pod: V1Pod, old: V1Pod | undefined): boolean {
+  if (!old) return true;
+  return pod.spec?.nodeName !== old.spec?.nodeName || pod.status?.phase !== old.status?.phase
+    || pod.metadata?.deletionTimestamp !== old.metadata?.deletionTimestamp;
+}
+
+

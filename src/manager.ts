@@ -5,6 +5,8 @@ import type { Config, MemberConfig } from './config.ts';
 import { ClusterClient } from './kube/client.ts';
 import { MemberCluster, type MemberOptions } from './member/cluster.ts';
 import { NodeController, type NodeControllerOptions } from './node/controller.ts';
+import { MemberPodProvider } from './member/provider.ts';
+import { PodController } from './pod/controller.ts';
 import type { Logger } from './log.ts';
 
 export interface ManagerOptions {
@@ -16,6 +18,8 @@ export interface MemberRuntime {
   config: MemberConfig;
   cluster?: MemberCluster;
   node?: NodeController;
+  provider?: MemberPodProvider;
+  pods?: PodController;
   /** Set while the member could not be set up (e.g. its kubeconfig Secret is missing); retried. */
   setupError?: string;
 }
@@ -56,8 +60,14 @@ export class Manager {
       m.node = new NodeController(this.host, {
         member: m.config, nodeIP: this.config.nodeIP, kubeletPort: this.config.kubeletPort,
       }, m.cluster, log, { watchSilenceMs: silence, ...this.#opts.node });
+      m.provider = new MemberPodProvider(m.cluster, log, { nodeName: m.config.nodeName, hostIP: this.config.nodeIP });
+      m.pods = new PodController(this.host, m.provider, log, {
+        nodeName: m.config.nodeName, member: m.config.name, workers: this.config.podSyncWorkers, watchSilenceMs: silence,
+      });
       m.cluster.start();
       m.node.start();
+      m.provider.start();
+      m.pods.start();
       m.setupError = undefined;
       log.info({ node: m.config.nodeName }, 'member started');
     } catch (err) {
@@ -91,6 +101,8 @@ export class Manager {
     this.#stopped = true;
     for (const t of this.#retryTimers) clearTimeout(t);
     for (const m of this.members) {
+      m.pods?.stop();
+      m.provider?.stop();
       m.node?.stop();
       m.cluster?.stop();
     }

@@ -164,7 +164,7 @@ export function labelPatch(desired: Record<string, string>, current: Record<stri
   previouslyOurs: Set<string>): Record<string, string | null> | undefined {
   const patch: Record<string, string | null> = {};
   for (const [k, v] of Object.entries(desired)) if (current?.[k] !== v) patch[k] = v;
-  for (const k of previouslyOurs) if (!(k in desired) && current && k in current) patch[k] = null;
+  for (const k of previouslyOurs) if (!Object.hasOwn(desired, k) && current && Object.hasOwn(current, k)) patch[k] = null;
   return Object.keys(patch).length ? patch : undefined;
 }
 

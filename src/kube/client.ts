@@ -71,9 +71,11 @@ export function verbOf(method: string, url: string): string {
   const segs = u.pathname.split('/').filter(Boolean);
   // Drop the group/version prefix: /api/v1/... or /apis/<group>/<version>/...
   const rest = segs[0] === 'api' ? segs.slice(2) : segs.slice(3);
-  const namespaced = rest[0] === 'namespaces' && rest.length >= 3;
+  // namespaces/<ns>/<resource>..., but not a Namespace's own subresources (namespaces/<ns>/status|finalize).
+  const namespaced = rest[0] === 'namespaces' && rest.length >= 3 && !(rest.length === 3 && ['status', 'finalize'].includes(rest[2]));
   const isCollection = namespaced ? rest.length === 3 : rest.length === 1;
   if (m === 'DELETE') return isCollection ? 'deletecollection' : 'delete';
-  if (u.searchParams.get('watch') === 'true') return 'watch';
+  const watch = u.searchParams.get('watch');
+  if (watch === 'true' || watch === '1') return 'watch';
   return isCollection ? 'list' : 'get';
 }

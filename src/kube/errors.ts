@@ -24,7 +24,10 @@ interface StatusBody { message?: string; reason?: string; code?: number }
 
 function parseBody(body: unknown): StatusBody {
   if (typeof body === 'string') {
-    try { return JSON.parse(body) as StatusBody; } catch { return { message: body }; }
+    try {
+      const parsed: unknown = JSON.parse(body);
+      return parsed && typeof parsed === 'object' ? parsed as StatusBody : { message: body };
+    } catch { return { message: body }; }
   }
   return (body && typeof body === 'object') ? body as StatusBody : {};
 }

@@ -9,7 +9,7 @@ import type { MemberConfig } from '../config.ts';
 import type { ClusterClient } from '../kube/client.ts';
 import { Informer } from '../kube/informer.ts';
 import { listWatch } from '../kube/listwatch.ts';
-import { toKubeError } from '../kube/errors.ts';
+
 import { aggregateCapacity, nodeIsUsable, nodeSystemInfo, sharedTopologyLabels } from '../forge/capacity.ts';
 import { ORIGIN_LABEL } from '../forge/labels.ts';
 import type { MemberState } from '../forge/node.ts';
@@ -123,11 +123,11 @@ export class MemberCluster {
   async #probe(): Promise<ProbeResult> {
     const at = Date.now();
     try {
-      const ok = await new Health(this.client.kc).readyz({ timeout: this.#opts.probeTimeoutMs });
+      // Health honours only `signal`, not `timeout`.
+      const ok = await new Health(this.client.kc).readyz({ signal: AbortSignal.timeout(this.#opts.probeTimeoutMs) });
       return ok ? { reachable: true, at } : { reachable: false, reason: 'the API server reports not ready (/readyz)', at };
     } catch (err) {
-      const k = toKubeError(err);
-      const reason = k.code ? `HTTP ${k.code}: ${k.message}` : `${k.message}${k.reason ? ` (${k.reason})` : ''}`;
+      const reason = rootCause(err);
       this.#log.debug({ err: reason }, 'member probe failed');
       return { reachable: false, reason, at };
     }
@@ -142,3 +142,11 @@ function capacityRelevant(pod: V1Pod, old: V1Pod | undefined): boolean {
 }
 
 
+
+/** The innermost cause of a (fetch) error, e.g. "connect ECONNREFUSED 127.0.0.1:6443". */
+export function rootCause(err: unknown): string {
+  let e = err as { message?: string; code?: string; cause?: unknown; name?: string } | undefined;
+  while (e?.cause) e = e.cause as typeof e;
+  if (e?.name === 'TimeoutError') return 'no answer within the probe timeout';
+  return e?.message ?? String(err);
+}

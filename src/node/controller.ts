@@ -2,7 +2,7 @@
 // member (patches, only on change and at least once a minute), renews its lease every 10 s while the
 // member answers, and recreates the node if someone deletes it.
 import { interval, type Subscription } from 'rxjs';
-import { PatchStrategy, setHeaderOptions, type V1Lease, type V1Node } from '@kubernetes/client-node';
+import { PatchStrategy, setHeaderOptions, type V1Node } from '@kubernetes/client-node';
 import type { ClusterClient } from '../kube/client.ts';
 import { Informer } from '../kube/informer.ts';
 import { listWatch } from '../kube/listwatch.ts';
@@ -27,6 +27,12 @@ export interface NodeControllerOptions {
 }
 
 const strategic = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+/** RFC 3339 with microseconds, as metav1.MicroTime is written. */
+export function microTime(d: Date): string {
+  return d.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+}
 
 export class NodeController {
   readonly ctx: NodeContext;
@@ -37,7 +43,6 @@ export class NodeController {
   #queue: WorkQueue;
   #state: MemberState | undefined;
   #lastStatusWrite = 0;
-  #lease: V1Lease | undefined;
   #subs: Subscription[] = [];
   #opts: Required<NodeControllerOptions>;
 
@@ -64,6 +69,8 @@ export class NodeController {
   start(): void {
     this.#node.start();
     this.#queue.start(() => this.#sync());
+    // The first state may arrive before the node cache has synced; sync again once it has.
+    void this.#node.waitSynced().then(() => this.#queue.add('node'));
     this.#subs.push(
       this.#member.state$.subscribe((s) => { this.#state = s; this.#queue.add('node'); }),
       // A node deleted by someone is recreated; a status overwritten by someone is set back.
@@ -94,6 +101,7 @@ export class NodeController {
         const created = await this.#host.core.createNode({ body: node });
         // Status is dropped on create by some API server versions: write it explicitly.
         await this.#patchStatus(created, state, now);
+        if (state.reachable) await this.#renewLease();
         this.#log.info({ node: this.nodeName, ready: state.reachable && state.readyNodes > 0 }, 'registered virtual node');
       } catch (err) {
         if (toKubeError(err).kind !== 'AlreadyExists') throw toKubeError(err);
@@ -139,41 +147,30 @@ export class NodeController {
     this.#lastStatusWrite = Date.now();
   }
 
+  /** Renews the node's lease (creating it, owned by the node, when missing). */
   async #renewLease(): Promise<void> {
-    const node = this.node;
+    const node = this.node ?? await this.#host.core.readNode({ name: this.nodeName }).catch(() => undefined);
     if (!node?.metadata?.uid) return;
-    const spec = {
-      holderIdentity: this.nodeName, leaseDurationSeconds: LEASE_DURATION_SECONDS, renewTime: new Date(),
-    };
-    if (this.#lease) {
-      try {
-        this.#lease = await this.#host.coordination.replaceNamespacedLease({
-          name: this.nodeName, namespace: LEASE_NAMESPACE, body: { ...this.#lease, spec: { ...this.#lease.spec, ...spec } },
-        });
-        return;
-      } catch (err) {
-        const k = toKubeError(err);
-        if (k.kind !== 'Conflict' && k.kind !== 'NotFound') throw k;
-        this.#lease = undefined;
-      }
-    }
+    // renewTime is a MicroTime: the client's Date serialisation (milliseconds) is refused, so patch a string.
+    const body = { spec: { holderIdentity: this.nodeName, leaseDurationSeconds: LEASE_DURATION_SECONDS, renewTime: microTime(new Date()) } };
+    const patch = () => this.#host.coordination.patchNamespacedLease(
+      { name: this.nodeName, namespace: LEASE_NAMESPACE, body }, mergePatch);
     try {
-      const cur = await this.#host.coordination.readNamespacedLease({ name: this.nodeName, namespace: LEASE_NAMESPACE });
-      this.#lease = await this.#host.coordination.replaceNamespacedLease({
-        name: this.nodeName, namespace: LEASE_NAMESPACE, body: { ...cur, spec: { ...cur.spec, ...spec } },
-      });
+      await patch();
     } catch (err) {
       if (toKubeError(err).kind !== 'NotFound') throw toKubeError(err);
-      this.#lease = await this.#host.coordination.createNamespacedLease({
-        namespace: LEASE_NAMESPACE,
-        body: {
+      try {
+        await this.#host.coordination.createNamespacedLease({ namespace: LEASE_NAMESPACE, body: {
           metadata: {
             name: this.nodeName, namespace: LEASE_NAMESPACE,
             ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name: this.nodeName, uid: node.metadata.uid }],
           },
-          spec,
-        },
-      });
+          spec: { holderIdentity: this.nodeName, leaseDurationSeconds: LEASE_DURATION_SECONDS },
+        } });
+      } catch (e) {
+        if (toKubeError(e).kind !== 'AlreadyExists') throw toKubeError(e);
+      }
+      await patch();
     }
   }
 }

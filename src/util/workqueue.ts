@@ -27,6 +27,7 @@ export class WorkQueue {
   #dirty = new Set<string>();
   #failures = new Map<string, number>();
   #timers = new Map<string, NodeJS.Timeout>();
+  #due = new Map<string, number>();
   #handler: Handler | undefined;
   #active = 0;
   #workers: number;
@@ -51,7 +52,7 @@ export class WorkQueue {
   add(key: string): void {
     if (this.#shutdown) return;
     const t = this.#timers.get(key);
-    if (t) { clearTimeout(t); this.#timers.delete(key); }
+    if (t) { clearTimeout(t); this.#timers.delete(key); this.#due.delete(key); }
     if (this.#processing.has(key)) { this.#dirty.add(key); return; }
     if (this.#queued.has(key)) return;
     this.#queued.add(key);
@@ -60,18 +61,23 @@ export class WorkQueue {
     this.#pump();
   }
 
-  /** Adds the key after `ms`, unless it is added sooner. A later call keeps the earlier deadline. */
+  /** Adds the key after `ms`, unless it is added sooner. Of two pending deadlines the sooner wins. */
   addAfter(key: string, ms: number): void {
-    if (this.#shutdown || this.#timers.has(key)) return;
-    const t = setTimeout(() => { this.#timers.delete(key); this.add(key); }, ms);
+    if (this.#shutdown) return;
+    const due = Date.now() + ms;
+    const pending = this.#due.get(key);
+    if (pending !== undefined && pending <= due) return;
+    clearTimeout(this.#timers.get(key));
+    const t = setTimeout(() => { this.#timers.delete(key); this.#due.delete(key); this.add(key); }, ms);
     t.unref();
     this.#timers.set(key, t);
+    this.#due.set(key, due);
   }
 
   /** Number of consecutive failures of a key. */
   failures(key: string): number { return this.#failures.get(key) ?? 0; }
 
-  /** Resolves when nothing is queued, running or waiting on a timer that is due soon (for tests and shutdown). */
+  /** Resolves when nothing is queued or running (keys waiting on a retry timer do not count). */
   idle(): Promise<void> {
     if (this.#queue.length === 0 && this.#active === 0) return Promise.resolve();
     return new Promise((resolve) => this.#idleWaiters.push(resolve));
@@ -81,6 +87,7 @@ export class WorkQueue {
     this.#shutdown = true;
     for (const t of this.#timers.values()) clearTimeout(t);
     this.#timers.clear();
+    this.#due.clear();
     this.#queue = [];
     this.#queued.clear();
   }

@@ -1,0 +1,169 @@
+// Issue 3: one virtual node per member, with capacity aggregated live.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { V1Node } from '@kubernetes/client-node';
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { client, clusterletArgs, harness, namespaces, startClusterlet, type ClusterletProcess } from '../support/env.ts';
+import { waitUntil } from '../support/wait.ts';
+import { condition, isReady, nodeSpec, podSpec } from '../support/objects.ts';
+import { kubectl } from '../support/kubectl.ts';
+import { parseQuantity } from '../../src/forge/quantity.ts';
+import type { ClusterClient } from '../../src/kube/client.ts';
+
+const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const same = (a: string | undefined, b: string): boolean => a !== undefined && parseQuantity(a).nanos === parseQuantity(b).nanos;
+
+async function waitNode(host: ClusterClient, name: string, pred: (n: V1Node) => boolean, what: string, timeoutMs = 60_000): Promise<V1Node> {
+  const [n] = await waitUntil(host, nodeSpec(host, name), (ns) => ns.length === 1 && pred(ns[0]), timeoutMs, `${name}: ${what}`);
+  return n;
+}
+
+describe('virtual node (one member)', () => {
+  let cl: ClusterletProcess;
+  let host: ClusterClient;
+  let member: ClusterClient;
+  const node = 'clusterlet-member';
+
+  before(() => {
+    host = client(harness().host);
+    member = client(harness().member);
+    cl = startClusterlet(clusterletArgs(harness().member));
+  });
+  after(async () => {
+    // Whatever a test changed in the member is put back.
+    for (const n of harness().member.opts.nodes) {
+      await member.core.patchNode({ name: n.name, body: { spec: { unschedulable: null } } }, merge);
+    }
+    await cl.stop();
+  });
+
+  it('appears Ready with the summed capacity of the KWOK nodes, the labels and the taint', async () => {
+    const n = await waitNode(host, node, isReady, 'Ready');
+    // Member nodes: 16+32+8 cpu, 64+128+32 Gi, 3×4000 pods, 100+200+100 Gi disk, 4 GPUs.
+    const cap = n.status!.capacity!;
+    assert.ok(same(cap.cpu, '56'), `cpu ${cap.cpu}`);
+    assert.ok(same(cap.memory, '224Gi'), `memory ${cap.memory}`);
+    assert.ok(same(cap.pods, '12000'), `pods ${cap.pods}`);
+    assert.ok(same(cap['ephemeral-storage'], '400Gi'), `ephemeral-storage ${cap['ephemeral-storage']}`);
+    assert.ok(same(cap['nvidia.com/gpu'], '4'), `gpu ${cap['nvidia.com/gpu']}`);
+    const l = n.metadata!.labels!;
+    assert.equal(l.type, 'virtual-kubelet');
+    assert.equal(l['kubernetes.io/role'], 'agent');
+    assert.equal(l['kubernetes.io/hostname'], node);
+    assert.equal(l['kubernetes.io/os'], 'linux');
+    assert.equal(l['kubernetes.io/arch'], 'amd64');
+    assert.equal(l['clusterlet.io/member'], 'member');
+    assert.equal(l['node.kubernetes.io/exclude-from-external-load-balancers'], 'true');
+    assert.equal(l['topology.kubernetes.io/region'], 'local-1', 'region shared by all member nodes');
+    assert.equal(l['topology.kubernetes.io/zone'], undefined, 'zones differ, so none is copied');
+    assert.deepEqual(n.spec!.taints!.filter((t) => t.key === 'virtual-kubelet.io/provider')
+      .map((t) => ({ key: t.key, value: t.value, effect: t.effect })),
+    [{ key: 'virtual-kubelet.io/provider', value: 'clusterlet', effect: 'NoSchedule' }]);
+    assert.match(n.status!.nodeInfo!.kubeletVersion, /clusterlet/);
+    assert.equal(n.status!.daemonEndpoints!.kubeletEndpoint!.Port, 10250);
+    assert.deepEqual(n.status!.addresses!.map((a) => a.type).sort(), ['Hostname', 'InternalIP']);
+    for (const type of ['MemoryPressure', 'DiskPressure', 'PIDPressure', 'NetworkUnavailable']) {
+      assert.equal(condition(n, type)?.status, 'False', type);
+    }
+    const [lease] = await waitUntil(host, {
+      path: '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases', model: 'V1Lease', resource: 'leases',
+      fieldSelector: `metadata.name=${node}`,
+      list: (p) => host.coordination.listNamespacedLease({ namespace: 'kube-node-lease', ...p }),
+    }, (ls) => ls.length === 1, 15_000, 'node lease');
+    assert.equal(lease.spec?.leaseDurationSeconds, 40);
+    assert.equal(lease.spec?.holderIdentity, node);
+    assert.ok(lease.spec?.renewTime && Date.now() - new Date(lease.spec.renewTime).getTime() < 30_000, 'lease renewed recently');
+    const table = await kubectl(harness().host, 'get', 'nodes', node, '--no-headers');
+    assert.match(table, new RegExp(`^${node}\\s+Ready\\s+agent`));
+  });
+
+  it('cordoning a member node lowers capacity; uncordoning restores it', async () => {
+    await member.core.patchNode({ name: 'member-b', body: { spec: { unschedulable: true } } }, merge);
+    await waitNode(host, node, (n) => same(n.status?.capacity?.cpu, '24') && same(n.status?.capacity?.memory, '96Gi'), 'cpu 24 after cordon');
+    await member.core.patchNode({ name: 'member-b', body: { spec: { unschedulable: null } } }, merge);
+    await waitNode(host, node, (n) => same(n.status?.capacity?.cpu, '56'), 'cpu 56 after uncordon');
+  });
+
+  it('a member pod with requests lowers allocatable by exactly its requests, and gives it back when it completes', async (t) => {
+    const ns = await namespaces(t, 'cap', [member]);
+    const before = (await waitNode(host, node, isReady, 'Ready')).status!.allocatable!;
+    await member.core.createNamespacedPod({ namespace: ns, body: podSpec('worker', {
+      namespace: ns, restartPolicy: 'Never', annotations: { 'sim.clusterlet.io/outcome': 'succeeded' },
+      resources: { requests: { cpu: '1500m', memory: '1Gi', 'nvidia.com/gpu': '1' }, limits: { 'nvidia.com/gpu': '1' } },
+    }) });
+    const minus = (k: string, q: string): bigint => parseQuantity(before[k]).nanos - parseQuantity(q).nanos;
+    // It runs for about a second before KWOK completes it: the drop must be seen while it runs...
+    await waitNode(host, node, (n) => {
+      const a = n.status!.allocatable!;
+      return parseQuantity(a.cpu).nanos === minus('cpu', '1500m') && parseQuantity(a.memory).nanos === minus('memory', '1Gi')
+        && parseQuantity(a['nvidia.com/gpu']).nanos === minus('nvidia.com/gpu', '1') && parseQuantity(a.pods).nanos === minus('pods', '1');
+    }, 'allocatable minus the pod', 30_000).catch(async (err: unknown) => {
+      // ...unless it already completed; then its phase tells.
+      const p = await member.core.readNamespacedPod({ name: 'worker', namespace: ns });
+      if (p.status?.phase !== 'Succeeded') throw err;
+    });
+    await waitNode(host, node, (n) => same(n.status!.allocatable!.cpu, before.cpu) && same(n.status!.allocatable!.memory, before.memory),
+      'allocatable back after completion');
+  });
+
+  it('goes NotReady with the reason when the member API server stops, and Ready when it is back', async () => {
+    const h = harness();
+    await h.member.stopApiServer();
+    try {
+      const n = await waitNode(host, node, (x) => condition(x, 'Ready')?.status === 'False', 'NotReady', 60_000);
+      assert.equal(condition(n, 'Ready')?.reason, 'MemberUnreachable');
+      assert.match(condition(n, 'Ready')?.message ?? '', /member cluster member does not answer/);
+    } finally {
+      await h.member.startApiServer();
+    }
+    await waitNode(host, node, isReady, 'Ready again', 60_000);
+  });
+
+  it('a node deleted by someone is recreated', async () => {
+    await host.core.deleteNode({ name: node });
+    await waitNode(host, node, (n) => isReady(n) && same(n.status?.capacity?.cpu, '56'), 'recreated and Ready', 30_000);
+  });
+});
+
+describe('virtual nodes (two members in one process)', () => {
+  it('a member that does not answer at start is NotReady with the reason, the other Ready; each follows its own member', async () => {
+    const h = harness();
+    const host = client(h.host);
+    const second = h.extraMembers.find((m) => m.name === 'member2') ?? await h.addMember('member2', '10.30');
+    await second.stopApiServer();
+    const cfg = join(h.dir, 'two-members.yaml');
+    writeFileSync(cfg, `hostName: host
+members:
+- name: member
+  kubeconfig: ${h.member.kubeconfig}
+- name: member2
+  kubeconfig: ${second.kubeconfig}
+  nodeName: second-member
+  labels: { example.com/tier: burst }
+  taints: [{ key: example.com/dedicated, value: burst, effect: NoSchedule }]
+`);
+    const cl = startClusterlet(['--host-kubeconfig', h.host.kubeconfig, '--provider-config', cfg, '--health-port', '0',
+      '--watch-silence-seconds', '30']);
+    try {
+      await waitNode(host, 'clusterlet-member', isReady, 'Ready');
+      const down = await waitNode(host, 'second-member', (n) => condition(n, 'Ready')?.reason === 'MemberUnreachable',
+        'registered NotReady');
+      assert.equal(condition(down, 'Ready')?.status, 'False');
+      await second.startApiServer();
+      const up = await waitNode(host, 'second-member', isReady, 'Ready once it answers');
+      assert.equal(up.metadata!.labels!['example.com/tier'], 'burst');
+      assert.ok(up.spec!.taints!.some((t) => t.key === 'example.com/dedicated' && t.effect === 'NoSchedule'));
+      await second.stopApiServer();
+      await waitNode(host, 'second-member', (n) => condition(n, 'Ready')?.status === 'False', 'NotReady after stop');
+      const first = await waitNode(host, 'clusterlet-member', () => true, 'present');
+      assert.ok(isReady(first), 'the other member stays Ready');
+    } finally {
+      await second.startApiServer();
+      assert.equal(await cl.stop(), 0, 'SIGTERM stops cleanly with exit code 0');
+    }
+    // The node stays after a stop, as a kubelet's does.
+    await waitNode(host, 'second-member', () => true, 'still registered after stop', 5_000);
+  });
+});

@@ -1,0 +1,64 @@
+// Small builders and predicates for test objects.
+import type { V1Deployment, V1Node, V1Pod, V1ResourceRequirements } from '@kubernetes/client-node';
+import type { ClusterClient } from '../../src/kube/client.ts';
+import type { ListWatchSpec } from '../../src/kube/listwatch.ts';
+
+export const VIRTUAL_TOLERATION = { key: 'virtual-kubelet.io/provider', operator: 'Exists', effect: 'NoSchedule' };
+
+export function isReady(o: V1Node | V1Pod | undefined): boolean {
+  return !!o?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
+}
+
+export function condition(o: V1Node | V1Pod | undefined, type: string): { status?: string; reason?: string; message?: string } | undefined {
+  return o?.status?.conditions?.find((c) => c.type === type);
+}
+
+export function podSpec(name: string, opts: {
+  namespace: string; nodeName?: string; tolerate?: boolean; resources?: V1ResourceRequirements;
+  annotations?: Record<string, string>; labels?: Record<string, string>; restartPolicy?: string;
+  nodeSelector?: Record<string, string>;
+}): V1Pod {
+  return {
+    apiVersion: 'v1', kind: 'Pod',
+    metadata: { name, namespace: opts.namespace, annotations: opts.annotations, labels: opts.labels },
+    spec: {
+      nodeName: opts.nodeName,
+      nodeSelector: opts.nodeSelector,
+      restartPolicy: opts.restartPolicy,
+      tolerations: opts.tolerate ? [VIRTUAL_TOLERATION] : undefined,
+      containers: [{ name: 'main', image: 'registry.example/app:1', resources: opts.resources }],
+    },
+  };
+}
+
+export function deployment(name: string, namespace: string, replicas: number, opts: { virtualNode?: string } = {}): V1Deployment {
+  const labels = { app: name };
+  return {
+    apiVersion: 'apps/v1', kind: 'Deployment',
+    metadata: { name, namespace },
+    spec: {
+      replicas,
+      selector: { matchLabels: labels },
+      template: {
+        metadata: { labels },
+        spec: {
+          containers: [{ name: 'main', image: 'registry.example/app:1' }],
+          ...(opts.virtualNode ? {
+            tolerations: [VIRTUAL_TOLERATION],
+            nodeSelector: { 'kubernetes.io/hostname': opts.virtualNode },
+          } : {}),
+        },
+      },
+    },
+  };
+}
+
+export function nodeSpec(c: ClusterClient, name?: string): ListWatchSpec<V1Node> {
+  return { path: '/api/v1/nodes', model: 'V1Node', resource: 'nodes',
+    fieldSelector: name ? `metadata.name=${name}` : undefined, list: (p) => c.core.listNode(p) };
+}
+
+export function podsSpec(c: ClusterClient, namespace: string, labelSelector?: string): ListWatchSpec<V1Pod> {
+  return { path: `/api/v1/namespaces/${namespace}/pods`, model: 'V1Pod', resource: 'pods', labelSelector,
+    list: (p) => c.core.listNamespacedPod({ namespace, ...p }) };
+}

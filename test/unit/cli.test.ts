@@ -1,0 +1,63 @@
+// The CLI's contract for bad input: exit code 2 and a message naming the field (and the file).
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const CLI = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'clusterlet-cli-'));
+const kubeconfig = join(dir, 'kc.yaml');
+writeFileSync(kubeconfig, 'apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: []\n');
+
+function run(args: string[]): { code: number | null; out: string } {
+  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 20_000 });
+  return { code: r.status, out: `${r.stdout}${r.stderr}` };
+}
+
+function config(name: string, text: string): string {
+  const p = join(dir, name);
+  writeFileSync(p, text);
+  return p;
+}
+
+describe('clusterlet CLI', () => {
+  it('--help documents every flag and exits 0', () => {
+    const r = run(['--help']);
+    assert.equal(r.code, 0);
+    for (const flag of ['--host-kubeconfig', '--member-kubeconfig', '--member-name', '--nodename', '--provider-config',
+      '--pod-sync-workers', '--log-level', '--node-ip', '--kubelet-port', '--health-port', '--host-qps', '--member-qps']) {
+      assert.ok(r.out.includes(flag), `help mentions ${flag}`);
+    }
+  });
+
+  const cases: [string, string[], RegExp][] = [
+    ['an unknown flag', ['--member-kubeconfig', kubeconfig, '--bogus'], /--bogus/],
+    ['a missing member kubeconfig file', ['--member-kubeconfig', join(dir, 'nope.yaml')], /--member-kubeconfig: file ".*nope\.yaml" does not exist/],
+    ['a missing host kubeconfig file', ['--host-kubeconfig', join(dir, 'gone'), '--member-kubeconfig', kubeconfig], /--host-kubeconfig: file/],
+    ['no member at all', [], /--member-kubeconfig: no member given/],
+    ['a bad member name', ['--member-kubeconfig', kubeconfig, '--member-name', 'Bad_Name'], /--member-name/],
+    ['a non-numeric worker count', ['--member-kubeconfig', kubeconfig, '--pod-sync-workers', 'lots'], /--pod-sync-workers: "lots" must be an integer/],
+    ['a bad log level', ['--member-kubeconfig', kubeconfig, '--log-level', 'loud'], /--log-level/],
+    ['a provider config with an unknown field', ['--provider-config', config('unknown.yaml', `members:\n- name: a\n  kubeconfig: ${kubeconfig}\n  colour: red\n`)],
+      /unknown\.yaml: members\[0\]\.colour: unknown field/],
+    ['a provider config whose member kubeconfig is missing', ['--provider-config', config('missing.yaml', 'members:\n- name: a\n  kubeconfig: /does/not/exist\n')],
+      /missing\.yaml: members\[0\]\.kubeconfig: file "\/does\/not\/exist" does not exist/],
+    ['a provider config with duplicate members', ['--provider-config', config('dup.yaml', `members:\n- name: a\n  kubeconfig: ${kubeconfig}\n- name: a\n  kubeconfig: ${kubeconfig}\n`)],
+      /dup\.yaml: members\[1\]\.name: duplicate member "a"/],
+    ['a provider config with a bad taint', ['--provider-config', config('taint.yaml', `members:\n- name: a\n  kubeconfig: ${kubeconfig}\n  taints: [{ key: x, effect: Sometimes }]\n`)],
+      /taint\.yaml: members\[0\]\.taints\[0\]/],
+    ['a provider config that is not YAML', ['--provider-config', config('broken.yaml', 'members: [\n')], /broken\.yaml: \(yaml\)/],
+    ['a namespace template without {namespace}', ['--provider-config', config('tpl.yaml', `members:\n- name: a\n  kubeconfig: ${kubeconfig}\n  namespaceMapping: { template: fixed }\n`)],
+      /tpl\.yaml: members\[0\]\.namespaceMapping\.template/],
+  ];
+  for (const [what, args, message] of cases) {
+    it(`exits 2 naming the field for ${what}`, () => {
+      const r = run(args);
+      assert.equal(r.code, 2, r.out);
+      assert.match(r.out, message);
+    });
+  }
+});

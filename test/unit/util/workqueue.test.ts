@@ -1,0 +1,406 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { WorkQueue } from '../../../src/util/workqueue.ts';
+import type { Handler, HandlerResult } from '../../../src/util/workqueue.ts';
+
+interface Deferred<T = void> {
+  promise: Promise<T>;
+  resolve: (value: T) => void;
+  reject: (err: Error) => void;
+}
+
+function deferred<T = void>(): Deferred<T> {
+  let resolve!: (value: T) => void;
+  let reject!: (err: Error) => void;
+  const promise = new Promise<T>((res, rej) => { resolve = res; reject = rej; });
+  return { promise, resolve, reject };
+}
+
+/** Lets pending promise callbacks and immediates run. */
+const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * A handler whose calls each wait for the test to release them, recording what ran and how much ran at once.
+ */
+class Gate {
+  readonly calls: string[] = [];
+  readonly running = new Map<string, number>();
+  maxRunning = 0;
+  maxSameKey = 0;
+  #pending: { key: string; done: Deferred<HandlerResult | void> }[] = [];
+  #arrivals: Deferred[] = [];
+
+  readonly handler: Handler = (key) => {
+    this.calls.push(key);
+    const n = (this.running.get(key) ?? 0) + 1;
+    this.running.set(key, n);
+    this.maxSameKey = Math.max(this.maxSameKey, n);
+    this.maxRunning = Math.max(this.maxRunning, this.active);
+    const done = deferred<HandlerResult | void>();
+    this.#pending.push({ key, done });
+    for (const a of this.#arrivals.splice(0)) a.resolve();
+    return done.promise.finally(() => {
+      this.running.set(key, (this.running.get(key) ?? 1) - 1);
+    });
+  };
+
+  get active(): number {
+    let n = 0;
+    for (const v of this.running.values()) n += v;
+    return n;
+  }
+
+  /** Keys of the calls not yet released, oldest first. */
+  get pending(): string[] { return this.#pending.map((p) => p.key); }
+
+  /** Resolves once `n` calls are waiting to be released. */
+  async waiting(n: number): Promise<void> {
+    while (this.#pending.length < n) {
+      const d = deferred();
+      this.#arrivals.push(d);
+      await d.promise;
+    }
+  }
+
+  /** Releases the oldest waiting call of `key` (or the oldest call). */
+  release(key?: string, result?: HandlerResult | Error): void {
+    const i = key === undefined ? 0 : this.#pending.findIndex((p) => p.key === key);
+    assert.ok(i >= 0 && i < this.#pending.length, `no waiting call for ${key ?? 'any key'}`);
+    const [p] = this.#pending.splice(i, 1);
+    if (result instanceof Error) p.done.reject(result);
+    else p.done.resolve(result);
+  }
+}
+
+describe('WorkQueue', () => {
+  it('rejects fewer than one worker', () => {
+    assert.throws(() => new WorkQueue({ name: 'q', workers: 0 }), /workers/);
+    assert.throws(() => new WorkQueue({ name: 'q', workers: Number.NaN }), /workers/);
+  });
+
+  it('processes a key added many times while queued once', async () => {
+    const q = new WorkQueue({ name: 'dedup', workers: 1 });
+    const calls: string[] = [];
+    for (let i = 0; i < 5; i++) q.add('a');
+    q.add('b');
+    q.add('a');
+    assert.equal(q.depth, 2);
+    q.start(async (key) => { calls.push(key); });
+    await q.idle();
+    assert.deepEqual(calls, ['a', 'b']);
+  });
+
+  it('processes a key queued behind a busy worker once', async () => {
+    const q = new WorkQueue({ name: 'dedup-busy', workers: 1 });
+    const gate = new Gate();
+    q.start(gate.handler);
+    q.add('x');
+    await gate.waiting(1);
+    q.add('a');
+    q.add('a');
+    q.add('a');
+    assert.equal(q.depth, 1);
+    gate.release('x');
+    await gate.waiting(1);
+    gate.release('a');
+    await q.idle();
+    assert.deepEqual(gate.calls, ['x', 'a']);
+  });
+
+  it('processes a key added while it is processed again afterwards, never concurrently', async () => {
+    const q = new WorkQueue({ name: 'dirty', workers: 4 });
+    const gate = new Gate();
+    q.start(gate.handler);
+    q.add('a');
+    await gate.waiting(1);
+    q.add('a');
+    q.add('a');
+    await flush();
+    assert.deepEqual(gate.calls, ['a'], 'a must not run twice at once');
+    assert.equal(q.depth, 0);
+    gate.release('a');
+    await gate.waiting(1);
+    assert.deepEqual(gate.calls, ['a', 'a']);
+    gate.release('a');
+    await q.idle();
+    assert.deepEqual(gate.calls, ['a', 'a']);
+    assert.equal(gate.maxSameKey, 1);
+  });
+
+  it('runs at most `workers` keys at once and all of them eventually', async () => {
+    const q = new WorkQueue({ name: 'bounded', workers: 2 });
+    const gate = new Gate();
+    q.start(gate.handler);
+    for (const k of ['a', 'b', 'c', 'd', 'e']) q.add(k);
+    await gate.waiting(2);
+    await flush();
+    assert.deepEqual(gate.pending, ['a', 'b']);
+    assert.equal(q.depth, 3);
+    gate.release('b');
+    await gate.waiting(2);
+    assert.deepEqual(gate.pending, ['a', 'c']);
+    while (gate.calls.length < 5 || gate.pending.length > 0) {
+      await gate.waiting(1);
+      gate.release();
+    }
+    await q.idle();
+    assert.deepEqual([...gate.calls].sort(), ['a', 'b', 'c', 'd', 'e']);
+    assert.equal(gate.maxRunning, 2);
+  });
+
+  it('keeps keys in FIFO order with one worker', async () => {
+    const q = new WorkQueue({ name: 'fifo', workers: 1 });
+    const calls: string[] = [];
+    q.start(async (key) => { calls.push(key); });
+    for (const k of ['c', 'a', 'b']) q.add(k);
+    await q.idle();
+    assert.deepEqual(calls, ['c', 'a', 'b']);
+  });
+
+  it('retries a failing key with backoff and counts failures until it succeeds', async () => {
+    const q = new WorkQueue({ name: 'retry', workers: 1, baseDelayMs: 5, maxDelayMs: 50 });
+    const seen: { at: number; failures: number }[] = [];
+    const succeeded = deferred();
+    q.start(async (key) => {
+      seen.push({ at: performance.now(), failures: q.failures(key) });
+      if (seen.length < 3) throw new Error(`attempt ${seen.length} failed`);
+      succeeded.resolve();
+    });
+    q.add('a');
+    await succeeded.promise;
+    await q.idle();
+    assert.deepEqual(seen.map((s) => s.failures), [0, 1, 2]);
+    assert.equal(q.failures('a'), 0);
+    // base·2^attempt with ±20 % jitter: ≥ 4 ms, then ≥ 8 ms (less a little timer rounding).
+    assert.ok(seen[1].at - seen[0].at >= 3, `first retry after ${(seen[1].at - seen[0].at).toFixed(1)} ms`);
+    assert.ok(seen[2].at - seen[1].at >= 7, `second retry after ${(seen[2].at - seen[1].at).toFixed(1)} ms`);
+  });
+
+  it('counts failures per key', async () => {
+    const q = new WorkQueue({ name: 'retry-per-key', workers: 2, baseDelayMs: 60_000 });
+    const failed = deferred();
+    q.start(async (key) => {
+      if (key === 'bad') {
+        failed.resolve();
+        throw new Error('no');
+      }
+    });
+    q.add('bad');
+    q.add('good');
+    await failed.promise;
+    await q.idle();
+    assert.equal(q.failures('bad'), 1);
+    assert.equal(q.failures('good'), 0);
+    q.shutdown();
+  });
+
+  it('retries at once when the key is added while its retry waits', async () => {
+    const q = new WorkQueue({ name: 'retry-add', workers: 1, baseDelayMs: 60_000 });
+    let calls = 0;
+    const second = deferred();
+    q.start(async () => {
+      calls++;
+      if (calls === 1) throw new Error('first attempt fails');
+      second.resolve();
+    });
+    q.add('a');
+    await q.idle();
+    assert.equal(q.failures('a'), 1);
+    q.add('a');
+    await second.promise;
+    await q.idle();
+    assert.equal(calls, 2);
+    assert.equal(q.failures('a'), 0);
+  });
+
+  it('processes a key again after requeueAfterMs', async () => {
+    const q = new WorkQueue({ name: 'requeue', workers: 1 });
+    const times: number[] = [];
+    const again = deferred();
+    q.start(async () => {
+      times.push(performance.now());
+      if (times.length === 1) return { requeueAfterMs: 10 };
+      again.resolve();
+    });
+    q.add('a');
+    await again.promise;
+    await q.idle();
+    assert.equal(times.length, 2);
+    assert.ok(times[1] - times[0] >= 9, `requeued after ${(times[1] - times[0]).toFixed(1)} ms`);
+    assert.equal(q.failures('a'), 0);
+  });
+
+  // With mocked timers: nothing here may wait on a real timer.
+  describe('addAfter', () => {
+    it('adds the key once the delay has passed', async (t) => {
+      t.mock.timers.enable({ apis: ['setTimeout'] });
+      const q = new WorkQueue({ name: 'after', workers: 1 });
+      const calls: string[] = [];
+      q.start(async (key) => { calls.push(key); });
+      q.addAfter('a', 1000);
+      t.mock.timers.tick(999);
+      await q.idle();
+      assert.deepEqual(calls, []);
+      t.mock.timers.tick(1);
+      await q.idle();
+      assert.deepEqual(calls, ['a']);
+    });
+
+    it('then add processes the key at once, and only once', async (t) => {
+      t.mock.timers.enable({ apis: ['setTimeout'] });
+      const q = new WorkQueue({ name: 'after-add', workers: 1 });
+      const calls: string[] = [];
+      q.start(async (key) => { calls.push(key); });
+      q.addAfter('a', 1000);
+      q.add('a');
+      await q.idle();
+      assert.deepEqual(calls, ['a']);
+      t.mock.timers.tick(5000);
+      await q.idle();
+      assert.deepEqual(calls, ['a']);
+    });
+
+    it('keeps the first deadline when called again', async (t) => {
+      t.mock.timers.enable({ apis: ['setTimeout'] });
+      const q = new WorkQueue({ name: 'after-twice', workers: 1 });
+      const calls: string[] = [];
+      q.start(async (key) => { calls.push(key); });
+      q.addAfter('a', 100);
+      q.addAfter('a', 1000);
+      t.mock.timers.tick(100);
+      await q.idle();
+      assert.deepEqual(calls, ['a']);
+      t.mock.timers.tick(1000);
+      await q.idle();
+      assert.deepEqual(calls, ['a']);
+    });
+
+    it('does nothing after shutdown', async (t) => {
+      t.mock.timers.enable({ apis: ['setTimeout'] });
+      const q = new WorkQueue({ name: 'after-shutdown', workers: 1 });
+      const calls: string[] = [];
+      q.start(async (key) => { calls.push(key); });
+      q.addAfter('a', 100);
+      q.shutdown();
+      q.addAfter('b', 100);
+      t.mock.timers.tick(1000);
+      await q.idle();
+      assert.deepEqual(calls, []);
+    });
+  });
+
+  describe('idle', () => {
+    it('resolves at once when nothing is queued', async () => {
+      const q = new WorkQueue({ name: 'idle-empty', workers: 1 });
+      await q.idle();
+      q.start(async () => {});
+      await q.idle();
+    });
+
+    it('resolves only once every key has been processed', async () => {
+      const q = new WorkQueue({ name: 'idle-drain', workers: 2 });
+      const gate = new Gate();
+      q.start(gate.handler);
+      for (const k of ['a', 'b', 'c']) q.add(k);
+      let idle = false;
+      const drained = q.idle().then(() => { idle = true; });
+      await gate.waiting(2);
+      gate.release('a');
+      await gate.waiting(2);
+      gate.release('b');
+      await flush();
+      assert.equal(idle, false);
+      await gate.waiting(1);
+      gate.release('c');
+      await drained;
+      assert.equal(idle, true);
+      assert.deepEqual([...gate.calls].sort(), ['a', 'b', 'c']);
+    });
+
+    it('waits for a re-run of a key added while it was processed', async () => {
+      const q = new WorkQueue({ name: 'idle-dirty', workers: 1 });
+      let calls = 0;
+      const first = deferred();
+      const started = deferred();
+      q.start(async () => {
+        calls++;
+        if (calls === 1) {
+          started.resolve();
+          await first.promise;
+        }
+      });
+      q.add('a');
+      await started.promise;
+      const drained = q.idle();
+      q.add('a');
+      first.resolve();
+      await drained;
+      assert.equal(calls, 2);
+    });
+
+    // idle() looks at the queue and the running handlers only: a key waiting on its retry timer is not work yet.
+    it('resolves while a failed key waits for its retry', async () => {
+      const q = new WorkQueue({ name: 'idle-retry', workers: 1, baseDelayMs: 60_000 });
+      let calls = 0;
+      q.start(async () => {
+        calls++;
+        if (calls === 1) throw new Error('fails once');
+      });
+      q.add('a');
+      await q.idle();
+      q.shutdown();
+      assert.equal(calls, 1);
+      assert.equal(q.failures('a'), 1);
+    });
+  });
+
+  describe('shutdown', () => {
+    it('drops queued keys and ignores later adds', async () => {
+      const q = new WorkQueue({ name: 'shutdown', workers: 1 });
+      const gate = new Gate();
+      q.start(gate.handler);
+      q.add('a');
+      q.add('b');
+      await gate.waiting(1);
+      q.shutdown();
+      assert.equal(q.depth, 0);
+      q.add('c');
+      q.add('a');
+      assert.equal(q.depth, 0);
+      gate.release('a');
+      await q.idle();
+      await flush();
+      assert.deepEqual(gate.calls, ['a']);
+    });
+
+    it('cancels pending retries', async () => {
+      const q = new WorkQueue({ name: 'shutdown-retry', workers: 1, baseDelayMs: 5 });
+      let calls = 0;
+      const failed = deferred();
+      q.start(async () => {
+        calls++;
+        failed.resolve();
+        throw new Error('always fails');
+      });
+      q.add('a');
+      await failed.promise;
+      await q.idle();
+      q.shutdown();
+      await new Promise((resolve) => setTimeout(resolve, 30)); // well past the retry's 4–6 ms
+      assert.equal(calls, 1);
+    });
+
+    it('lets the running handler finish, and idle() resolve', async () => {
+      const q = new WorkQueue({ name: 'shutdown-running', workers: 2 });
+      const gate = new Gate();
+      q.start(gate.handler);
+      q.add('a');
+      await gate.waiting(1);
+      const drained = q.idle();
+      q.shutdown();
+      gate.release('a');
+      await drained;
+      assert.deepEqual(gate.calls, ['a']);
+    });
+  });
+});

@@ -1,0 +1,222 @@
+// The member-cluster provider: runs each proxy pod as a delegate pod in the member (PodLifecycleHandler)
+// and reports delegate changes and member events in host coordinates (PodNotifier).
+import { Subject, filter, map, mergeMap, of, type Observable, type Subscription } from 'rxjs';
+import { LRUCache } from 'lru-cache';
+import type { CoreV1Event, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import type { MemberCluster } from './cluster.ts';
+import { memberNamespace } from '../config.ts';
+import { listWatch, type ListWatchEvent } from '../kube/listwatch.ts';
+import { objectKey } from '../kube/informer.ts';
+import { toKubeError } from '../kube/errors.ts';
+import { delegateUpdate, forgeDelegatePod, forgeProxyStatus, type DelegateContext } from '../forge/pod.ts';
+import { NODE_LABEL, ORIGIN_LABEL, PROXY_NAME_ANNOTATION, PROXY_NAMESPACE_ANNOTATION, PROXY_UID_LABEL } from '../forge/labels.ts';
+import { PodRejectedError, type PodEvent, type PodProvider, type ProviderPod } from '../provider/types.ts';
+import type { Logger } from '../log.ts';
+
+export interface MemberPodProviderOptions {
+  nodeName: string;
+  /** The virtual node's address: the hostIP of every proxy. */
+  hostIP: string;
+  /** On the first list, member events older than this are not mirrored again (they were, before a restart). */
+  eventReplayWindowMs?: number;
+}
+
+interface HostRef { namespace: string; name: string; uid: string }
+
+/** Which host pod a delegate stands for, from its labels and annotations; undefined if not ours for this node. */
+function hostRefOf(pod: V1Pod, hostName: string, nodeName: string): HostRef | undefined {
+  const l = pod.metadata?.labels;
+  const a = pod.metadata?.annotations;
+  if (l?.[ORIGIN_LABEL] !== hostName || l?.[NODE_LABEL] !== nodeName) return undefined;
+  const namespace = a?.[PROXY_NAMESPACE_ANNOTATION];
+  const name = a?.[PROXY_NAME_ANNOTATION];
+  const uid = l?.[PROXY_UID_LABEL];
+  return namespace && name && uid ? { namespace, name, uid } : undefined;
+}
+
+export class MemberPodProvider implements PodProvider {
+  readonly podChanges$: Observable<string>;
+  readonly podEvents$: Observable<PodEvent>;
+  #member: MemberCluster;
+  #opts: Required<MemberPodProviderOptions>;
+  #log: Logger;
+  /** host key → member key of its delegate. */
+  #byHost = new Map<string, string>();
+  /** member key → host ref, kept a while after the delegate is gone so its last events still map. */
+  #recent = new LRUCache<string, HostRef>({ max: 20_000 });
+  #changes = new Subject<string>();
+  #namespaces = new Set<string>();
+  #subs: Subscription[] = [];
+
+  constructor(member: MemberCluster, log: Logger, opts: MemberPodProviderOptions) {
+    this.#member = member;
+    this.#log = log;
+    this.#opts = { eventReplayWindowMs: 120_000, ...opts };
+    this.podChanges$ = this.#changes.asObservable();
+    const started = Date.now();
+    const events = listWatch<CoreV1Event>(member.client, {
+      path: '/api/v1/events', model: 'CoreV1Event', resource: 'events', fieldSelector: 'involvedObject.kind=Pod',
+      list: (p) => member.client.core.listEventForAllNamespaces(p),
+    }, { log });
+    this.podEvents$ = events.pipe(
+      mergeMap((ev: ListWatchEvent<CoreV1Event>) => {
+        if (ev.type === 'SYNC') {
+          const since = started - this.#opts.eventReplayWindowMs;
+          return of(...ev.items.filter((e) => eventTime(e) >= since));
+        }
+        return ev.type === 'DELETED' ? of() : of(ev.object);
+      }),
+      map((e) => this.#toPodEvent(e)),
+      filter((e): e is PodEvent => e !== undefined),
+    );
+  }
+
+  get #ctxBase(): Omit<DelegateContext, 'memberNamespace'> {
+    return { originCluster: this.#member.hostName, nodeName: this.#opts.nodeName };
+  }
+
+  start(): void {
+    this.#subs.push(this.#member.pods.events$.subscribe((ev) => {
+      const ref = hostRefOf(ev.object, this.#member.hostName, this.#opts.nodeName);
+      if (!ref) return;
+      const hostKey = `${ref.namespace}/${ref.name}`;
+      this.#recent.set(ev.key, ref);
+      if (ev.type === 'DELETED') {
+        if (this.#byHost.get(hostKey) === ev.key) this.#byHost.delete(hostKey);
+      } else {
+        this.#byHost.set(hostKey, ev.key);
+      }
+      this.#changes.next(hostKey);
+    }));
+  }
+
+  stop(): void {
+    for (const s of this.#subs.splice(0)) s.unsubscribe();
+    this.#changes.complete();
+  }
+
+  hasSynced(): boolean { return this.#member.pods.hasSynced; }
+  waitSynced(): Promise<void> { return this.#member.pods.waitSynced(); }
+  listPodKeys(): string[] { return [...this.#byHost.keys()]; }
+
+  #delegate(namespace: string, name: string): V1Pod | undefined {
+    const key = this.#byHost.get(`${namespace}/${name}`);
+    return key ? this.#member.pods.get(key) : undefined;
+  }
+
+  getPod(namespace: string, name: string): ProviderPod | undefined {
+    const d = this.#delegate(namespace, name);
+    if (!d) return undefined;
+    return {
+      proxyUID: d.metadata?.labels?.[PROXY_UID_LABEL] ?? '',
+      terminating: d.metadata?.deletionTimestamp !== undefined,
+      phase: d.status?.phase, reason: d.status?.reason, message: d.status?.message,
+    };
+  }
+
+  getPodStatus(proxy: V1Pod): V1PodStatus | undefined {
+    const d = this.#delegate(proxy.metadata!.namespace!, proxy.metadata!.name!);
+    return d ? forgeProxyStatus(d, { hostIP: this.#opts.hostIP, proxy }) : undefined;
+  }
+
+  async createPod(proxy: V1Pod): Promise<void> {
+    const ns = memberNamespace(this.#member.config.namespaceMapping, proxy.metadata!.namespace!);
+    await this.#ensureNamespace(ns, proxy.metadata!.namespace!);
+    const body = forgeDelegatePod(proxy, { ...this.#ctxBase, memberNamespace: ns });
+    try {
+      await this.#member.client.core.createNamespacedPod({ namespace: ns, body });
+      this.#log.debug({ namespace: ns, pod: body.metadata?.name }, 'delegate created');
+    } catch (err) {
+      const k = toKubeError(err);
+      if (k.kind === 'AlreadyExists') return this.#checkExisting(ns, proxy);
+      if (k.kind === 'NotFound') this.#namespaces.delete(ns); // the namespace went away under us: recreate next time
+      if (k.kind === 'Forbidden' || k.kind === 'Invalid' || k.kind === 'BadRequest') {
+        throw new PodRejectedError(k.reason || k.kind, k.message, { cause: err });
+      }
+      throw k;
+    }
+  }
+
+  /** A pod of that name exists: fine if it is this proxy's delegate, a conflict if it is not ours. */
+  async #checkExisting(ns: string, proxy: V1Pod): Promise<void> {
+    const existing = await this.#member.client.core.readNamespacedPod({ namespace: ns, name: proxy.metadata!.name! });
+    const ref = hostRefOf(existing, this.#member.hostName, this.#opts.nodeName);
+    if (!ref) {
+      throw new PodRejectedError('DelegateConflict',
+        `member ${this.#member.config.name} already has a pod ${ns}/${proxy.metadata!.name} that clusterlet did not create; it is left untouched`);
+    }
+    // Ours: this proxy's (the cache had not seen it yet) or an earlier proxy's, which the controller replaces.
+  }
+
+  async #ensureNamespace(ns: string, hostNamespace: string): Promise<void> {
+    if (this.#namespaces.has(ns)) return;
+    try {
+      await this.#member.client.core.createNamespace({ body: { metadata: {
+        name: ns, labels: { [ORIGIN_LABEL]: this.#member.hostName },
+        annotations: { [PROXY_NAMESPACE_ANNOTATION]: hostNamespace },
+      } } });
+    } catch (err) {
+      const k = toKubeError(err);
+      if (k.kind !== 'AlreadyExists') throw k;
+    }
+    this.#namespaces.add(ns);
+  }
+
+  async updatePod(proxy: V1Pod): Promise<void> {
+    const d = this.#delegate(proxy.metadata!.namespace!, proxy.metadata!.name!);
+    if (!d || d.metadata?.deletionTimestamp) return;
+    const ns = d.metadata!.namespace!;
+    const updated = delegateUpdate(proxy, d, { ...this.#ctxBase, memberNamespace: ns });
+    if (!updated) return;
+    await this.#member.client.core.replaceNamespacedPod({ namespace: ns, name: d.metadata!.name!, body: updated });
+    this.#log.debug({ namespace: ns, pod: d.metadata!.name }, 'delegate updated');
+  }
+
+  async deletePod(namespace: string, name: string, gracePeriodSeconds?: number): Promise<void> {
+    const d = this.#delegate(namespace, name);
+    if (!d) return;
+    try {
+      await this.#member.client.core.deleteNamespacedPod({
+        namespace: d.metadata!.namespace!, name: d.metadata!.name!, gracePeriodSeconds,
+        body: { gracePeriodSeconds, preconditions: { uid: d.metadata!.uid } },
+      });
+    } catch (err) {
+      const k = toKubeError(err);
+      // Gone already, or replaced by another pod of that name (the UID precondition): nothing of ours to delete.
+      if (k.kind !== 'NotFound' && k.kind !== 'Conflict') throw k;
+    }
+  }
+
+  #toPodEvent(e: CoreV1Event): PodEvent | undefined {
+    const io = e.involvedObject;
+    if (!io?.namespace || !io.name) return undefined;
+    const ref = this.#recent.get(`${io.namespace}/${io.name}`)
+      ?? (() => {
+        const p = this.#member.pods.get(`${io.namespace}/${io.name}`);
+        return p ? hostRefOf(p, this.#member.hostName, this.#opts.nodeName) : undefined;
+      })();
+    if (!ref || (io.uid && this.#delegateUidMismatch(io.namespace, io.name, io.uid))) return undefined;
+    const at = new Date(eventTime(e));
+    return {
+      namespace: ref.namespace, name: ref.name, id: e.metadata?.uid ?? objectKey(e),
+      event: {
+        type: e.type, reason: e.reason, message: e.message, count: e.count ?? e.series?.count ?? 1,
+        firstTimestamp: e.firstTimestamp ?? e.eventTime ?? at, lastTimestamp: at,
+        source: { component: e.reportingComponent || e.source?.component || 'member', host: e.source?.host },
+      },
+    };
+  }
+
+  /** An event about an earlier pod of the same name (another UID) is not this proxy's. */
+  #delegateUidMismatch(namespace: string, name: string, uid: string): boolean {
+    const p = this.#member.pods.get(`${namespace}/${name}`);
+    return p !== undefined && p.metadata?.uid !== uid;
+  }
+}
+
+function eventTime(e: CoreV1Event): number {
+  const t = e.lastTimestamp ?? e.series?.lastObservedTime ?? e.eventTime ?? e.firstTimestamp ?? e.metadata?.creationTimestamp;
+  return t ? new Date(t).getTime() : Date.now();
+}
+
+export { hostRefOf };

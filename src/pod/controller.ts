@@ -1,0 +1,249 @@
+// The host side of offloading for one virtual node: watches the proxy pods bound to it, keeps a pod in
+// the provider for each, mirrors status and events back, and runs the deletion protocol:
+//   proxy marked for deletion → provider pod deleted with the same grace period → proxy removed (grace 0).
+// It talks to the back end only through the PodProvider interface.
+import { interval, mergeMap, type Subscription } from 'rxjs';
+import { createHash } from 'node:crypto';
+import { PatchStrategy, setHeaderOptions, type V1Pod, type V1PodCondition } from '@kubernetes/client-node';
+import type { ClusterClient } from '../kube/client.ts';
+import { Informer, splitKey } from '../kube/informer.ts';
+import { listWatch } from '../kube/listwatch.ts';
+import { toKubeError } from '../kube/errors.ts';
+import { WorkQueue } from '../util/workqueue.ts';
+import { forgeProxyStatusForLostDelegate, isDaemonSetPod, isTerminal, statusEqual } from '../forge/pod.ts';
+import { PodRejectedError, type PodEvent, type PodProvider } from '../provider/types.ts';
+import { metrics } from '../metrics.ts';
+import type { Logger } from '../log.ts';
+
+/** The proxy condition that tells whether the pod could be offloaded, and why not. */
+export const OFFLOADED_CONDITION = 'clusterlet.io/Offloaded';
+
+export interface PodControllerOptions {
+  nodeName: string;
+  member: string;
+  workers: number;
+  resyncMs?: number;
+  watchSilenceMs?: number;
+}
+
+const strategic = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
+const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+export class PodController {
+  readonly pods: Informer<V1Pod>;
+  #host: ClusterClient;
+  #provider: PodProvider;
+  #opts: PodControllerOptions;
+  #log: Logger;
+  #queue: WorkQueue;
+  #subs: Subscription[] = [];
+
+  constructor(host: ClusterClient, provider: PodProvider, log: Logger, opts: PodControllerOptions) {
+    this.#host = host;
+    this.#provider = provider;
+    this.#opts = opts;
+    this.#log = log;
+    this.pods = new Informer(`proxies-${opts.nodeName}`, listWatch<V1Pod>(host, {
+      path: '/api/v1/pods', model: 'V1Pod', resource: 'pods', fieldSelector: `spec.nodeName=${opts.nodeName}`,
+      list: (p) => host.core.listPodForAllNamespaces(p),
+    }, { log, silenceMs: opts.watchSilenceMs }));
+    this.#queue = new WorkQueue({ name: `pods-${opts.nodeName}`, workers: opts.workers, log, maxDelayMs: 60_000 });
+  }
+
+  get queue(): WorkQueue { return this.#queue; }
+
+  start(): void {
+    this.pods.start();
+    this.#queue.start((key) => this.#sync(key));
+    this.#subs.push(
+      this.pods.events$.subscribe((ev) => this.#queue.add(ev.key)),
+      this.#provider.podChanges$.subscribe((key) => this.#queue.add(key)),
+      this.#provider.podEvents$.pipe(mergeMap((e) => this.#mirrorEvent(e), 4)).subscribe(),
+      interval(this.#opts.resyncMs ?? 300_000).subscribe(() => this.#enqueueAll()),
+    );
+    // Orphans are judged only once both views are complete, never on a half-synced cache.
+    void Promise.all([this.pods.waitSynced(), this.#provider.waitSynced()]).then(() => {
+      this.#log.info({ proxies: this.pods.size, delegates: this.#provider.listPodKeys().length }, 'pod caches synced');
+      this.#enqueueAll();
+    });
+  }
+
+  stop(): void {
+    for (const s of this.#subs.splice(0)) s.unsubscribe();
+    this.#queue.shutdown();
+    this.pods.stop();
+  }
+
+  #enqueueAll(): void {
+    for (const k of this.pods.keys()) this.#queue.add(k);
+    for (const k of this.#provider.listPodKeys()) this.#queue.add(k);
+  }
+
+  async #sync(key: string): Promise<void> {
+    if (!this.pods.hasSynced || !this.#provider.hasSynced()) return;
+    const { namespace, name } = splitKey(key);
+    const proxy = this.pods.get(key);
+    const running = this.#provider.getPod(namespace, name);
+    try {
+      if (!proxy) {
+        // Deleted (or force-deleted) on the host, or an orphan left by an earlier run: remove it.
+        if (running && !running.terminating) await this.#provider.deletePod(namespace, name);
+        return;
+      }
+      if (running && running.proxyUID !== proxy.metadata!.uid) {
+        // A delegate of an earlier pod of the same name (a StatefulSet's, say): replace it.
+        if (!running.terminating) await this.#provider.deletePod(namespace, name, 0);
+        return;
+      }
+      if (proxy.metadata!.deletionTimestamp) return await this.#syncDeleting(proxy, running !== undefined, running?.terminating ?? false);
+      if (isDaemonSetPod(proxy)) {
+        return await this.#setOffloaded(proxy, 'False', 'DaemonSetPodNotOffloaded',
+          `DaemonSet pods are not offloaded to member ${this.#opts.member}: they belong on real nodes`, 'Warning');
+      }
+      if (!running) return await this.#syncMissing(proxy);
+      await this.#provider.updatePod(proxy);
+      await this.#syncStatus(proxy);
+    } finally {
+      metrics.podsOffloaded.set({ member: this.#opts.member }, this.#provider.listPodKeys().length);
+    }
+  }
+
+  async #syncDeleting(proxy: V1Pod, hasDelegate: boolean, delegateTerminating: boolean): Promise<void> {
+    if (hasDelegate) {
+      if (!delegateTerminating) {
+        await this.#provider.deletePod(proxy.metadata!.namespace!, proxy.metadata!.name!,
+          proxy.metadata!.deletionGracePeriodSeconds ?? undefined);
+      }
+      await this.#syncStatus(proxy);
+      return;
+    }
+    // Nothing runs any more: finish the deletion, as a kubelet does once its containers are gone.
+    try {
+      await this.#host.core.deleteNamespacedPod({
+        namespace: proxy.metadata!.namespace!, name: proxy.metadata!.name!, gracePeriodSeconds: 0,
+        body: { gracePeriodSeconds: 0, preconditions: { uid: proxy.metadata!.uid } },
+      });
+      metrics.podSyncs.inc({ member: this.#opts.member, result: 'deleted' });
+    } catch (err) {
+      const k = toKubeError(err);
+      if (k.kind !== 'NotFound' && k.kind !== 'Conflict') throw k;
+    }
+  }
+
+  /** No delegate: create one, unless the proxy is finished or its lost delegate is not to be restarted. */
+  async #syncMissing(proxy: V1Pod): Promise<void> {
+    if (isTerminal(proxy)) return;
+    if (hadDelegate(proxy) && (proxy.spec?.restartPolicy ?? 'Always') === 'Never') {
+      const status = forgeProxyStatusForLostDelegate(proxy, 'DelegateLost',
+        `the pod's delegate in member ${this.#opts.member} was deleted or evicted, and restartPolicy is Never`);
+      await this.#patchStatus(proxy, status);
+      await this.#event(proxy, 'Warning', 'DelegateLost', status.message ?? 'delegate lost');
+      return;
+    }
+    if (hadDelegate(proxy)) {
+      await this.#event(proxy, 'Warning', 'DelegateLost',
+        `the pod's delegate in member ${this.#opts.member} was deleted or evicted; creating it again`);
+    }
+    try {
+      await this.#provider.createPod(proxy);
+      metrics.podSyncs.inc({ member: this.#opts.member, result: 'created' });
+      const cond = proxy.status?.conditions?.find((c) => c.type === OFFLOADED_CONDITION);
+      if (cond && cond.status !== 'True') {
+        await this.#setOffloaded(proxy, 'True', 'DelegateCreated', `running in member ${this.#opts.member}`);
+      }
+    } catch (err) {
+      if (!(err instanceof PodRejectedError)) throw err;
+      metrics.podSyncs.inc({ member: this.#opts.member, result: 'rejected' });
+      await this.#setOffloaded(proxy, 'False', err.reason, `member ${this.#opts.member} rejected the pod: ${err.message}`, 'Warning');
+      throw err; // retried with capped backoff by the queue
+    }
+  }
+
+  async #syncStatus(proxy: V1Pod): Promise<void> {
+    const desired = this.#provider.getPodStatus(proxy);
+    if (!desired) return;
+    // A finished pod never goes back (the API would refuse it anyway).
+    if (isTerminal(proxy) && desired.phase !== proxy.status?.phase) return;
+    if (statusEqual(desired, proxy.status)) return;
+    await this.#patchStatus(proxy, desired);
+  }
+
+  async #patchStatus(proxy: V1Pod, status: object): Promise<void> {
+    try {
+      await this.#host.core.patchNamespacedPodStatus({
+        namespace: proxy.metadata!.namespace!, name: proxy.metadata!.name!,
+        body: { metadata: { uid: proxy.metadata!.uid }, status },
+      }, strategic);
+      metrics.podSyncs.inc({ member: this.#opts.member, result: 'status' });
+    } catch (err) {
+      const k = toKubeError(err);
+      if (k.kind === 'NotFound') return; // gone meanwhile; its delete event requeues the key
+      throw k;
+    }
+  }
+
+  /** Sets the Offloaded condition (and records an event) when it changes; a no-op otherwise. */
+  async #setOffloaded(proxy: V1Pod, status: 'True' | 'False', reason: string, message: string,
+    eventType?: 'Warning' | 'Normal'): Promise<void> {
+    const cur = proxy.status?.conditions?.find((c) => c.type === OFFLOADED_CONDITION);
+    if (cur && cur.status === status && cur.reason === reason && cur.message === message) return;
+    const condition: V1PodCondition = {
+      type: OFFLOADED_CONDITION, status, reason, message,
+      lastTransitionTime: cur?.status === status && cur.lastTransitionTime ? cur.lastTransitionTime : new Date(),
+    };
+    const conditions = [...(proxy.status?.conditions ?? []).filter((c) => c.type !== OFFLOADED_CONDITION), condition];
+    const body: Record<string, unknown> = { status: { conditions } };
+    // A pod that cannot be offloaded says so in kubectl's STATUS column too.
+    if (status === 'False' && (proxy.status?.phase ?? 'Pending') === 'Pending') {
+      (body.status as Record<string, unknown>).reason = reason;
+      (body.status as Record<string, unknown>).message = message;
+    }
+    await this.#patchStatus(proxy, body.status as object);
+    if (eventType) await this.#event(proxy, eventType, reason, message);
+  }
+
+  /** Records an event on the proxy; repeated ones (same reason) bump the count of one event object. */
+  async #event(proxy: V1Pod, type: string, reason: string, message: string, id = reason): Promise<void> {
+    await this.#writeEvent(proxy.metadata!.namespace!, proxy.metadata!.name!, proxy.metadata!.uid!, id, {
+      type, reason, message, count: 1, firstTimestamp: new Date(), lastTimestamp: new Date(),
+      source: { component: 'clusterlet', host: this.#opts.nodeName },
+    }, true);
+  }
+
+  async #mirrorEvent(e: PodEvent): Promise<void> {
+    const proxy = this.pods.get(`${e.namespace}/${e.name}`);
+    if (!proxy) return;
+    const source = { component: `${e.event.source?.component ?? 'member'} (member ${this.#opts.member})`, host: this.#opts.nodeName };
+    try {
+      await this.#writeEvent(e.namespace, e.name, proxy.metadata!.uid!, e.id, { ...e.event, source }, false);
+    } catch (err) {
+      this.#log.warn({ namespace: e.namespace, pod: e.name, err: toKubeError(err).message }, 'could not mirror a member event');
+    }
+  }
+
+  async #writeEvent(namespace: string, podName: string, podUID: string, id: string,
+    ev: PodEvent['event'], bump: boolean): Promise<void> {
+    const name = `${podName}.${createHash('sha256').update(`${podUID}/${id}`).digest('hex').slice(0, 16)}`;
+    try {
+      await this.#host.core.createNamespacedEvent({ namespace, body: {
+        metadata: { name, namespace },
+        involvedObject: { apiVersion: 'v1', kind: 'Pod', namespace, name: podName, uid: podUID },
+        ...ev, reportingComponent: 'clusterlet', reportingInstance: this.#opts.nodeName,
+      } });
+    } catch (err) {
+      const k = toKubeError(err);
+      if (k.kind !== 'AlreadyExists') throw k;
+      const cur = await this.#host.core.readNamespacedEvent({ namespace, name });
+      const count = bump ? (cur.count ?? 1) + 1 : ev.count ?? cur.count;
+      if (!bump && count === cur.count && ev.message === cur.message) return;
+      await this.#host.core.patchNamespacedEvent({ namespace, name, body: {
+        count, message: ev.message, lastTimestamp: ev.lastTimestamp ?? new Date(),
+      } }, merge);
+    }
+  }
+}
+
+/** Whether the proxy once had a running delegate (only a delegate's status sets these). */
+function hadDelegate(proxy: V1Pod): boolean {
+  return proxy.status?.startTime !== undefined || (proxy.status?.containerStatuses?.length ?? 0) > 0;
+}

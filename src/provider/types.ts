@@ -1,0 +1,65 @@
+// The seam between the pod controller (host side) and a back end that runs pods, modelled on
+// virtual-kubelet's PodLifecycleHandler + PodNotifier. Everything here is in host coordinates
+// (host namespace and name); a provider translates to and from its own.
+import type { Observable } from 'rxjs';
+import type { CoreV1Event, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+
+/** Why the back end refused a pod: shown on the proxy (condition + Warning event) and retried. */
+export class PodRejectedError extends Error {
+  readonly reason: string;
+  constructor(reason: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'PodRejectedError';
+    this.reason = reason;
+  }
+}
+
+/** A pod the provider runs for a proxy, as the controller needs to see it. */
+export interface ProviderPod {
+  /** UID of the proxy this pod was created for. */
+  proxyUID: string;
+  /** The back end is terminating it. */
+  terminating: boolean;
+  /** Its last phase, and why, as the back end reports them (for pods lost or evicted). */
+  phase?: string;
+  reason?: string;
+  message?: string;
+}
+
+/** An event about a pod the provider runs, to be shown on its proxy. */
+export interface PodEvent {
+  namespace: string;
+  name: string;
+  /** Stable id of the source event, so updates of it (count) update the same host event. */
+  id: string;
+  event: Pick<CoreV1Event, 'type' | 'reason' | 'message' | 'count' | 'firstTimestamp' | 'lastTimestamp' | 'source'>;
+}
+
+export interface PodLifecycleHandler {
+  /** Creates what runs `proxy` (and what it needs). Throws PodRejectedError when the back end refuses it. */
+  createPod(proxy: V1Pod): Promise<void>;
+  /** Brings a running pod in line with the proxy's mutable fields; a no-op when nothing differs. */
+  updatePod(proxy: V1Pod): Promise<void>;
+  /** Deletes the pod for `key` with the given grace period, if it exists; resolves once the delete is accepted. */
+  deletePod(namespace: string, name: string, gracePeriodSeconds?: number): Promise<void>;
+  /** The pod for a host key, if the provider runs one. */
+  getPod(namespace: string, name: string): ProviderPod | undefined;
+  /** The status the proxy should show, forged from the back end's; undefined if no pod runs. */
+  getPodStatus(proxy: V1Pod): V1PodStatus | undefined;
+  /** Host keys (namespace/name) of every pod the provider runs for this node. */
+  listPodKeys(): string[];
+}
+
+export interface PodNotifier {
+  /** Host keys whose back-end state changed. Never blocks the provider. */
+  readonly podChanges$: Observable<string>;
+  /** Events about pods, to mirror onto their proxies. */
+  readonly podEvents$: Observable<PodEvent>;
+}
+
+export interface PodProvider extends PodLifecycleHandler, PodNotifier {
+  /** Whether the provider's view is complete (its caches have synced): orphans may only be judged then. */
+  hasSynced(): boolean;
+  /** Resolves when hasSynced() becomes true. */
+  waitSynced(): Promise<void>;
+}

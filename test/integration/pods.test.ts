@@ -1,0 +1,195 @@
+// Issue 4: proxy pods become delegate pods; statuses and events come back; deletion is graceful end to end.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { AppsV1Api, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
+import {
+  client, clusterletArgs, deleteNamespaceAndWait, harness, namespaces, startClusterlet, type ClusterletProcess,
+} from '../support/env.ts';
+import { waitUntil } from '../support/wait.ts';
+import { condition, deployment, isReady, nodeSpec, podSpec, podsSpec } from '../support/objects.ts';
+import type { ClusterClient } from '../../src/kube/client.ts';
+
+const NODE = 'clusterlet-member';
+const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+export async function waitVirtualNodeSchedulable(host: ClusterClient, name = NODE): Promise<void> {
+  await waitUntil(host, nodeSpec(host, name), (ns) => ns.length === 1 && isReady(ns[0])
+    && !(ns[0].spec?.taints ?? []).some((t) => t.key.startsWith('node.kubernetes.io/')), 90_000, `${name} Ready and untainted`);
+}
+
+function offloaded(name: string, namespace: string, extra: Partial<Parameters<typeof podSpec>[1]> = {}): V1Pod {
+  return podSpec(name, { namespace, tolerate: true, nodeSelector: { 'kubernetes.io/hostname': NODE }, ...extra });
+}
+
+describe('pod offloading', () => {
+  let cl: ClusterletProcess;
+  let host: ClusterClient;
+  let member: ClusterClient;
+
+  before(async () => {
+    host = client(harness().host);
+    member = client(harness().member);
+    cl = startClusterlet(clusterletArgs(harness().member));
+    await waitVirtualNodeSchedulable(host);
+  });
+  after(async () => { await cl.stop(); });
+
+  it('a Deployment tolerating the virtual node runs 3/3 through delegates; pods without the toleration stay home', async (t) => {
+    const ns = await namespaces(t, 'deploy', [host]);
+    const apps = harness().host.kubeConfig().makeApiClient(AppsV1Api);
+    await apps.createNamespacedDeployment({ namespace: ns, body: deployment('web', ns, 3, { virtualNode: NODE }) });
+    await apps.createNamespacedDeployment({ namespace: ns, body: deployment('local', ns, 2) });
+    const proxies = await waitUntil(host, podsSpec(host, ns, 'app=web'),
+      (ps) => ps.length === 3 && ps.every((p) => isReady(p) && p.status?.phase === 'Running'), 60_000, '3 proxies Ready');
+    const delegates = await waitUntil(member, podsSpec(member, ns, 'app=web'),
+      (ps) => ps.length === 3 && ps.every((p) => p.status?.phase === 'Running'), 30_000, '3 delegates Running');
+    const memberNodes = new Set(harness().member.opts.nodes.map((n) => n.name));
+    for (const d of delegates) {
+      assert.ok(memberNodes.has(d.spec!.nodeName!), 'delegate on a member KWOK node');
+      const proxy = proxies.find((p) => p.metadata!.name === d.metadata!.name)!;
+      assert.ok(proxy, 'same name as its proxy');
+      assert.equal(d.metadata!.labels!['clusterlet.io/proxy-uid'], proxy.metadata!.uid);
+      assert.equal(d.metadata!.labels!['clusterlet.io/origin'], 'host');
+      assert.equal(d.metadata!.labels!.app, 'web', 'user labels unchanged');
+      assert.equal(d.metadata!.annotations!['clusterlet.io/proxy-namespace'], ns);
+      assert.equal(proxy.status!.podIP, d.status!.podIP, 'podIP mirrored');
+      assert.equal(proxy.status!.hostIP, '127.0.0.1', 'hostIP is the virtual node address');
+      assert.ok(!(d.spec!.tolerations ?? []).some((x) => x.key === 'virtual-kubelet.io/provider'), 'virtual-node toleration dropped');
+      assert.equal(d.spec!.nodeSelector?.['kubernetes.io/hostname'], undefined, 'virtual-node selector dropped');
+    }
+    const local = await waitUntil(host, podsSpec(host, ns, 'app=local'),
+      (ps) => ps.length === 2 && ps.every((p) => p.status?.phase === 'Running'), 60_000, 'local pods Running');
+    for (const p of local) assert.match(p.spec!.nodeName!, /^host-local-/);
+
+    // Scale down: the removed proxies take their delegates with them.
+    await apps.patchNamespacedDeploymentScale({ namespace: ns, name: 'web', body: { spec: { replicas: 1 } } }, merge);
+    await waitUntil(member, podsSpec(member, ns, 'app=web'), (ps) => ps.length === 1, 60_000, '1 delegate after scale-down');
+    await waitUntil(host, podsSpec(host, ns, 'app=web'), (ps) => ps.length === 1, 60_000, '1 proxy after scale-down');
+
+    // Namespace delete: nothing left in the member.
+    await deleteNamespaceAndWait(host, ns, 90_000);
+    await waitUntil(member, podsSpec(member, ns), (ps) => ps.length === 0, 30_000, 'no delegate after namespace delete');
+  });
+
+  it('status fidelity: a completing pod ends Succeeded, a failing one Failed with the reason', async (t) => {
+    const ns = await namespaces(t, 'status', [host]);
+    await host.core.createNamespacedPod({ namespace: ns, body: offloaded('ok', ns, { restartPolicy: 'Never', annotations: { 'sim.clusterlet.io/outcome': 'succeeded' } }) });
+    await host.core.createNamespacedPod({ namespace: ns, body: offloaded('bad', ns, { restartPolicy: 'Never', annotations: { 'sim.clusterlet.io/outcome': 'failed' } }) });
+    const pods = await waitUntil(host, podsSpec(host, ns), (ps) => ps.length === 2
+      && ps.every((p) => p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed'), 60_000, 'both finished');
+    const ok = pods.find((p) => p.metadata!.name === 'ok')!;
+    const bad = pods.find((p) => p.metadata!.name === 'bad')!;
+    assert.equal(ok.status!.phase, 'Succeeded');
+    assert.equal(ok.status!.containerStatuses![0].state!.terminated!.reason, 'Completed');
+    assert.equal(bad.status!.phase, 'Failed');
+    assert.equal(bad.status!.containerStatuses![0].state!.terminated!.exitCode, 1);
+    assert.equal(bad.status!.containerStatuses![0].state!.terminated!.reason, 'Error');
+  });
+
+  it('events: a delegate the member cannot schedule shows FailedScheduling on the proxy', async (t) => {
+    const ns = await namespaces(t, 'events', [host]);
+    // The host scheduler would not place it (the virtual node does not advertise the resource): bind it directly.
+    await host.core.createNamespacedPod({ namespace: ns, body: podSpec('greedy', {
+      namespace: ns, tolerate: true, nodeName: NODE,
+      resources: { requests: { cpu: '1', 'example.com/unobtainium': '1' }, limits: { 'example.com/unobtainium': '1' } },
+    }) });
+    await waitUntil(host, {
+      path: `/api/v1/namespaces/${ns}/events`, model: 'CoreV1Event', resource: 'events',
+      list: (p) => host.core.listNamespacedEvent({ namespace: ns, ...p }),
+    }, (evs) => evs.some((e) => e.involvedObject?.name === 'greedy' && e.reason === 'FailedScheduling'), 60_000, 'FailedScheduling event');
+  });
+
+  it('graceful delete waits for the delegate; force delete still removes it', async (t) => {
+    const ns = await namespaces(t, 'del', [host]);
+    await host.core.createNamespacedPod({ namespace: ns, body: offloaded('graceful', ns) });
+    await host.core.createNamespacedPod({ namespace: ns, body: offloaded('forced', ns) });
+    await waitUntil(member, podsSpec(member, ns), (ps) => ps.length === 2 && ps.every((p) => p.status?.phase === 'Running'), 60_000, 'delegates Running');
+    await host.core.deleteNamespacedPod({ namespace: ns, name: 'graceful', gracePeriodSeconds: 30 });
+    await host.core.deleteNamespacedPod({ namespace: ns, name: 'forced', gracePeriodSeconds: 0 });
+    await waitUntil(member, podsSpec(member, ns), (ps) => ps.length === 0, 60_000, 'both delegates gone');
+    await waitUntil(host, podsSpec(host, ns), (ps) => ps.length === 0, 60_000, 'both proxies gone');
+  });
+
+  it('a delegate deleted by hand is recreated (restartPolicy Always) or reported Failed (Never)', async (t) => {
+    const ns = await namespaces(t, 'lost', [host]);
+    await host.core.createNamespacedPod({ namespace: ns, body: offloaded('always', ns) });
+    await host.core.createNamespacedPod({ namespace: ns, body: offloaded('never', ns, { restartPolicy: 'Never' }) });
+    const first = await waitUntil(member, podsSpec(member, ns), (ps) => ps.length === 2 && ps.every((p) => p.status?.phase === 'Running'), 60_000, 'delegates Running');
+    await waitUntil(host, podsSpec(host, ns), (ps) => ps.length === 2 && ps.every((p) => p.status?.phase === 'Running'), 60_000, 'proxies Running');
+    for (const d of first) await member.core.deleteNamespacedPod({ namespace: ns, name: d.metadata!.name!, gracePeriodSeconds: 0 });
+    const oldUID = first.find((d) => d.metadata!.name === 'always')!.metadata!.uid;
+    await waitUntil(member, podsSpec(member, ns), (ps) => ps.some((p) => p.metadata!.name === 'always'
+      && p.metadata!.uid !== oldUID && p.status?.phase === 'Running'), 60_000, 'a new delegate for "always"');
+    const [never] = await waitUntil(host, { ...podsSpec(host, ns), fieldSelector: 'metadata.name=never' },
+      (ps) => ps[0]?.status?.phase === 'Failed', 60_000, '"never" Failed');
+    assert.equal(never.status!.reason, 'DelegateLost');
+  });
+
+  it('a pod the member quota rejects shows a condition and a Warning event, then runs once the quota allows', async (t) => {
+    const ns = await namespaces(t, 'quota', [host, member]);
+    await member.core.createNamespacedResourceQuota({ namespace: ns, body: { metadata: { name: 'tight' }, spec: { hard: { pods: '0' } } } });
+    await host.core.createNamespacedPod({ namespace: ns, body: offloaded('capped', ns) });
+    const [p] = await waitUntil(host, podsSpec(host, ns), (ps) => condition(ps[0], 'clusterlet.io/Offloaded')?.status === 'False', 60_000, 'Offloaded=False');
+    assert.match(condition(p, 'clusterlet.io/Offloaded')!.message!, /exceeded quota/);
+    await waitUntil(host, {
+      path: `/api/v1/namespaces/${ns}/events`, model: 'CoreV1Event', resource: 'events',
+      list: (q) => host.core.listNamespacedEvent({ namespace: ns, ...q }),
+    }, (evs) => evs.some((e) => e.type === 'Warning' && e.involvedObject?.name === 'capped' && /exceeded quota/.test(e.message ?? '')), 30_000, 'Warning event');
+    await member.core.patchNamespacedResourceQuota({ namespace: ns, name: 'tight', body: { spec: { hard: { pods: '10' } } } }, merge);
+    await waitUntil(host, podsSpec(host, ns), (ps) => ps[0]?.status?.phase === 'Running'
+      && condition(ps[0], 'clusterlet.io/Offloaded')?.status === 'True', 120_000, 'Running after the quota is raised');
+  });
+
+  it('labels changed on a running proxy reach its delegate', async (t) => {
+    const ns = await namespaces(t, 'update', [host]);
+    await host.core.createNamespacedPod({ namespace: ns, body: offloaded('mut', ns, { labels: { tier: 'a' } }) });
+    await waitUntil(member, podsSpec(member, ns), (ps) => ps[0]?.status?.phase === 'Running', 60_000, 'delegate Running');
+    await host.core.patchNamespacedPod({ namespace: ns, name: 'mut', body: { metadata: { labels: { tier: 'b' }, annotations: { note: 'x' } } } }, merge);
+    await waitUntil(member, podsSpec(member, ns), (ps) => ps[0]?.metadata?.labels?.tier === 'b' && ps[0]?.metadata?.annotations?.note === 'x', 30_000, 'delegate relabelled');
+  });
+
+  it('DaemonSet pods are not offloaded: they stay Pending with the reason and no churn', async (t) => {
+    const ns = await namespaces(t, 'ds', [host]);
+    const apps = harness().host.kubeConfig().makeApiClient(AppsV1Api);
+    await apps.createNamespacedDaemonSet({ namespace: ns, body: {
+      metadata: { name: 'agent' },
+      spec: { selector: { matchLabels: { app: 'agent' } }, template: { metadata: { labels: { app: 'agent' } }, spec: {
+        tolerations: [{ operator: 'Exists' }], containers: [{ name: 'a', image: 'registry.example/agent:1' }],
+      } } },
+    } });
+    const [p] = await waitUntil(host, { ...podsSpec(host, ns), fieldSelector: `spec.nodeName=${NODE}` },
+      (ps) => condition(ps[0], 'clusterlet.io/Offloaded')?.reason === 'DaemonSetPodNotOffloaded', 60_000, 'DaemonSet pod marked');
+    assert.equal(p.status!.phase, 'Pending');
+    const delegates = await member.core.listNamespacedPod({ namespace: ns });
+    assert.equal(delegates.items.length, 0, 'nothing created in the member');
+  });
+});
+
+describe('pod offloading across a crash', () => {
+  it('SIGKILL while 50 pods are created, restart: exactly 50 delegates, all Running', async (t) => {
+    const host = client(harness().host);
+    const member = client(harness().member);
+    let cl = startClusterlet(clusterletArgs(harness().member));
+    await waitVirtualNodeSchedulable(host);
+    const ns = await namespaces(t, 'burst', [host]);
+    const apps = harness().host.kubeConfig().makeApiClient(AppsV1Api);
+    await apps.createNamespacedDeployment({ namespace: ns, body: deployment('burst', ns, 50, { virtualNode: NODE }) });
+    // Kill it once the first delegates exist, while the rest are still being created.
+    await waitUntil(member, podsSpec(member, ns), (ps) => ps.length >= 5, 60_000, 'first delegates');
+    await cl.kill();
+    const during = (await member.core.listNamespacedPod({ namespace: ns })).items.length;
+    t.diagnostic(`delegates when killed: ${during}`);
+    cl = startClusterlet(clusterletArgs(harness().member));
+    try {
+      const delegates = await waitUntil(member, podsSpec(member, ns), (ps) => ps.length >= 50
+        && ps.every((p) => p.status?.phase === 'Running'), 120_000, '50 delegates Running');
+      assert.equal(delegates.length, 50, 'no duplicate');
+      await waitUntil(host, podsSpec(host, ns), (ps) => ps.length === 50 && ps.every((p) => isReady(p)), 60_000, '50 proxies Ready');
+      assert.equal(new Set(delegates.map((d) => d.metadata!.labels!['clusterlet.io/proxy-uid'])).size, 50);
+      await deleteNamespaceAndWait(host, ns, 120_000);
+      await waitUntil(member, podsSpec(member, ns), (ps) => ps.length === 0, 60_000, 'no delegate left');
+    } finally {
+      await cl.stop();
+    }
+  });
+});

@@ -1,0 +1,44 @@
+# The README's two commands:
+#   make demo   local host + member clusters with clusterlet between them, and a sample workload
+#   make test   typecheck, unit tests, integration tests on the local clusters
+# Both set up what they need: Node 24 (from the npm registry when PATH has an older one), npm
+# dependencies, and the Kubernetes/etcd/KWOK binaries (built once per machine into ~/.cache/clusterlet).
+SHELL := /bin/bash
+NODE_BIN := $(shell bash hack/ensure-node.sh | tail -n 1)
+export PATH := $(NODE_BIN):$(PATH)
+
+.PHONY: all deps binaries build typecheck test test-unit test-integration demo bench e2e clean
+
+all: build
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+deps: node_modules/.installed
+
+binaries:
+	@bash hack/build-k8s.sh >/dev/null
+
+build: deps
+	npx tsc -p tsconfig.build.json
+
+typecheck: deps
+	npx tsc -p tsconfig.json --noEmit
+
+test-unit: deps
+	node --test --test-reporter=spec 'test/unit/**/*.test.ts'
+
+test-integration: deps binaries
+	node --test-reporter=spec test/integration/run.ts
+
+test: typecheck test-unit test-integration
+
+demo: deps binaries
+	node hack/demo.ts
+
+bench: deps binaries
+	node bench/run.ts
+
+clean:
+	rm -rf dist node_modules

@@ -1,12 +1,15 @@
 // Wires one process: the host client, and per member its cluster, node controller and pod controller.
 // Members are isolated: one that cannot be reached or fails never stops another.
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig, type V1ConfigMap, type V1Secret } from '@kubernetes/client-node';
 import type { Config, MemberConfig } from './config.ts';
 import { ClusterClient } from './kube/client.ts';
 import { MemberCluster, type MemberOptions } from './member/cluster.ts';
 import { NodeController, type NodeControllerOptions } from './node/controller.ts';
 import { MemberPodProvider } from './member/provider.ts';
 import { PodController } from './pod/controller.ts';
+import { HostObjectCache } from './reflection/hostcache.ts';
+import { ObjectMirror, type HostCaches } from './reflection/mirror.ts';
+import { ExportReflector } from './reflection/export.ts';
 import type { Logger } from './log.ts';
 
 export interface ManagerOptions {
@@ -19,6 +22,8 @@ export interface MemberRuntime {
   cluster?: MemberCluster;
   node?: NodeController;
   provider?: MemberPodProvider;
+  mirror?: ObjectMirror;
+  exporter?: ExportReflector;
   pods?: PodController;
   /** Set while the member could not be set up (e.g. its kubeconfig Secret is missing); retried. */
   setupError?: string;
@@ -31,6 +36,8 @@ export class Manager {
   #log: Logger;
   #opts: ManagerOptions;
   #retryTimers: NodeJS.Timeout[] = [];
+  /** Referenced host ConfigMaps and Secrets, one watch per kind shared by every member. */
+  readonly hostCaches: HostCaches;
   #stopped = false;
 
   constructor(config: Config, log: Logger, opts: ManagerOptions = {}) {
@@ -42,9 +49,24 @@ export class Manager {
     else kc.loadFromCluster();
     this.host = new ClusterClient(kc, { cluster: 'host', qps: config.hostQPS, burst: config.hostBurst });
     this.members = config.members.map((m) => ({ config: m }));
+    const h = this.host;
+    this.hostCaches = {
+      configMaps: new HostObjectCache<V1ConfigMap>('ConfigMap', h, {
+        path: '/api/v1/configmaps', model: 'V1ConfigMap', resource: 'configmaps',
+        list: (p) => h.core.listConfigMapForAllNamespaces(p), read: (namespace, name) => h.core.readNamespacedConfigMap({ namespace, name }),
+      }, log),
+      secrets: new HostObjectCache<V1Secret>('Secret', h, {
+        path: '/api/v1/secrets', model: 'V1Secret', resource: 'secrets',
+        // Service-account tokens are host credentials, never mirrored: not even watched.
+        fieldSelector: 'type!=kubernetes.io/service-account-token',
+        list: (p) => h.core.listSecretForAllNamespaces(p), read: (namespace, name) => h.core.readNamespacedSecret({ namespace, name }),
+      }, log),
+    };
   }
 
   start(): void {
+    this.hostCaches.configMaps.start();
+    this.hostCaches.secrets.start();
     for (const m of this.members) void this.#startMember(m, 0);
   }
 
@@ -60,12 +82,16 @@ export class Manager {
       m.node = new NodeController(this.host, {
         member: m.config, nodeIP: this.config.nodeIP, kubeletPort: this.config.kubeletPort,
       }, m.cluster, log, { watchSilenceMs: silence, ...this.#opts.node });
-      m.provider = new MemberPodProvider(m.cluster, log, { nodeName: m.config.nodeName, hostIP: this.config.nodeIP });
+      m.mirror = new ObjectMirror(m.cluster, this.hostCaches, m.config.nodeName, log);
+      m.exporter = new ExportReflector(m.cluster, this.host, log);
+      m.provider = new MemberPodProvider(m.cluster, m.mirror, log, { nodeName: m.config.nodeName, hostIP: this.config.nodeIP });
       m.pods = new PodController(this.host, m.provider, log, {
         nodeName: m.config.nodeName, member: m.config.name, workers: this.config.podSyncWorkers, watchSilenceMs: silence,
       });
       m.cluster.start();
       m.node.start();
+      m.mirror.start();
+      m.exporter.start();
       m.provider.start();
       m.pods.start();
       m.setupError = undefined;
@@ -100,9 +126,13 @@ export class Manager {
   stop(): void {
     this.#stopped = true;
     for (const t of this.#retryTimers) clearTimeout(t);
+    this.hostCaches.configMaps.stop();
+    this.hostCaches.secrets.stop();
     for (const m of this.members) {
       m.pods?.stop();
       m.provider?.stop();
+      m.exporter?.stop();
+      m.mirror?.stop();
       m.node?.stop();
       m.cluster?.stop();
     }

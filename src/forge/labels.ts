@@ -12,8 +12,8 @@ export const MEMBER_LABEL = 'clusterlet.io/member';
 
 export const PROXY_NAMESPACE_ANNOTATION = 'clusterlet.io/proxy-namespace';
 export const PROXY_NAME_ANNOTATION = 'clusterlet.io/proxy-name';
-export const MEMBER_ANNOTATION = 'clusterlet.io/member';
-export const EXPORT_ANNOTATION = 'clusterlet.io/export';
+// Member ConfigMaps/Secrets carrying this label (value "true") are exported to the host namespace.
+export const EXPORT_LABEL = 'clusterlet.io/export';
 
 // The taint of the virtual node; the key is virtual-kubelet's, so tolerations written for it keep working.
 export const VIRTUAL_NODE_TAINT_KEY = 'virtual-kubelet.io/provider';

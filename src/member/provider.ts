@@ -1,6 +1,6 @@
 // The member-cluster provider: runs each proxy pod as a delegate pod in the member (PodLifecycleHandler)
 // and reports delegate changes and member events in host coordinates (PodNotifier).
-import { Subject, filter, map, mergeMap, of, type Observable, type Subscription } from 'rxjs';
+import { Subject, filter, map, merge, mergeMap, of, type Observable, type Subscription } from 'rxjs';
 import { LRUCache } from 'lru-cache';
 import type { CoreV1Event, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { MemberCluster } from './cluster.ts';
@@ -10,7 +10,8 @@ import { objectKey } from '../kube/informer.ts';
 import { toKubeError } from '../kube/errors.ts';
 import { delegateUpdate, forgeDelegatePod, forgeProxyStatus, type DelegateContext } from '../forge/pod.ts';
 import { NODE_LABEL, ORIGIN_LABEL, PROXY_NAME_ANNOTATION, PROXY_NAMESPACE_ANNOTATION, PROXY_UID_LABEL } from '../forge/labels.ts';
-import { PodRejectedError, type PodEvent, type PodProvider, type ProviderPod } from '../provider/types.ts';
+import { PodRejectedError, type PodEvent, type PodNotice, type PodProvider, type ProviderPod } from '../provider/types.ts';
+import type { ObjectMirror } from '../reflection/mirror.ts';
 import type { Logger } from '../log.ts';
 
 export interface MemberPodProviderOptions {
@@ -46,13 +47,16 @@ export class MemberPodProvider implements PodProvider {
   #recent = new LRUCache<string, HostRef>({ max: 20_000 });
   #changes = new Subject<string>();
   #namespaces = new Set<string>();
+  #mirror: ObjectMirror;
   #subs: Subscription[] = [];
 
-  constructor(member: MemberCluster, log: Logger, opts: MemberPodProviderOptions) {
+  constructor(member: MemberCluster, mirror: ObjectMirror, log: Logger, opts: MemberPodProviderOptions) {
     this.#member = member;
+    this.#mirror = mirror;
     this.#log = log;
     this.#opts = { eventReplayWindowMs: 120_000, ...opts };
-    this.podChanges$ = this.#changes.asObservable();
+    // A delegate changed, or an object a waiting pod needs appeared.
+    this.podChanges$ = merge(this.#changes, mirror.wake$);
     const started = Date.now();
     const events = listWatch<CoreV1Event>(member.client, {
       path: '/api/v1/events', model: 'CoreV1Event', resource: 'events', fieldSelector: 'involvedObject.kind=Pod',
@@ -97,6 +101,7 @@ export class MemberPodProvider implements PodProvider {
 
   hasSynced(): boolean { return this.#member.pods.hasSynced; }
   waitSynced(): Promise<void> { return this.#member.pods.waitSynced(); }
+  forgetPod(namespace: string, name: string): void { this.#mirror.forgetPod(`${namespace}/${name}`); }
   listPodKeys(): string[] { return [...this.#byHost.keys()]; }
 
   #delegate(namespace: string, name: string): V1Pod | undefined {
@@ -119,21 +124,28 @@ export class MemberPodProvider implements PodProvider {
     return d ? forgeProxyStatus(d, { hostIP: this.#opts.hostIP, proxy }) : undefined;
   }
 
-  async createPod(proxy: V1Pod): Promise<void> {
+  async createPod(proxy: V1Pod): Promise<PodNotice[]> {
     const ns = memberNamespace(this.#member.config.namespaceMapping, proxy.metadata!.namespace!);
     await this.#ensureNamespace(ns, proxy.metadata!.namespace!);
+    // What the pod refers to goes first, so the delegate finds it when it starts.
+    const { notices, release } = await this.#mirror.prepare(proxy, ns);
     const body = forgeDelegatePod(proxy, { ...this.#ctxBase, memberNamespace: ns });
+    let created = false;
     try {
       await this.#member.client.core.createNamespacedPod({ namespace: ns, body });
+      created = true;
       this.#log.debug({ namespace: ns, pod: body.metadata?.name }, 'delegate created');
+      return notices;
     } catch (err) {
       const k = toKubeError(err);
-      if (k.kind === 'AlreadyExists') return this.#checkExisting(ns, proxy);
+      if (k.kind === 'AlreadyExists') { await this.#checkExisting(ns, proxy); return []; }
       if (k.kind === 'NotFound') this.#namespaces.delete(ns); // the namespace went away under us: recreate next time
       if (k.kind === 'Forbidden' || k.kind === 'Invalid' || k.kind === 'BadRequest') {
         throw new PodRejectedError(k.reason || k.kind, k.message, { cause: err });
       }
       throw k;
+    } finally {
+      release(created);
     }
   }
 

@@ -88,6 +88,7 @@ export class PodController {
       if (!proxy) {
         // Deleted (or force-deleted) on the host, or an orphan left by an earlier run: remove it.
         if (running && !running.terminating) await this.#provider.deletePod(namespace, name);
+        if (!running) this.#provider.forgetPod(namespace, name);
         return;
       }
       if (running && running.proxyUID !== proxy.metadata!.uid) {
@@ -145,8 +146,9 @@ export class PodController {
         `the pod's delegate in member ${this.#opts.member} was deleted or evicted; creating it again`);
     }
     try {
-      await this.#provider.createPod(proxy);
+      const notices = await this.#provider.createPod(proxy);
       metrics.podSyncs.inc({ member: this.#opts.member, result: 'created' });
+      for (const n of notices) await this.#event(proxy, n.type, n.reason, n.message);
       const cond = proxy.status?.conditions?.find((c) => c.type === OFFLOADED_CONDITION);
       if (cond && cond.status !== 'True') {
         await this.#setOffloaded(proxy, 'True', 'DelegateCreated', `running in member ${this.#opts.member}`);

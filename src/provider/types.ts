@@ -35,9 +35,15 @@ export interface PodEvent {
   event: Pick<CoreV1Event, 'type' | 'reason' | 'message' | 'count' | 'firstTimestamp' | 'lastTimestamp' | 'source'>;
 }
 
+/** Something worth telling the proxy's owner about a pod that was created anyway (an event on the proxy). */
+export interface PodNotice { type: 'Normal' | 'Warning'; reason: string; message: string }
+
 export interface PodLifecycleHandler {
-  /** Creates what runs `proxy` (and what it needs). Throws PodRejectedError when the back end refuses it. */
-  createPod(proxy: V1Pod): Promise<void>;
+  /**
+   * Creates what runs `proxy` (and what it needs). Throws PodRejectedError when the back end refuses it
+   * or something it needs is missing; resolves with notices for the proxy's events.
+   */
+  createPod(proxy: V1Pod): Promise<PodNotice[]>;
   /** Brings a running pod in line with the proxy's mutable fields; a no-op when nothing differs. */
   updatePod(proxy: V1Pod): Promise<void>;
   /** Deletes the pod for `key` with the given grace period, if it exists; resolves once the delete is accepted. */
@@ -48,6 +54,8 @@ export interface PodLifecycleHandler {
   getPodStatus(proxy: V1Pod): V1PodStatus | undefined;
   /** Host keys (namespace/name) of every pod the provider runs for this node. */
   listPodKeys(): string[];
+  /** The proxy is gone and nothing runs for it: drop whatever the provider remembered about it. */
+  forgetPod(namespace: string, name: string): void;
 }
 
 export interface PodNotifier {

@@ -6,16 +6,12 @@ import {
   client, clusterletArgs, deleteNamespaceAndWait, harness, namespaces, startClusterlet, type ClusterletProcess,
 } from '../support/env.ts';
 import { waitUntil } from '../support/wait.ts';
-import { condition, deployment, isReady, nodeSpec, podSpec, podsSpec } from '../support/objects.ts';
+import { condition, deployment, isReady, podSpec, podsSpec, waitVirtualNodeSchedulable } from '../support/objects.ts';
 import type { ClusterClient } from '../../src/kube/client.ts';
 
 const NODE = 'clusterlet-member';
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
-export async function waitVirtualNodeSchedulable(host: ClusterClient, name = NODE): Promise<void> {
-  await waitUntil(host, nodeSpec(host, name), (ns) => ns.length === 1 && isReady(ns[0])
-    && !(ns[0].spec?.taints ?? []).some((t) => t.key.startsWith('node.kubernetes.io/')), 90_000, `${name} Ready and untainted`);
-}
 
 function offloaded(name: string, namespace: string, extra: Partial<Parameters<typeof podSpec>[1]> = {}): V1Pod {
   return podSpec(name, { namespace, tolerate: true, nodeSelector: { 'kubernetes.io/hostname': NODE }, ...extra });

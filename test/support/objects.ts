@@ -1,6 +1,7 @@
 // Small builders and predicates for test objects.
 import type { V1Deployment, V1Node, V1Pod, V1ResourceRequirements } from '@kubernetes/client-node';
 import type { ClusterClient } from '../../src/kube/client.ts';
+import { waitUntil } from './wait.ts';
 import type { ListWatchSpec } from '../../src/kube/listwatch.ts';
 
 export const VIRTUAL_TOLERATION = { key: 'virtual-kubelet.io/provider', operator: 'Exists', effect: 'NoSchedule' };
@@ -61,4 +62,10 @@ export function nodeSpec(c: ClusterClient, name?: string): ListWatchSpec<V1Node>
 export function podsSpec(c: ClusterClient, namespace: string, labelSelector?: string): ListWatchSpec<V1Pod> {
   return { path: `/api/v1/namespaces/${namespace}/pods`, model: 'V1Pod', resource: 'pods', labelSelector,
     list: (p) => c.core.listNamespacedPod({ namespace, ...p }) };
+}
+
+/** Waits until the virtual node is Ready and carries no not-ready/unreachable taint, so pods can land on it. */
+export async function waitVirtualNodeSchedulable(host: ClusterClient, name = 'clusterlet-member'): Promise<void> {
+  await waitUntil(host, nodeSpec(host, name), (ns) => ns.length === 1 && isReady(ns[0])
+    && !(ns[0].spec?.taints ?? []).some((t) => t.key.startsWith('node.kubernetes.io/')), 90_000, `${name} Ready and untainted`);
 }

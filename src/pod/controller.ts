@@ -35,7 +35,10 @@ export class PodController {
   #provider: PodProvider;
   #opts: PodControllerOptions;
   #log: Logger;
+  /** Creates, updates and deletes provider pods, and runs the deletion protocol. */
   #queue: WorkQueue;
+  /** Mirrors provider status onto proxies: its own queue, so a burst of creations never delays it. */
+  #statusQueue: WorkQueue;
   #subs: Subscription[] = [];
 
   constructor(host: ClusterClient, provider: PodProvider, log: Logger, opts: PodControllerOptions) {
@@ -48,6 +51,7 @@ export class PodController {
       list: (p) => host.core.listPodForAllNamespaces(p),
     }, { log, silenceMs: opts.watchSilenceMs }));
     this.#queue = new WorkQueue({ name: `pods-${opts.nodeName}`, workers: opts.workers, log, maxDelayMs: 60_000 });
+    this.#statusQueue = new WorkQueue({ name: `pod-status-${opts.nodeName}`, workers: opts.workers, log, maxDelayMs: 10_000 });
   }
 
   get queue(): WorkQueue { return this.#queue; }
@@ -55,9 +59,17 @@ export class PodController {
   start(): void {
     this.pods.start();
     this.#queue.start((key) => this.#sync(key));
+    this.#statusQueue.start((key) => this.#syncStatusKey(key));
     this.#subs.push(
-      this.pods.events$.subscribe((ev) => this.#queue.add(ev.key)),
-      this.#provider.podChanges$.subscribe((key) => this.#queue.add(key)),
+      this.pods.events$.subscribe((ev) => {
+        this.#queue.add(ev.key);
+        // Someone else changed the proxy's status: set it back to what the provider reports.
+        if (ev.old && !statusEqual(ev.object.status, ev.old.status)) this.#statusQueue.add(ev.key);
+      }),
+      this.#provider.podChanges$.subscribe((key) => {
+        this.#statusQueue.add(key);
+        this.#queue.add(key);
+      }),
       this.#provider.podEvents$.pipe(mergeMap((e) => this.#mirrorEvent(e), 4)).subscribe(),
       interval(this.#opts.resyncMs ?? 300_000).subscribe(() => this.#enqueueAll()),
     );
@@ -71,11 +83,15 @@ export class PodController {
   stop(): void {
     for (const s of this.#subs.splice(0)) s.unsubscribe();
     this.#queue.shutdown();
+    this.#statusQueue.shutdown();
     this.pods.stop();
   }
 
   #enqueueAll(): void {
-    for (const k of this.pods.keys()) this.#queue.add(k);
+    for (const k of this.pods.keys()) {
+      this.#queue.add(k);
+      this.#statusQueue.add(k);
+    }
     for (const k of this.#provider.listPodKeys()) this.#queue.add(k);
   }
 
@@ -103,7 +119,10 @@ export class PodController {
       }
       if (!running) return await this.#syncMissing(proxy);
       await this.#provider.updatePod(proxy);
-      await this.#syncStatus(proxy);
+      const offloaded = proxy.status?.conditions?.find((c) => c.type === OFFLOADED_CONDITION);
+      if (offloaded && offloaded.status !== 'True') {
+        await this.#setOffloaded(proxy, 'True', 'DelegateCreated', `running in member ${this.#opts.member}`);
+      }
     } finally {
       metrics.podsOffloaded.set({ member: this.#opts.member }, this.#provider.listPodKeys().length);
     }
@@ -115,7 +134,6 @@ export class PodController {
         await this.#provider.deletePod(proxy.metadata!.namespace!, proxy.metadata!.name!,
           proxy.metadata!.deletionGracePeriodSeconds ?? undefined);
       }
-      await this.#syncStatus(proxy);
       return;
     }
     // Nothing runs any more: finish the deletion, as a kubelet does once its containers are gone.
@@ -149,10 +167,6 @@ export class PodController {
       const notices = await this.#provider.createPod(proxy);
       metrics.podSyncs.inc({ member: this.#opts.member, result: 'created' });
       for (const n of notices) await this.#event(proxy, n.type, n.reason, n.message);
-      const cond = proxy.status?.conditions?.find((c) => c.type === OFFLOADED_CONDITION);
-      if (cond && cond.status !== 'True') {
-        await this.#setOffloaded(proxy, 'True', 'DelegateCreated', `running in member ${this.#opts.member}`);
-      }
     } catch (err) {
       if (!(err instanceof PodRejectedError)) throw err;
       metrics.podSyncs.inc({ member: this.#opts.member, result: 'rejected' });
@@ -161,13 +175,26 @@ export class PodController {
     }
   }
 
+  async #syncStatusKey(key: string): Promise<void> {
+    if (!this.pods.hasSynced || !this.#provider.hasSynced()) return;
+    const proxy = this.pods.get(key);
+    if (!proxy) return;
+    const { namespace, name } = splitKey(key);
+    const running = this.#provider.getPod(namespace, name);
+    // Only the proxy's own delegate speaks for it.
+    if (!running || running.proxyUID !== proxy.metadata!.uid) return;
+    await this.#syncStatus(proxy);
+  }
+
   async #syncStatus(proxy: V1Pod): Promise<void> {
     const desired = this.#provider.getPodStatus(proxy);
     if (!desired) return;
     // A finished pod never goes back (the API would refuse it anyway).
     if (isTerminal(proxy) && desired.phase !== proxy.status?.phase) return;
     if (statusEqual(desired, proxy.status)) return;
-    await this.#patchStatus(proxy, desired);
+    // The Offloaded condition is the lifecycle's to write: never send a (possibly stale) copy of it.
+    const conditions = desired.conditions?.filter((c) => c.type !== OFFLOADED_CONDITION);
+    await this.#patchStatus(proxy, { ...desired, conditions });
   }
 
   async #patchStatus(proxy: V1Pod, status: object): Promise<void> {

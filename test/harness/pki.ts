@@ -1,5 +1,6 @@
 // Certificates for the local clusters, made with the openssl CLI (EC P-256: fast to generate).
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -57,8 +58,9 @@ export async function signCert(dir: string, ca: KeyPair, req: CertRequest): Prom
     `extendedKeyUsage=${usages}`,
     ...(sans.length ? [`subjectAltName=${sans.join(',')}`] : []),
   ].join('\n') + '\n');
-  await openssl(['x509', '-req', '-in', csr, '-CA', ca.cert, '-CAkey', ca.key, '-CAcreateserial', '-out', cert,
-    '-days', '3650', '-extfile', ext], dir);
+  // A random serial per certificate: concurrent signings share no serial file to race on.
+  await openssl(['x509', '-req', '-in', csr, '-CA', ca.cert, '-CAkey', ca.key, '-set_serial', `0x${randomBytes(16).toString('hex')}`,
+    '-out', cert, '-days', '3650', '-extfile', ext], dir);
   return { cert, key };
 }
 

@@ -1,0 +1,355 @@
+// The benchmark: a Deployment of N replicas created directly in the member ("direct") against one
+// created on the host and offloaded through clusterlet ("offloaded"), alternating, timed by watches.
+import { readFileSync } from 'node:fs';
+import { AppsV1Api, type V1Deployment, type V1Pod } from '@kubernetes/client-node';
+import type { Harness } from '../test/harness/harness.ts';
+import { ClusterClient } from '../src/kube/client.ts';
+import { Informer } from '../src/kube/informer.ts';
+import { listWatch } from '../src/kube/listwatch.ts';
+import { toKubeError } from '../src/kube/errors.ts';
+
+export interface BenchOptions {
+  harness: Harness;
+  sizes: number[];
+  pairs: number;
+  /** The clusterlet process to measure, and its /metrics URL. */
+  clusterletPid: number;
+  metricsURL: string;
+  virtualNode: string;
+  log?: (line: string) => void;
+  /** Per-run bound; a run that takes longer fails the bench. */
+  runTimeoutMs?: (n: number) => number;
+}
+
+export interface RunResult {
+  mode: 'direct' | 'offloaded';
+  n: number;
+  pair: number;
+  /** Deployment creation → all N pods Ready, seen by a watch. */
+  readyMs: number;
+}
+
+export interface OffloadedRun extends RunResult {
+  mode: 'offloaded';
+  addedLatencyMs: { p50: number; p99: number; max: number };
+  peakRssMB: number;
+  cpuSeconds: number;
+  /** API requests clusterlet made per pod (create → delete), by cluster and verb. */
+  requestsPerPod: Record<string, Record<string, number>>;
+  hostWritesPerPod: number;
+  hostListsDuringRun: number;
+  /** Deployment deleted → no delegate left in the member. */
+  deleteMs: number;
+}
+
+export interface SizeSummary {
+  n: number;
+  directMedianMs: number;
+  offloadedMedianMs: number;
+  ratios: number[];
+  ratioMedian: number;
+  addedLatencyP50Ms: number;
+  addedLatencyP99Ms: number;
+  peakRssMB: number;
+  cpuSecondsMedian: number;
+  hostWritesPerPod: number;
+  deleteMedianMs: number;
+  requestsPerPod: Record<string, Record<string, number>>;
+}
+
+export interface BenchResult {
+  machine: Record<string, string | number>;
+  startedAt: string;
+  runs: (RunResult | OffloadedRun)[];
+  summary: SizeSummary[];
+}
+
+const podSpec = (labels: Record<string, string>, offload: string | undefined): NonNullable<V1Deployment['spec']>['template'] => ({
+  metadata: { labels },
+  spec: {
+    containers: [{ name: 'app', image: 'registry.example/bench:1' }],
+    ...(offload ? {
+      tolerations: [{ key: 'virtual-kubelet.io/provider', operator: 'Exists', effect: 'NoSchedule' }],
+      nodeSelector: { 'kubernetes.io/hostname': offload },
+    } : {}),
+  },
+});
+
+function deployment(name: string, n: number, offload?: string): V1Deployment {
+  const labels = { app: name };
+  return { metadata: { name }, spec: { replicas: n, selector: { matchLabels: labels }, template: podSpec(labels, offload) } };
+}
+
+const isReady = (p: V1Pod): boolean => !!p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
+
+/** Watches pods of one namespace and records when each first became Ready; resolves when `n` are. */
+class ReadyTracker {
+  readonly readyAt = new Map<string, number>();
+  readonly informer: Informer<V1Pod>;
+  #waiters: { n: number; resolve: () => void }[] = [];
+
+  constructor(client: ClusterClient, namespace: string) {
+    this.informer = new Informer<V1Pod>(`bench-${namespace}`, listWatch<V1Pod>(client, {
+      path: `/api/v1/namespaces/${namespace}/pods`, model: 'V1Pod', resource: 'pods',
+      list: (p) => client.core.listNamespacedPod({ namespace, ...p }),
+    }, { silenceMs: 120_000 }));
+    this.informer.events$.subscribe((ev) => {
+      if (ev.type !== 'DELETED' && isReady(ev.object) && !this.readyAt.has(ev.key)) {
+        this.readyAt.set(ev.key, performance.now());
+        for (const w of this.#waiters) if (this.readyAt.size >= w.n) w.resolve();
+      }
+    });
+  }
+
+  async start(): Promise<void> {
+    this.informer.start();
+    await this.informer.waitSynced();
+  }
+
+  until(n: number, timeoutMs: number, what: string): Promise<void> {
+    if (this.readyAt.size >= n) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`${what}: only ${this.readyAt.size}/${n} Ready after ${timeoutMs} ms`)), timeoutMs);
+      this.#waiters.push({ n, resolve: () => { clearTimeout(t); resolve(); } });
+    });
+  }
+
+  /** Resolves when the namespace holds no pod. */
+  empty(timeoutMs: number, what: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const check = (): boolean => {
+        if (this.informer.size === 0) { clearTimeout(t); sub.unsubscribe(); resolve(); return true; }
+        return false;
+      };
+      const t = setTimeout(() => { sub.unsubscribe(); reject(new Error(`${what}: ${this.informer.size} pods left after ${timeoutMs} ms`)); }, timeoutMs);
+      const sub = this.informer.events$.subscribe(() => check());
+      check();
+    });
+  }
+
+  stop(): void { this.informer.stop(); }
+}
+
+/** Samples a process's RSS (peak) and CPU time. */
+class ProcessSampler {
+  #pid: number;
+  #peakKB = 0;
+  #cpu0: number;
+  #timer: NodeJS.Timeout;
+
+  constructor(pid: number) {
+    this.#pid = pid;
+    this.#cpu0 = cpuTicks(pid);
+    this.#sample();
+    this.#timer = setInterval(() => this.#sample(), 200);
+  }
+
+  #sample(): void {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${this.#pid}/status`, 'utf8'));
+    if (m) this.#peakKB = Math.max(this.#peakKB, Number(m[1]));
+  }
+
+  stop(): { peakRssMB: number; cpuSeconds: number } {
+    clearInterval(this.#timer);
+    this.#sample();
+    return { peakRssMB: Math.round(this.#peakKB / 1024), cpuSeconds: (cpuTicks(this.#pid) - this.#cpu0) / 100 };
+  }
+}
+
+function cpuTicks(pid: number): number {
+  // Fields after the command name: utime is the 14th field, stime the 15th (clock ticks, 100 Hz on Linux).
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(rest[11]) + Number(rest[12]);
+}
+
+type Counts = Map<string, number>;
+
+async function scrapeRequests(url: string): Promise<Counts> {
+  const text = await (await fetch(url)).text();
+  const counts: Counts = new Map();
+  for (const line of text.split('\n')) {
+    const m = /^clusterlet_api_requests_total\{cluster="([^"]+)",verb="([^"]+)"\} (\d+(?:\.\d+)?(?:e\+\d+)?)$/.exec(line);
+    if (m) counts.set(`${m[1]}/${m[2]}`, Number(m[3]));
+  }
+  return counts;
+}
+
+function perPod(before: Counts, after: Counts, n: number): Record<string, Record<string, number>> {
+  const out: Record<string, Record<string, number>> = {};
+  for (const [k, v] of after) {
+    const d = v - (before.get(k) ?? 0);
+    if (d <= 0) continue;
+    const [cluster, verb] = k.split('/');
+    (out[cluster] ??= {})[verb] = Math.round((d / n) * 1000) / 1000;
+  }
+  return out;
+}
+
+export function percentile(values: number[], p: number): number {
+  if (values.length === 0) return 0;
+  const s = [...values].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
+}
+
+const median = (v: number[]): number => percentile(v, 50);
+const isOffloaded = (r: RunResult): r is OffloadedRun => r.mode === 'offloaded';
+const WRITE_VERBS = ['create', 'update', 'patch', 'delete', 'deletecollection'];
+
+export async function runBench(opts: BenchOptions): Promise<BenchResult> {
+  const log = opts.log ?? ((l: string) => process.stderr.write(`[bench] ${l}\n`));
+  const h = opts.harness;
+  const host = new ClusterClient(h.host.kubeConfig(), { cluster: 'bench-host', qps: 5000, burst: 10000 });
+  const member = new ClusterClient(h.member.kubeConfig(), { cluster: 'bench-member', qps: 5000, burst: 10000 });
+  const hostApps = h.host.kubeConfig().makeApiClient(AppsV1Api);
+  const memberApps = h.member.kubeConfig().makeApiClient(AppsV1Api);
+  const timeout = opts.runTimeoutMs ?? ((n: number) => 120_000 + n * 60);
+  const runs: (RunResult | OffloadedRun)[] = [];
+  const startedAt = new Date().toISOString();
+
+  const direct = async (n: number, pair: number): Promise<RunResult> => {
+    const ns = `bench-direct-${n}-${pair}`;
+    await member.core.createNamespace({ body: { metadata: { name: ns } } });
+    const tracker = new ReadyTracker(member, ns);
+    await tracker.start();
+    const t0 = performance.now();
+    await memberApps.createNamespacedDeployment({ namespace: ns, body: deployment('bench', n) });
+    await tracker.until(n, timeout(n), `direct N=${n}`);
+    const readyMs = Math.max(...tracker.readyAt.values()) - t0;
+    await memberApps.deleteNamespacedDeployment({ namespace: ns, name: 'bench', propagationPolicy: 'Background' });
+    await tracker.empty(timeout(n), `direct N=${n} cleanup`);
+    tracker.stop();
+    await deleteNamespace(member, ns, timeout(n));
+    return { mode: 'direct', n, pair, readyMs };
+  };
+
+  const offloaded = async (n: number, pair: number): Promise<OffloadedRun> => {
+    const ns = `bench-offloaded-${n}-${pair}`;
+    await host.core.createNamespace({ body: { metadata: { name: ns } } });
+    const proxies = new ReadyTracker(host, ns);
+    const delegates = new ReadyTracker(member, ns);
+    await Promise.all([proxies.start(), delegates.start()]);
+    const before = await scrapeRequests(opts.metricsURL);
+    const sampler = new ProcessSampler(opts.clusterletPid);
+    const t0 = performance.now();
+    await hostApps.createNamespacedDeployment({ namespace: ns, body: deployment('bench', n, opts.virtualNode) });
+    await proxies.until(n, timeout(n), `offloaded N=${n}`);
+    const readyMs = Math.max(...proxies.readyAt.values()) - t0;
+    const added: number[] = [];
+    for (const [key, at] of proxies.readyAt) {
+      const d = delegates.readyAt.get(key);
+      if (d !== undefined) added.push(at - d);
+    }
+    const tDel = performance.now();
+    await hostApps.deleteNamespacedDeployment({ namespace: ns, name: 'bench', propagationPolicy: 'Background' });
+    await delegates.empty(timeout(n), `offloaded N=${n}: delegates removed`);
+    const deleteMs = performance.now() - tDel;
+    await proxies.empty(timeout(n), `offloaded N=${n}: proxies removed`);
+    const proc = sampler.stop();
+    const after = await scrapeRequests(opts.metricsURL);
+    proxies.stop();
+    delegates.stop();
+    await deleteNamespace(host, ns, timeout(n));
+    await deleteNamespace(member, ns, timeout(n)).catch(() => undefined);
+    const requestsPerPod = perPod(before, after, n);
+    const hostReq = requestsPerPod.host ?? {};
+    return {
+      mode: 'offloaded', n, pair, readyMs, deleteMs, ...proc, requestsPerPod,
+      addedLatencyMs: { p50: percentile(added, 50), p99: percentile(added, 99), max: Math.max(0, ...added) },
+      hostWritesPerPod: Math.round(WRITE_VERBS.reduce((s, v) => s + (hostReq[v] ?? 0), 0) * 1000) / 1000,
+      hostListsDuringRun: Math.round((hostReq.list ?? 0) * n),
+    };
+  };
+
+  for (const n of opts.sizes) {
+    for (let pair = 1; pair <= opts.pairs; pair++) {
+      // Alternate which goes first, so neither always runs on a warmer machine.
+      const order = pair % 2 === 1 ? [direct, offloaded] : [offloaded, direct];
+      for (const run of order) {
+        const r = await run(n, pair);
+        runs.push(r);
+        log(`N=${n} pair ${pair} ${r.mode}: ${(r.readyMs / 1000).toFixed(2)} s` + (isOffloaded(r)
+          ? ` (added p50 ${r.addedLatencyMs.p50.toFixed(0)} ms, p99 ${r.addedLatencyMs.p99.toFixed(0)} ms, RSS ${r.peakRssMB} MB, host writes/pod ${r.hostWritesPerPod}, delete ${(r.deleteMs / 1000).toFixed(2)} s)` : ''));
+      }
+    }
+  }
+  return { machine: machineInfo(h), startedAt, runs, summary: summarize(runs, opts.sizes) };
+}
+
+async function deleteNamespace(c: ClusterClient, name: string, timeoutMs: number): Promise<void> {
+  try {
+    await c.core.deleteNamespace({ name });
+  } catch (err) {
+    if (toKubeError(err).kind === 'NotFound') return;
+    throw err;
+  }
+  const inf = new Informer(`ns-${name}`, listWatch(c, {
+    path: '/api/v1/namespaces', model: 'V1Namespace', resource: 'namespaces', fieldSelector: `metadata.name=${name}`,
+    list: (p) => c.core.listNamespace(p),
+  }));
+  inf.start();
+  await inf.waitSynced();
+  await new Promise<void>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`namespace ${name} not gone after ${timeoutMs} ms`)), timeoutMs);
+    const done = (): void => { clearTimeout(t); resolve(); };
+    if (inf.size === 0) return done();
+    inf.events$.subscribe((ev) => { if (ev.type === 'DELETED') done(); });
+  });
+  inf.stop();
+}
+
+function summarize(runs: (RunResult | OffloadedRun)[], sizes: number[]): SizeSummary[] {
+  return sizes.map((n) => {
+    const d = runs.filter((r) => r.n === n && r.mode === 'direct');
+    const o = runs.filter(isOffloaded).filter((r) => r.n === n);
+    const ratios = o.map((r) => r.readyMs / (d.find((x) => x.pair === r.pair)?.readyMs ?? NaN));
+    const last = o[o.length - 1];
+    return {
+      n,
+      directMedianMs: median(d.map((r) => r.readyMs)),
+      offloadedMedianMs: median(o.map((r) => r.readyMs)),
+      ratios: ratios.map((x) => Math.round(x * 100) / 100),
+      ratioMedian: Math.round(median(ratios) * 100) / 100,
+      addedLatencyP50Ms: Math.round(median(o.map((r) => r.addedLatencyMs.p50))),
+      addedLatencyP99Ms: Math.round(median(o.map((r) => r.addedLatencyMs.p99))),
+      peakRssMB: Math.max(...o.map((r) => r.peakRssMB)),
+      cpuSecondsMedian: median(o.map((r) => r.cpuSeconds)),
+      hostWritesPerPod: median(o.map((r) => r.hostWritesPerPod)),
+      deleteMedianMs: median(o.map((r) => r.deleteMs)),
+      requestsPerPod: last?.requestsPerPod ?? {},
+    };
+  });
+}
+
+function machineInfo(h: Harness): Record<string, string | number> {
+  // Deferred import keeps this file free of top-level side effects.
+  const os = process.getBuiltinModule('node:os');
+  return {
+    cpu: os.cpus()[0]?.model ?? 'unknown', cores: os.cpus().length,
+    memoryGiB: Math.round(os.totalmem() / 2 ** 30), kernel: os.release(), node: process.version,
+    kubernetes: h.bin.dir.match(/k8s-(v[\d.]+)/)?.[1] ?? 'unknown',
+  };
+}
+
+export function toMarkdown(r: BenchResult): string {
+  const m = r.machine;
+  const lines = [
+    `# clusterlet benchmark — ${r.startedAt}`,
+    '',
+    `Machine: ${m.cores} × ${m.cpu}, ${m.memoryGiB} GiB, Linux ${m.kernel}, Node ${m.node}, Kubernetes ${m.kubernetes} (local control planes, KWOK nodes).`,
+    '',
+    '| N | direct (median) | offloaded (median) | offloaded/direct per pair | added latency p50 / p99 | clusterlet peak RSS | CPU s / run | host writes / pod | delete all (median) |',
+    '|---:|---:|---:|---|---:|---:|---:|---:|---:|',
+  ];
+  for (const s of r.summary) {
+    lines.push(`| ${s.n} | ${(s.directMedianMs / 1000).toFixed(2)} s | ${(s.offloadedMedianMs / 1000).toFixed(2)} s | ${s.ratios.join(', ')} (median ${s.ratioMedian}) | ${s.addedLatencyP50Ms} / ${s.addedLatencyP99Ms} ms | ${s.peakRssMB} MB | ${s.cpuSecondsMedian.toFixed(1)} | ${s.hostWritesPerPod} | ${(s.deleteMedianMs / 1000).toFixed(2)} s |`);
+  }
+  lines.push('', 'API requests clusterlet made per pod (create → delete), by cluster and verb:', '');
+  lines.push('| N | cluster | requests per pod by verb |', '|---:|---|---|');
+  for (const s of r.summary) {
+    for (const [cluster, verbs] of Object.entries(s.requestsPerPod)) {
+      lines.push(`| ${s.n} | ${cluster} | ${Object.entries(verbs).map(([v, c]) => `${v} ${c}`).join(', ')} |`);
+    }
+  }
+  return lines.join('\n') + '\n';
+}

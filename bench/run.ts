@@ -1,0 +1,49 @@
+// `npm run bench` / `make bench`: starts the local clusters and clusterlet, runs the benchmark, prints a
+// markdown table and writes JSON to bench/results/. Options: --sizes 10,100,1000,10000 --pairs 3.
+import { spawn } from 'node:child_process';
+import { createWriteStream, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { Harness } from '../test/harness/harness.ts';
+import { freePort, pollUntil } from '../test/harness/net.ts';
+import { runBench, toMarkdown } from './bench.ts';
+
+const { values } = parseArgs({ options: {
+  sizes: { type: 'string', default: '10,100,1000,10000' },
+  pairs: { type: 'string', default: '3' },
+  out: { type: 'string' },
+} });
+const sizes = values.sizes.split(',').map(Number);
+const pairs = Number(values.pairs);
+const log = (l: string): void => { process.stderr.write(`[bench] ${l}\n`); };
+
+const h = await Harness.start({ componentQPS: 2000, log });
+const port = await freePort();
+const logFile = join(h.dir, 'clusterlet.log');
+const cli = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
+const child = spawn(process.execPath, [cli, '--host-kubeconfig', h.host.kubeconfig, '--member-kubeconfig', h.member.kubeconfig,
+  '--member-name', 'member', '--health-port', String(port), '--log-level', 'warn',
+  '--host-qps', '2000', '--host-burst', '4000', '--member-qps', '2000', '--member-burst', '4000', '--pod-sync-workers', '20'],
+{ stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: process.env.CLUSTERLET_NODE_OPTIONS ?? '' } });
+const out = createWriteStream(logFile);
+child.stdout.pipe(out);
+child.stderr.pipe(out);
+const stop = async (): Promise<void> => { child.kill('SIGTERM'); await h.stop(); };
+process.once('SIGINT', () => { void stop().finally(() => process.exit(130)); });
+
+try {
+  await pollUntil('clusterlet /readyz', async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.ok ? true : undefined, 60_000);
+  const result = await runBench({ harness: h, sizes, pairs, clusterletPid: child.pid!, metricsURL: `http://127.0.0.1:${port}/metrics`,
+    virtualNode: 'clusterlet-member', log });
+  const md = toMarkdown(result);
+  process.stdout.write(md);
+  const dir = fileURLToPath(new URL('./results/', import.meta.url));
+  mkdirSync(dir, { recursive: true });
+  const file = values.out ?? join(dir, `bench-${result.startedAt.replace(/[:.]/g, '-')}.json`);
+  writeFileSync(file, JSON.stringify(result, null, 2));
+  writeFileSync(join(dir, 'latest.md'), md);
+  log(`results: ${file}`);
+} finally {
+  await stop();
+}

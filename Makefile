@@ -32,13 +32,19 @@ test-unit: deps
 test-integration: deps binaries
 	node --test-reporter=spec test/integration/run.ts
 
-test: typecheck test-unit test-integration
+# binaries first: the unit tests check manifests/ with the kubectl built there.
+test: typecheck binaries test-unit test-integration
 
 demo: deps binaries
 	node hack/demo.ts
 
-bench: deps binaries
+bench: build binaries
 	node bench/run.ts
+
+# The end-to-end suite on two kind clusters (needs docker, kind and kubectl): clusters, image, manifests/,
+# e2e/e2e.test.ts, and the clusters deleted on exit. Against clusters of your own: npm run e2e (see e2e/e2e.test.ts).
+e2e:
+	bash e2e/kind/run-all.sh
 
 clean:
 	rm -rf dist node_modules

@@ -14,6 +14,7 @@ export interface ClientOptions {
   burst: number;
 }
 
+type Dispatcher = ReturnType<RequestContext['getDispatcher']>;
 type ApiClass<T> = new (config: ReturnType<typeof createConfiguration>) => T;
 
 export class ClusterClient {
@@ -23,6 +24,11 @@ export class ClusterClient {
   readonly coordination: CoordinationV1Api;
   readonly events: EventsV1Api;
   readonly limiter: TokenBucket;
+  /**
+   * One connection pool for every request to this cluster. client-node 2.0.1 builds a new undici Agent for
+   * each request, so each request paid a TLS handshake; the first request's agent is kept and reused.
+   */
+  #dispatcher: Dispatcher;
 
   constructor(kc: KubeConfig, opts: ClientOptions) {
     this.name = opts.cluster;
@@ -42,12 +48,17 @@ export class ClusterClient {
   #make<T>(cls: ApiClass<T>): T {
     const limiter = this.limiter;
     const cluster = this.name;
+    const pool = (ctx: RequestContext): void => {
+      this.#dispatcher ??= ctx.getDispatcher();
+      if (this.#dispatcher) ctx.setDispatcher(this.#dispatcher);
+    };
     const config = createConfiguration({
       baseServer: new ServerConfiguration(this.server, {}),
       authMethods: { default: this.kc },
       promiseMiddleware: [{
         async pre(ctx: RequestContext): Promise<RequestContext> {
           await limiter.take();
+          pool(ctx);
           metrics.apiRequests.inc({ cluster, verb: verbOf(String(ctx.getHttpMethod()), ctx.getUrl()) });
           return ctx;
         },

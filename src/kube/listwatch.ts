@@ -6,9 +6,9 @@
 // - unsubscribing aborts the HTTP request.
 import { Observable, retry, share, timer } from 'rxjs';
 import { Watch, type KubernetesObject } from '@kubernetes/client-node';
-import { ObjectSerializer } from '@kubernetes/client-node/dist/gen/models/ObjectSerializer.js';
 import type { ClusterClient } from './client.ts';
 import { toKubeError } from './errors.ts';
+import { revive } from './revive.ts';
 import { backoffDelay } from '../util/backoff.ts';
 import { metrics } from '../metrics.ts';
 import type { Logger } from '../log.ts';
@@ -26,7 +26,7 @@ export interface ListWatchSpec<T> {
   path: string;
   /** The typed LIST of the same collection (rate-limited and counted by the client). */
   list(params: ListParams): Promise<ListPage<T>>;
-  /** Model name for deserialisation, e.g. `V1Pod`. */
+  /** Model name, e.g. `V1Pod` (documentation; watch events are revived generically). */
   model: string;
   labelSelector?: string;
   fieldSelector?: string;
@@ -55,7 +55,6 @@ export function listWatch<T extends KubernetesObject>(client: ClusterClient, spe
   const cycle = new Observable<ListWatchEvent<T>>((subscriber) => {
     let closed = false;
     let controller: AbortController | undefined;
-    const deserialize = (raw: unknown): T => ObjectSerializer.deserialize(raw, spec.model, '') as T;
 
     const list = async (): Promise<string> => {
       const items: T[] = [];
@@ -97,7 +96,7 @@ export function listWatch<T extends KubernetesObject>(client: ClusterClient, spe
           last = ev.object.metadata?.resourceVersion ?? last;
           if (type === 'BOOKMARK') return;
           if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') {
-            subscriber.next({ type, object: deserialize(obj) });
+            subscriber.next({ type, object: revive<T>(obj) });
           }
         }, (err: unknown) => {
           controller = undefined;

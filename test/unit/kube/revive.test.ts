@@ -1,0 +1,59 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { V1Pod } from '@kubernetes/client-node';
+import { ObjectSerializer } from '@kubernetes/client-node/dist/gen/models/ObjectSerializer.js';
+import { revive } from '../../../src/kube/revive.ts';
+
+const pod = () => ({
+  metadata: {
+    name: 'p', namespace: 'ns', creationTimestamp: '2026-01-02T03:04:05Z', deletionTimestamp: '2026-01-02T03:05:00Z',
+    labels: { time: '2026-01-02T03:04:05Z' }, annotations: { startTime: '2026-01-02T03:04:05Z' },
+    managedFields: [{ manager: 'x', time: '2026-01-02T03:04:05Z', fieldsV1: { 'f:metadata': {} } }],
+  },
+  spec: { nodeName: 'n', containers: [{ name: 'c', image: 'i', resources: { requests: { cpu: '1' } } }] },
+  status: {
+    phase: 'Running', startTime: '2026-01-02T03:04:06Z',
+    conditions: [{ type: 'Ready', status: 'True', lastProbeTime: null, lastTransitionTime: '2026-01-02T03:04:07Z' }],
+    containerStatuses: [{ name: 'c', ready: true, restartCount: 0, image: 'i', imageID: '',
+      state: { running: { startedAt: '2026-01-02T03:04:08Z' } },
+      lastState: { terminated: { exitCode: 1, startedAt: '2026-01-02T03:00:00Z', finishedAt: '2026-01-02T03:01:00Z' } } }],
+  },
+});
+
+describe('revive', () => {
+  it('turns exactly the timestamps the typed model has into Dates, as ObjectSerializer does', () => {
+    const ours = revive<V1Pod>(pod());
+    const theirs = ObjectSerializer.deserialize(pod(), 'V1Pod', '') as V1Pod;
+    const pairs: [unknown, unknown][] = [
+      [ours.metadata!.creationTimestamp, theirs.metadata!.creationTimestamp],
+      [ours.metadata!.deletionTimestamp, theirs.metadata!.deletionTimestamp],
+      [ours.status!.startTime, theirs.status!.startTime],
+      [ours.status!.conditions![0].lastTransitionTime, theirs.status!.conditions![0].lastTransitionTime],
+      [ours.status!.containerStatuses![0].state!.running!.startedAt, theirs.status!.containerStatuses![0].state!.running!.startedAt],
+      [ours.status!.containerStatuses![0].lastState!.terminated!.finishedAt, theirs.status!.containerStatuses![0].lastState!.terminated!.finishedAt],
+    ];
+    for (const [a, b] of pairs) {
+      assert.ok(a instanceof Date && b instanceof Date);
+      assert.equal(a.getTime(), b.getTime());
+    }
+    assert.equal(ours.status!.conditions![0].lastProbeTime, null);
+  });
+
+  it('leaves label and annotation values alone, even when named like a timestamp', () => {
+    const ours = revive<V1Pod>(pod());
+    assert.equal(ours.metadata!.labels!.time, '2026-01-02T03:04:05Z');
+    assert.equal(ours.metadata!.annotations!.startTime, '2026-01-02T03:04:05Z');
+    assert.equal(ours.spec!.containers[0].resources!.requests!.cpu, '1');
+  });
+
+  it('drops managedFields', () => {
+    assert.equal(revive<V1Pod>(pod()).metadata!.managedFields, undefined);
+  });
+
+  it('serialises back to the same timestamps through the typed client', () => {
+    const ours = revive<V1Pod>(pod());
+    const out = ObjectSerializer.serialize(ours, 'V1Pod', '') as V1Pod;
+    assert.equal(out.metadata!.creationTimestamp, '2026-01-02T03:04:05.000Z');
+    assert.equal(out.status!.containerStatuses![0].state!.running!.startedAt, '2026-01-02T03:04:08.000Z');
+  });
+});

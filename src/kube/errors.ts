@@ -75,3 +75,9 @@ export async function ignoreNotFound<T>(fn: () => Promise<T>): Promise<T | undef
     throw k;
   }
 }
+
+/** For deletes with a UID precondition: gone already (NotFound) or replaced by another object (Conflict) is fine. */
+export function ignoreGone(err: unknown): void {
+  const k = toKubeError(err);
+  if (k.kind !== 'NotFound' && k.kind !== 'Conflict') throw k;
+}

@@ -7,7 +7,7 @@ import type { MemberCluster } from './cluster.ts';
 import { memberNamespace } from '../config.ts';
 import { listWatch, type ListWatchEvent } from '../kube/listwatch.ts';
 import { objectKey } from '../kube/informer.ts';
-import { toKubeError } from '../kube/errors.ts';
+import { ignoreGone, toKubeError } from '../kube/errors.ts';
 import { delegateUpdate, forgeDelegatePod, forgeProxyStatus, type DelegateContext } from '../forge/pod.ts';
 import { NODE_LABEL, ORIGIN_LABEL, PROXY_NAME_ANNOTATION, PROXY_NAMESPACE_ANNOTATION, PROXY_UID_LABEL } from '../forge/labels.ts';
 import { PodRejectedError, type PodEvent, type PodNotice, type PodProvider, type ProviderPod } from '../provider/types.ts';
@@ -193,9 +193,8 @@ export class MemberPodProvider implements PodProvider {
         body: { gracePeriodSeconds, preconditions: { uid: d.metadata!.uid } },
       });
     } catch (err) {
-      const k = toKubeError(err);
       // Gone already, or replaced by another pod of that name (the UID precondition): nothing of ours to delete.
-      if (k.kind !== 'NotFound' && k.kind !== 'Conflict') throw k;
+      ignoreGone(err);
     }
   }
 

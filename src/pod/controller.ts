@@ -8,7 +8,7 @@ import { PatchStrategy, setHeaderOptions, type V1Pod, type V1PodCondition } from
 import type { ClusterClient } from '../kube/client.ts';
 import { Informer, splitKey } from '../kube/informer.ts';
 import { listWatch } from '../kube/listwatch.ts';
-import { toKubeError } from '../kube/errors.ts';
+import { ignoreGone, toKubeError } from '../kube/errors.ts';
 import { WorkQueue } from '../util/workqueue.ts';
 import { forgeProxyStatusForLostDelegate, isDaemonSetPod, isTerminal, statusEqual } from '../forge/pod.ts';
 import { PodRejectedError, type PodEvent, type PodProvider } from '../provider/types.ts';
@@ -144,8 +144,7 @@ export class PodController {
       });
       metrics.podSyncs.inc({ member: this.#opts.member, result: 'deleted' });
     } catch (err) {
-      const k = toKubeError(err);
-      if (k.kind !== 'NotFound' && k.kind !== 'Conflict') throw k;
+      ignoreGone(err);
     }
   }
 

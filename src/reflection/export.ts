@@ -7,7 +7,7 @@ import type { MemberCluster } from '../member/cluster.ts';
 import type { ClusterClient } from '../kube/client.ts';
 import { Informer, splitKey } from '../kube/informer.ts';
 import { listWatch } from '../kube/listwatch.ts';
-import { toKubeError } from '../kube/errors.ts';
+import { ignoreGone, toKubeError } from '../kube/errors.ts';
 import { WorkQueue } from '../util/workqueue.ts';
 import { EXPORT_LABEL, MEMBER_LABEL, ORIGIN_LABEL, PROXY_NAMESPACE_ANNOTATION } from '../forge/labels.ts';
 import { EXPORTED_FROM_ANNOTATION, forgeExported, mirrorMatches } from '../forge/refs.ts';
@@ -148,9 +148,4 @@ export class ExportReflector {
     return o.host.list().find((c) => c.metadata?.name === name
       && c.metadata?.annotations?.[EXPORTED_FROM_ANNOTATION] === `${this.#member.config.name}/${memberNs}`);
   }
-}
-
-function ignoreGone(err: unknown): void {
-  const k = toKubeError(err);
-  if (k.kind !== 'NotFound' && k.kind !== 'Conflict') throw k;
 }

@@ -9,7 +9,7 @@ import type { MemberCluster } from '../member/cluster.ts';
 import { memberNamespace } from '../config.ts';
 import { Informer } from '../kube/informer.ts';
 import { listWatch } from '../kube/listwatch.ts';
-import { toKubeError } from '../kube/errors.ts';
+import { ignoreGone, toKubeError } from '../kube/errors.ts';
 import { WorkQueue } from '../util/workqueue.ts';
 import {
   forgeMirroredConfigMap, forgeMirroredSecret, forgeServiceAccount, isHostCredential, isOurs, mirrorMatches,
@@ -388,10 +388,5 @@ export class ObjectMirror {
     }
     this.#accounts.set(key, true);
   }
-}
-
-function ignoreGone(err: unknown): void {
-  const k = toKubeError(err);
-  if (k.kind !== 'NotFound' && k.kind !== 'Conflict') throw k;
 }
 

@@ -1,0 +1,35 @@
+// The benchmark, smoke-tested at N=10 so it cannot rot. No timed assertions: it must run and report.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { client, clusterletArgs, harness, startClusterlet } from '../support/env.ts';
+import { waitVirtualNodeSchedulable } from '../support/objects.ts';
+import { freePort, pollUntil } from '../harness/net.ts';
+import { runBench, toMarkdown } from '../../bench/bench.ts';
+
+describe('benchmark (smoke)', () => {
+  it('runs direct and offloaded at N=10 and reports every figure', async (t) => {
+    const port = await freePort();
+    const cl = startClusterlet(clusterletArgs(harness().member, ['--health-port', String(port)]));
+    try {
+      await waitVirtualNodeSchedulable(client(harness().host));
+      await pollUntil('clusterlet /readyz', async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.ok ? true : undefined, 30_000);
+      const result = await runBench({
+        harness: harness(), sizes: [10], pairs: 1, clusterletPid: cl.child.pid!, virtualNode: 'clusterlet-member',
+        metricsURL: `http://127.0.0.1:${port}/metrics`, log: (l) => t.diagnostic(l),
+      });
+      assert.equal(result.runs.length, 2);
+      const [s] = result.summary;
+      assert.equal(s.n, 10);
+      assert.ok(s.directMedianMs > 0 && s.offloadedMedianMs > 0);
+      assert.equal(s.ratios.length, 1);
+      assert.ok(s.peakRssMB > 0);
+      assert.ok(s.hostWritesPerPod > 0, 'host writes counted from clusterlet metrics');
+      assert.ok((s.requestsPerPod.member?.create ?? 0) >= 1, 'at least one member create per pod (the delegate)');
+      const md = toMarkdown(result);
+      assert.match(md, /^\| 10 \| [\d.]+ s \| [\d.]+ s \|/m);
+      assert.match(md, /Machine: \d+ ×/);
+    } finally {
+      await cl.stop();
+    }
+  });
+});

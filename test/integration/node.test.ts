@@ -5,7 +5,9 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { V1Node } from '@kubernetes/client-node';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { client, clusterletArgs, harness, namespaces, startClusterlet, type ClusterletProcess } from '../support/env.ts';
+import {
+  client, clusterletArgs, clusterletKubeconfig, harness, namespaces, startClusterlet, type ClusterletProcess,
+} from '../support/env.ts';
 import { waitUntil } from '../support/wait.ts';
 import { condition, isReady, nodeSpec, podSpec } from '../support/objects.ts';
 import { kubectl } from '../support/kubectl.ts';
@@ -40,7 +42,10 @@ describe('virtual node (one member)', () => {
   });
 
   it('appears Ready with the summed capacity of the KWOK nodes, the labels and the taint', async () => {
-    const n = await waitNode(host, node, isReady, 'Ready');
+    // An earlier test file's clusterlet may have left the node registered with its own kubelet port:
+    // wait for this process's status (written in one patch, after labels and taints).
+    const n = await waitNode(host, node, (x) => isReady(x) && x.status?.daemonEndpoints?.kubeletEndpoint?.Port === 10250,
+      'Ready, with the status of this clusterlet');
     // Member nodes: 16+32+8 cpu, 64+128+32 Gi, 3×4000 pods, 100+200+100 Gi disk, 4 GPUs.
     const cap = n.status!.capacity!;
     assert.ok(same(cap.cpu, '56'), `cpu ${cap.cpu}`);
@@ -132,19 +137,21 @@ describe('virtual nodes (two members in one process)', () => {
     const h = harness();
     const host = client(h.host);
     const second = h.extraMembers.find((m) => m.name === 'member2') ?? await h.addMember('member2', '10.30');
+    // The second member gets clusterlet's member identity too, applied while its API server still answers.
+    const [hostKc, memberKc, secondKc] = await Promise.all([h.host, h.member, second].map((c) => clusterletKubeconfig(c)));
     await second.stopApiServer();
     const cfg = join(h.dir, 'two-members.yaml');
     writeFileSync(cfg, `hostName: host
 members:
 - name: member
-  kubeconfig: ${h.member.kubeconfig}
+  kubeconfig: ${memberKc}
 - name: member2
-  kubeconfig: ${second.kubeconfig}
+  kubeconfig: ${secondKc}
   nodeName: second-member
   labels: { example.com/tier: burst }
   taints: [{ key: example.com/dedicated, value: burst, effect: NoSchedule }]
 `);
-    const cl = startClusterlet(['--host-kubeconfig', h.host.kubeconfig, '--provider-config', cfg, '--health-port', '0',
+    const cl = startClusterlet(['--host-kubeconfig', hostKc, '--provider-config', cfg, '--health-port', '0',
       '--watch-silence-seconds', '30']);
     try {
       await waitNode(host, 'clusterlet-member', isReady, 'Ready');

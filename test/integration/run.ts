@@ -4,7 +4,7 @@
 import { after, before } from 'node:test';
 import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { setHarness, stopSpawned } from '../support/env.ts';
+import { setHarness, setUpIdentities, stopSpawned } from '../support/env.ts';
 import { Harness } from '../harness/harness.ts';
 
 const dir = fileURLToPath(new URL('.', import.meta.url));
@@ -24,6 +24,8 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) {
 before(async () => {
   harness = await Harness.start();
   setHarness(harness);
+  // clusterlet runs under the manifests' RBAC identities, so a missing permission fails a test.
+  await setUpIdentities(harness);
 }, { timeout: 60 * 60_000 });
 
 after(async () => { await shutdown(); }, { timeout: 120_000 });

@@ -12,6 +12,7 @@ import type { LocalCluster } from '../harness/cluster.ts';
 import { ClusterClient } from '../../src/kube/client.ts';
 import { toKubeError } from '../../src/kube/errors.ts';
 import { waitUntil } from './wait.ts';
+import { identity, identityKubeconfig, lastingDenials, rbacDenials } from './identity.ts';
 
 let current: Harness | undefined;
 export function setHarness(h: Harness): void { current = h; }
@@ -54,9 +55,9 @@ export interface ClusterletProcess {
   readonly child: ChildProcess;
   readonly logFile: string;
   logs(): string;
-  /** SIGTERM and wait for exit; resolves with the exit code. */
+  /** SIGTERM and wait for exit; resolves with the exit code. Rejects if RBAC refused clusterlet anything. */
   stop(): Promise<number | null>;
-  /** SIGKILL and wait. */
+  /** SIGKILL and wait. Rejects if RBAC refused clusterlet anything. */
   kill(): Promise<void>;
 }
 
@@ -73,6 +74,18 @@ export function startClusterlet(args: string[], env: NodeJS.ProcessEnv = {}): Cl
   child.stdout!.pipe(out);
   child.stderr!.pipe(out);
   const exited = once(child, 'exit').then(([code]) => code as number | null);
+  // Everything the process wrote is in the file.
+  const flushed = once(child, 'close').then(() => out.writableFinished ? undefined : once(out, 'finish'))
+    .then(() => undefined, () => undefined);
+  /** A permission missing from manifests/ fails the test that stops this process, even where clusterlet only retries. */
+  const checkRbac = async (): Promise<void> => {
+    await flushed;
+    const denied = await lastingDenials(rbacDenials(readFileSync(logFile, 'utf8')));
+    if (denied.length) {
+      throw new Error(`clusterlet was refused by RBAC (a rule missing from manifests/), ${denied.length} time(s); `
+        + `see ${logFile}:\n${denied.slice(0, 5).map((d) => d.line).join('\n')}`);
+    }
+  };
   const p: ClusterletProcess = {
     child, logFile,
     logs: () => readFileSync(logFile, 'utf8'),
@@ -80,12 +93,14 @@ export function startClusterlet(args: string[], env: NodeJS.ProcessEnv = {}): Cl
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       const code = await exited;
       spawned.delete(p);
+      await checkRbac();
       return code;
     },
     async kill() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await exited;
       spawned.delete(p);
+      await checkRbac();
     },
   };
   spawned.add(p);
@@ -94,11 +109,26 @@ export function startClusterlet(args: string[], env: NodeJS.ProcessEnv = {}): Cl
 
 /** Every clusterlet process a test started and did not stop, for the suite's teardown. */
 export async function stopSpawned(): Promise<void> {
-  await Promise.all([...spawned].map((p) => p.kill()));
+  await Promise.allSettled([...spawned].map((p) => p.kill()));
 }
 
-/** Flags that run clusterlet between the harness's host and a member. */
+/**
+ * Sets up clusterlet's identities (manifests/host on the host, manifests/member on the member): once per
+ * run, before any clusterlet starts. Other members get theirs with `clusterletKubeconfig`.
+ */
+export async function setUpIdentities(h: Harness): Promise<void> {
+  await Promise.all([identity(h.host, 'host', h.bin.kubectl), identity(h.member, 'member', h.bin.kubectl)]);
+}
+
+/** The kubeconfig clusterlet uses for a cluster of the harness: the manifests' ServiceAccount, never the admin. */
+export function clusterletKubeconfig(cluster: LocalCluster): Promise<string> {
+  const h = harness();
+  return identity(cluster, cluster === h.host ? 'host' : 'member', h.bin.kubectl);
+}
+
+/** Flags that run clusterlet between the harness's host and a member, under the manifests' RBAC identities. */
 export function clusterletArgs(member: LocalCluster, extra: string[] = []): string[] {
-  return ['--host-kubeconfig', harness().host.kubeconfig, '--member-kubeconfig', member.kubeconfig,
+  return ['--host-kubeconfig', identityKubeconfig(harness().host, 'host'),
+    '--member-kubeconfig', identityKubeconfig(member, 'member'),
     '--member-name', member.name, '--health-port', '0', '--watch-silence-seconds', '30', ...extra];
 }

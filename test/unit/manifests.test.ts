@@ -1,0 +1,247 @@
+// manifests/ builds with kustomize and says what it must: the Deployment's probes, security context and
+// POD_IP; the config and kubeconfig mounts that clusterlet.yaml refers to; and RBAC that is exactly the
+// least privilege derived from the code (a new API call needs a rule here and in the manifests, on purpose).
+// Also: every shell script parses. Needs the kubectl that hack/build-k8s.sh builds (or $KUBECTL).
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  loadAllYaml, loadYaml, type KubernetesObject, type V1ClusterRoleBinding, type V1ConfigMap, type V1Deployment,
+  type V1PolicyRule, type V1Service,
+} from '@kubernetes/client-node';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** The kubectl of hack/build-k8s.sh's cache (same version defaults), or $KUBECTL. */
+function findKubectl(): string | undefined {
+  if (process.env.KUBECTL) return process.env.KUBECTL;
+  const script = readFileSync(join(ROOT, 'hack/build-k8s.sh'), 'utf8');
+  const k8s = /K8S_VERSION="\$\{K8S_VERSION:-([^}]+)\}"/.exec(script)?.[1];
+  const kwok = /KWOK_VERSION="\$\{KWOK_VERSION:-([^}]+)\}"/.exec(script)?.[1];
+  const cache = process.env.CLUSTERLET_CACHE ?? join(homedir(), '.cache/clusterlet');
+  const bin = join(cache, `k8s-${process.env.K8S_VERSION ?? k8s}-kwok-${process.env.KWOK_VERSION ?? kwok}`, 'bin', 'kubectl');
+  return existsSync(bin) ? bin : undefined;
+}
+
+const kubectl = findKubectl();
+const skip = kubectl ? false
+  : 'kubectl not found (built by `make binaries` into ~/.cache/clusterlet, or set KUBECTL): the manifests are not checked';
+
+function build(dir: string): KubernetesObject[] {
+  const out = execFileSync(kubectl!, ['kustomize', join(ROOT, dir)], { encoding: 'utf8' });
+  return (loadAllYaml(out) as KubernetesObject[]).filter(Boolean);
+}
+
+const one = <T extends KubernetesObject>(objs: KubernetesObject[], kind: string, name?: string): T => {
+  const found = objs.filter((o) => o.kind === kind && (name === undefined || o.metadata?.name === name));
+  assert.equal(found.length, 1, `exactly one ${kind}${name ? ` ${name}` : ''}`);
+  return found[0] as T;
+};
+
+type Rules = KubernetesObject & { rules?: V1PolicyRule[] };
+
+/** "group/resource" → sorted verbs, over every Role and ClusterRole (namespaced ones prefixed "ns:"). */
+function permissions(objs: KubernetesObject[]): Record<string, string[]> {
+  const out: Record<string, Set<string>> = {};
+  for (const o of objs) {
+    if (o.kind !== 'Role' && o.kind !== 'ClusterRole') continue;
+    const scope = o.kind === 'Role' ? `${o.metadata!.namespace}:` : '';
+    for (const r of (o as Rules).rules ?? []) {
+      for (const g of r.apiGroups ?? []) {
+        for (const res of r.resources ?? []) for (const v of r.verbs) (out[`${scope}${g || 'core'}/${res}`] ??= new Set()).add(v);
+      }
+    }
+  }
+  return Object.fromEntries(Object.entries(out).map(([k, v]): [string, string[]] => [k, [...v].sort()])
+    .sort(([a], [b]) => a.localeCompare(b)));
+}
+
+function assertLeastPrivilegeShape(objs: KubernetesObject[]): void {
+  for (const o of objs.filter((x) => x.kind === 'Role' || x.kind === 'ClusterRole')) {
+    const rules = (o as Rules).rules ?? [];
+    assert.ok(rules.length > 0, `${o.metadata!.name} has rules`);
+    for (const r of rules) {
+      for (const list of [r.verbs, r.resources ?? [], r.apiGroups ?? [], r.resourceNames ?? []]) {
+        assert.ok(!list.includes('*'), `${o.kind} ${o.metadata!.name}: no "*" in ${JSON.stringify(r)}`);
+      }
+      assert.equal(r.nonResourceURLs, undefined, `${o.metadata!.name}: no nonResourceURLs`);
+      for (const v of ['escalate', 'bind', 'impersonate', 'deletecollection']) {
+        assert.ok(!r.verbs.includes(v), `${o.metadata!.name}: no ${v}`);
+      }
+    }
+    assert.equal((o as KubernetesObject & { aggregationRule?: unknown }).aggregationRule, undefined);
+  }
+  // Every binding grants a role of these manifests to their ServiceAccount, and nothing else.
+  const sa = one(objs, 'ServiceAccount');
+  for (const b of objs.filter((x) => x.kind === 'RoleBinding' || x.kind === 'ClusterRoleBinding') as V1ClusterRoleBinding[]) {
+    assert.ok(objs.some((r) => r.kind === b.roleRef.kind && r.metadata?.name === b.roleRef.name), `${b.metadata!.name} binds a role defined here`);
+    assert.deepEqual(b.subjects?.map((s) => [s.kind, s.namespace, s.name]), [['ServiceAccount', sa.metadata!.namespace, sa.metadata!.name]]);
+  }
+}
+
+describe('manifests/host', { skip }, () => {
+  const objs = kubectl ? build('manifests/host') : [];
+
+  it('has the namespace, identity, Deployment, Service and config', () => {
+    const kinds = objs.map((o) => `${o.kind}/${o.metadata!.namespace ?? ''}/${o.metadata!.name}`).sort();
+    for (const k of ['Namespace//clusterlet', 'ServiceAccount/clusterlet/clusterlet', 'ClusterRole//clusterlet',
+      'ClusterRoleBinding//clusterlet', 'Role/kube-node-lease/clusterlet-node-lease', 'RoleBinding/kube-node-lease/clusterlet-node-lease',
+      'Role/clusterlet/clusterlet-member-kubeconfigs', 'RoleBinding/clusterlet/clusterlet-member-kubeconfigs',
+      'Deployment/clusterlet/clusterlet', 'Service/clusterlet/clusterlet']) {
+      assert.ok(kinds.includes(k), `${k} in ${kinds.join(', ')}`);
+    }
+  });
+
+  it('the Deployment: one replica, probes on the health port, resources, POD_IP, hardened security context', () => {
+    const d = one<V1Deployment>(objs, 'Deployment');
+    assert.equal(d.spec!.replicas, 1);
+    assert.equal(d.spec!.strategy?.type, 'Recreate', 'never two writers of the same node');
+    const pod = d.spec!.template.spec!;
+    assert.equal(pod.serviceAccountName, 'clusterlet');
+    assert.equal(pod.containers.length, 1);
+    const c = pod.containers[0];
+    assert.equal(c.image, 'clusterlet:latest');
+    assert.ok(c.args?.includes('--provider-config=/etc/clusterlet/clusterlet.yaml'), `args ${c.args?.join(' ')}`);
+    const port = (name: string): number | undefined => c.ports?.find((p) => p.name === name)?.containerPort;
+    assert.equal(port('health'), 10255);
+    assert.equal(port('kubelet'), 10250);
+    assert.equal(c.livenessProbe?.httpGet?.path, '/healthz');
+    assert.equal(c.readinessProbe?.httpGet?.path, '/readyz');
+    for (const p of [c.livenessProbe, c.readinessProbe]) assert.ok(p?.httpGet?.port === 'health' || p?.httpGet?.port === 10255);
+    for (const k of ['cpu', 'memory']) assert.ok(c.resources?.requests?.[k], `requests.${k}`);
+    assert.ok(c.resources?.limits?.memory, 'limits.memory');
+    const podIP = c.env?.find((e) => e.name === 'POD_IP');
+    assert.equal(podIP?.valueFrom?.fieldRef?.fieldPath, 'status.podIP');
+    assert.equal(pod.securityContext?.runAsNonRoot, true);
+    assert.equal(pod.securityContext?.seccompProfile?.type, 'RuntimeDefault');
+    const sc = c.securityContext!;
+    assert.equal(sc.readOnlyRootFilesystem, true);
+    assert.equal(sc.allowPrivilegeEscalation, false);
+    assert.equal(sc.runAsNonRoot, true);
+    assert.deepEqual(sc.capabilities?.drop, ['ALL']);
+    assert.equal(sc.capabilities?.add, undefined);
+    assert.notEqual(sc.privileged, true);
+    assert.equal(pod.hostNetwork, undefined);
+  });
+
+  it('clusterlet.yaml comes from the generated ConfigMap and every member kubeconfig it names is mounted', () => {
+    assertConfigMounted(objs);
+  });
+
+  it('the Service exposes the kubelet port of the clusterlet pod', () => {
+    const s = one<V1Service>(objs, 'Service');
+    const d = one<V1Deployment>(objs, 'Deployment');
+    assert.deepEqual(s.spec!.ports?.map((p) => [p.name, p.port, p.targetPort]), [['kubelet', 10250, 'kubelet']]);
+    for (const [k, v] of Object.entries(s.spec!.selector ?? {})) assert.equal(d.spec!.template.metadata!.labels![k], v);
+  });
+
+  it('RBAC: least privilege, exactly what the code uses on the host', () => {
+    assertLeastPrivilegeShape(objs);
+    assert.deepEqual(permissions(objs), {
+      'authentication.k8s.io/tokenreviews': ['create'],
+      'authorization.k8s.io/subjectaccessreviews': ['create'],
+      'certificates.k8s.io/certificatesigningrequests': ['create', 'list', 'watch'],
+      'clusterlet:core/secrets': ['get'],
+      'core/configmaps': ['create', 'delete', 'get', 'list', 'update', 'watch'],
+      'core/events': ['create', 'get', 'patch'],
+      'core/nodes': ['create', 'get', 'list', 'patch', 'watch'],
+      'core/nodes/status': ['patch'],
+      'core/pods': ['delete', 'list', 'watch'],
+      'core/pods/status': ['patch'],
+      'core/secrets': ['create', 'delete', 'get', 'list', 'update', 'watch'],
+      'kube-node-lease:coordination.k8s.io/leases': ['create', 'patch'],
+    });
+  });
+});
+
+describe('manifests/member', { skip }, () => {
+  const objs = kubectl ? build('manifests/member') : [];
+
+  it('RBAC: least privilege, exactly what the code uses in a member', () => {
+    assertLeastPrivilegeShape(objs);
+    assert.deepEqual(permissions(objs), {
+      'core/configmaps': ['create', 'delete', 'get', 'list', 'update', 'watch'],
+      'core/events': ['list', 'watch'],
+      'core/namespaces': ['create', 'list', 'watch'],
+      'core/nodes': ['list', 'watch'],
+      'core/nodes/proxy': ['get'],
+      'core/pods': ['create', 'delete', 'get', 'list', 'update', 'watch'],
+      'core/pods/attach': ['create', 'get'],
+      'core/pods/exec': ['create', 'get'],
+      'core/pods/log': ['get'],
+      'core/pods/portforward': ['create', 'get'],
+      'core/secrets': ['create', 'delete', 'get', 'list', 'update', 'watch'],
+      'core/serviceaccounts': ['create', 'delete', 'list', 'watch'],
+      'metrics.k8s.io/pods': ['list'],
+    });
+  });
+
+  it('a long-lived token Secret for the ServiceAccount, which mint-kubeconfig.sh reads', () => {
+    const sa = one(objs, 'ServiceAccount');
+    const secret = one<KubernetesObject & { type?: string }>(objs, 'Secret');
+    assert.equal(secret.type, 'kubernetes.io/service-account-token');
+    assert.equal(secret.metadata!.namespace, sa.metadata!.namespace);
+    assert.equal(secret.metadata!.annotations?.['kubernetes.io/service-account.name'], sa.metadata!.name);
+    const script = readFileSync(join(ROOT, 'manifests/member/mint-kubeconfig.sh'), 'utf8');
+    assert.match(script, new RegExp(`secret="${secret.metadata!.name}"`));
+  });
+});
+
+describe('manifests/examples/two-members', { skip }, () => {
+  const objs = kubectl ? build('manifests/examples/two-members') : [];
+
+  it('two members, each kubeconfig mounted; same RBAC as the base', () => {
+    const cfg = assertConfigMounted(objs);
+    assert.equal(cfg.members.length, 2);
+    assert.deepEqual(permissions(objs), permissions(build('manifests/host')));
+  });
+});
+
+describe('shell scripts', () => {
+  const scripts = [
+    ...readdirSync(join(ROOT, 'manifests/member')).filter((f) => f.endsWith('.sh')).map((f) => join('manifests/member', f)),
+    ...(existsSync(join(ROOT, 'e2e/kind')) ? readdirSync(join(ROOT, 'e2e/kind')).filter((f) => f.endsWith('.sh')).map((f) => join('e2e/kind', f)) : []),
+  ];
+  for (const s of scripts) {
+    it(`${s}: parses (bash -n), is executable and strict`, () => {
+      const r = spawnSync('bash', ['-n', join(ROOT, s)], { encoding: 'utf8' });
+      assert.equal(r.status, 0, r.stderr);
+      assert.ok((statSync(join(ROOT, s)).mode & 0o111) !== 0, 'executable');
+      const text = readFileSync(join(ROOT, s), 'utf8');
+      assert.match(text, /^#!\/usr\/bin\/env bash\n/);
+      assert.match(text, /^set -euo pipefail$/m);
+    });
+  }
+});
+
+interface ProviderConfig { members: { name: string; kubeconfig?: string }[] }
+
+/** The Deployment mounts the generated ConfigMap at /etc/clusterlet and every kubeconfig file it names. */
+function assertConfigMounted(objs: KubernetesObject[]): ProviderConfig {
+  const d = one<V1Deployment>(objs, 'Deployment');
+  const pod = d.spec!.template.spec!;
+  const mounts = pod.containers[0].volumeMounts ?? [];
+  const volumeAt = (path: string) => pod.volumes?.find((v) => v.name === mounts.find((m) => m.mountPath === path)?.name);
+  const cmName = volumeAt('/etc/clusterlet')?.configMap?.name;
+  assert.ok(cmName, 'a ConfigMap mounted at /etc/clusterlet');
+  const cm = one<V1ConfigMap>(objs, 'ConfigMap', cmName);
+  const cfg = loadYaml<ProviderConfig>(cm.data!['clusterlet.yaml']);
+  assert.ok(cfg.members.length > 0);
+  for (const m of cfg.members) {
+    if (!m.kubeconfig) continue;
+    const dir = m.kubeconfig.slice(0, m.kubeconfig.lastIndexOf('/'));
+    const file = m.kubeconfig.slice(dir.length + 1);
+    const v = volumeAt(dir);
+    assert.ok(v, `a volume mounted at ${dir} for member ${m.name}`);
+    const served = [
+      ...(v.projected?.sources ?? []).flatMap((s) => s.secret?.items?.map((i) => i.path) ?? []),
+      ...(v.secret?.items?.map((i) => i.path) ?? []),
+    ];
+    assert.ok(served.includes(file), `${file} of member ${m.name} is among ${served.join(', ')}`);
+  }
+  return cfg;
+}

@@ -3,7 +3,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { AppsV1Api, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import {
-  client, clusterletArgs, deleteNamespaceAndWait, harness, namespaces, startClusterlet, type ClusterletProcess,
+  client, clusterletArgs, deleteNamespaceAndWait, harness, namespaces, startClusterlet, startSuiteClusterlet, type ClusterletProcess,
 } from '../support/env.ts';
 import { waitUntil } from '../support/wait.ts';
 import { condition, deployment, isReady, podSpec, podsSpec, waitVirtualNodeSchedulable } from '../support/objects.ts';
@@ -22,12 +22,7 @@ describe('pod offloading', () => {
   let host: ClusterClient;
   let member: ClusterClient;
 
-  before(async () => {
-    host = client(harness().host);
-    member = client(harness().member);
-    cl = startClusterlet(clusterletArgs(harness().member));
-    await waitVirtualNodeSchedulable(host);
-  });
+  before(async () => ({ host, member, cl } = await startSuiteClusterlet()));
   after(async () => { await cl.stop(); });
 
   it('a Deployment tolerating the virtual node runs 3/3 through delegates; pods without the toleration stay home', async (t) => {
@@ -136,12 +131,15 @@ describe('pod offloading', () => {
       && condition(ps[0], 'clusterlet.io/Offloaded')?.status === 'True', 120_000, 'Running after the quota is raised');
   });
 
-  it('labels changed on a running proxy reach its delegate', async (t) => {
+  it('labels, annotations and a container image changed on a running proxy reach its delegate', async (t) => {
     const ns = await namespaces(t, 'update', [host]);
     await host.core.createNamespacedPod({ namespace: ns, body: offloaded('mut', ns, { labels: { tier: 'a' } }) });
     await waitUntil(member, podsSpec(member, ns), (ps) => ps[0]?.status?.phase === 'Running', 60_000, 'delegate Running');
     await host.core.patchNamespacedPod({ namespace: ns, name: 'mut', body: { metadata: { labels: { tier: 'b' }, annotations: { note: 'x' } } } }, merge);
     await waitUntil(member, podsSpec(member, ns), (ps) => ps[0]?.metadata?.labels?.tier === 'b' && ps[0]?.metadata?.annotations?.note === 'x', 30_000, 'delegate relabelled');
+    await host.core.patchNamespacedPod({ namespace: ns, name: 'mut', body: { spec: { containers: [{ name: 'main', image: 'registry.example/app:2' }] } } },
+      setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch));
+    await waitUntil(member, podsSpec(member, ns), (ps) => ps[0]?.spec?.containers[0].image === 'registry.example/app:2', 30_000, 'delegate image updated');
   });
 
   it('DaemonSet pods are not offloaded: they stay Pending with the reason and no churn', async (t) => {

@@ -5,9 +5,9 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PatchStrategy, setHeaderOptions, type CoreV1Event, type V1ConfigMap, type V1Pod, type V1Secret } from '@kubernetes/client-node';
-import { client, clusterletArgs, harness, namespaces, startClusterlet, type ClusterletProcess } from '../support/env.ts';
+import { harness, namespaces, startSuiteClusterlet, type ClusterletProcess } from '../support/env.ts';
 import { waitUntil } from '../support/wait.ts';
-import { condition, podsSpec, VIRTUAL_TOLERATION, waitVirtualNodeSchedulable } from '../support/objects.ts';
+import { condition, podsSpec, VIRTUAL_TOLERATION } from '../support/objects.ts';
 import type { ClusterClient } from '../../src/kube/client.ts';
 import type { ListWatchSpec } from '../../src/kube/listwatch.ts';
 
@@ -51,12 +51,7 @@ describe('ConfigMaps, Secrets and ServiceAccounts follow their pods', () => {
   let host: ClusterClient;
   let member: ClusterClient;
 
-  before(async () => {
-    host = client(harness().host);
-    member = client(harness().member);
-    cl = startClusterlet(clusterletArgs(harness().member));
-    await waitVirtualNodeSchedulable(host);
-  });
+  before(async () => ({ host, member, cl } = await startSuiteClusterlet()));
   after(async () => { await cl.stop(); });
 
   it('mirrors every kind of reference byte for byte before the pod starts, and nothing else', async (t) => {

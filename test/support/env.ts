@@ -12,6 +12,7 @@ import type { LocalCluster } from '../harness/cluster.ts';
 import { ClusterClient } from '../../src/kube/client.ts';
 import { toKubeError } from '../../src/kube/errors.ts';
 import { waitUntil } from './wait.ts';
+import { waitVirtualNodeSchedulable } from './objects.ts';
 import { identity, identityKubeconfig, lastingDenials, rbacDenials } from './identity.ts';
 
 let current: Harness | undefined;
@@ -131,4 +132,14 @@ export function clusterletArgs(member: LocalCluster, extra: string[] = []): stri
   return ['--host-kubeconfig', identityKubeconfig(harness().host, 'host'),
     '--member-kubeconfig', identityKubeconfig(member, 'member'),
     '--member-name', member.name, '--health-port', '0', '--watch-silence-seconds', '30', ...extra];
+}
+
+/** Starts a clusterlet between the harness's host and member, and waits until its virtual node takes pods. */
+export async function startSuiteClusterlet(extra: string[] = []):
+  Promise<{ host: ClusterClient; member: ClusterClient; cl: ClusterletProcess }> {
+  const host = client(harness().host);
+  const member = client(harness().member);
+  const cl = startClusterlet(clusterletArgs(harness().member, extra));
+  await waitVirtualNodeSchedulable(host);
+  return { host, member, cl };
 }

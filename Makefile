@@ -5,6 +5,9 @@
 # dependencies, and the Kubernetes/etcd/KWOK binaries (built once per machine into ~/.cache/clusterlet).
 SHELL := /bin/bash
 NODE_BIN := $(shell bash hack/ensure-node.sh | tail -n 1)
+ifeq ($(NODE_BIN),)
+$(error could not find or install Node.js 24 (hack/ensure-node.sh failed; its messages are above))
+endif
 export PATH := $(NODE_BIN):$(PATH)
 
 .PHONY: all deps binaries build typecheck test test-unit test-integration demo bench e2e clean

@@ -6,6 +6,7 @@ import { ConfigError, HELP, parseConfig } from './config.ts';
 import { createLogger } from './log.ts';
 import { Manager } from './manager.ts';
 import { startHealthServer } from './health.ts';
+import { startKubeletApi, type KubeletApi } from './api/kubelet.ts';
 import { VERSION } from './version.ts';
 
 async function main(): Promise<number> {
@@ -32,9 +33,19 @@ async function main(): Promise<number> {
     process.stderr.write(`clusterlet: bad configuration: host kubeconfig: ${(err as Error).message}\n`);
     return 2;
   }
+  let api: KubeletApi;
+  try {
+    api = await startKubeletApi(config, manager.host, manager, log);
+  } catch (err) {
+    process.stderr.write(`clusterlet: bad configuration: kubelet API: ${(err as Error).message}\n`);
+    return 2;
+  }
   let health: Server | undefined;
   if (config.healthPort > 0) {
-    health = await startHealthServer(config.healthPort, [{ name: 'members', ready: () => manager.ready() }]);
+    health = await startHealthServer(config.healthPort, [
+      { name: 'members', ready: () => manager.ready() },
+      { name: 'kubelet-api', ready: () => api.server.listening },
+    ]);
   }
   log.info({ version: VERSION, members: config.members.map((m) => m.name), hostName: config.hostName }, 'clusterlet starting');
   manager.start();
@@ -43,6 +54,7 @@ async function main(): Promise<number> {
     const stop = (signal: string): void => {
       log.info({ signal }, 'stopping; virtual nodes stay registered');
       manager.stop();
+      api.stop();
       health?.close();
       resolve(0);
     };

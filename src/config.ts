@@ -33,6 +33,8 @@ export interface MemberConfig {
   taints: V1Taint[];
   qps: number;
   burst: number;
+  /** This node's kubelet API port, when not --kubelet-port (lets direct scrapers tell the nodes apart). */
+  kubeletPort?: number;
 }
 
 export interface Config {
@@ -46,6 +48,14 @@ export interface Config {
   /** InternalIP of the virtual nodes (flag, else POD_IP, else 127.0.0.1). */
   nodeIP: string;
   kubeletPort: number;
+  /** Where the kubelet API's serving certificate comes from (see ServingCertMode). */
+  servingCert: 'file' | 'csr' | 'self-signed';
+  tlsCertFile?: string;
+  tlsKeyFile?: string;
+  /** CA bundle for client certificates; undefined: the host's extension-apiserver-authentication ConfigMap. */
+  clientCAFile?: string;
+  /** webhook: client certificates or TokenReview, then SubjectAccessReview; none: no checks at all. */
+  authenticationMode: 'webhook' | 'none';
   healthPort: number;
   hostQPS: number;
   hostBurst: number;
@@ -78,7 +88,16 @@ Several members:
 
 Node and process:
   --node-ip IP               InternalIP of the virtual node(s) (default: $POD_IP, else 127.0.0.1)
-  --kubelet-port N           kubelet API port, published as the node's daemon endpoint (default 10250)
+  --kubelet-port N           kubelet API port (HTTPS), published as the node's daemon endpoint (default 10250)
+  --serving-cert MODE        kubelet API serving certificate: file (--tls-cert-file/--tls-key-file), csr (a
+                             kubernetes.io/kubelet-serving CSR on the host, renewed before expiry; self-signed
+                             until approved) or self-signed (default: file when the files are given, else csr)
+  --tls-cert-file FILE, --tls-key-file FILE
+                             serving certificate and key (PEM), reloaded when they change
+  --client-ca-file FILE      CA bundle for client certificates (default: the host's client CA, from
+                             kube-system/extension-apiserver-authentication)
+  --authentication-mode MODE webhook (default): client certificates or TokenReview, then SubjectAccessReview on
+                             nodes/proxy|log|stats|metrics|pods, as the kubelet; none: no checks (trusted networks only)
   --health-port N            plain-HTTP port for /healthz, /readyz, /metrics (default 10255; 0 disables)
   --pod-sync-workers N       pods synced concurrently per member (default 10)
   --watch-silence-seconds N  restart a watch that received nothing for this long (default 90)
@@ -107,6 +126,8 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
         'member-qps': { type: 'string' }, 'member-burst': { type: 'string' },
         'provider-config': { type: 'string' },
         'node-ip': { type: 'string' }, 'kubelet-port': { type: 'string' }, 'health-port': { type: 'string' },
+        'serving-cert': { type: 'string' }, 'tls-cert-file': { type: 'string' }, 'tls-key-file': { type: 'string' },
+        'client-ca-file': { type: 'string' }, 'authentication-mode': { type: 'string' },
         'pod-sync-workers': { type: 'string' }, 'watch-silence-seconds': { type: 'string' },
         'log-level': { type: 'string' }, help: { type: 'boolean', short: 'h' }, version: { type: 'boolean' },
       },
@@ -156,10 +177,11 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
   if (!DNS_LABEL.test(hostName)) throw new ConfigError('--host-name', `"${hostName}" is not a DNS-1123 label`);
   const nodeIP = str('node-ip') ?? env.POD_IP ?? '127.0.0.1';
   if (!/^[0-9a-fA-F:.]+$/.test(nodeIP)) throw new ConfigError('--node-ip', `"${nodeIP}" is not an IP address`);
+  const kubeletApi = kubeletApiConfig(str);
   return {
     kind: 'run',
     config: {
-      hostKubeconfig, hostName, members, nodeIP, logLevel,
+      hostKubeconfig, hostName, members, nodeIP, logLevel, ...kubeletApi,
       podSyncWorkers: int('--pod-sync-workers', str('pod-sync-workers'), fileSettings.podSyncWorkers ?? 10, 1),
       kubeletPort: int('--kubelet-port', str('kubelet-port'), 10250, 1, 65535),
       healthPort: int('--health-port', str('health-port'), 10255, 0, 65535),
@@ -168,6 +190,30 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
       watchSilenceSeconds: int('--watch-silence-seconds', str('watch-silence-seconds'), 90, 1),
     },
   };
+}
+
+function kubeletApiConfig(str: (k: string) => string | undefined):
+  Pick<Config, 'servingCert' | 'tlsCertFile' | 'tlsKeyFile' | 'clientCAFile' | 'authenticationMode'> {
+  const tlsCertFile = str('tls-cert-file');
+  const tlsKeyFile = str('tls-key-file');
+  if ((tlsCertFile === undefined) !== (tlsKeyFile === undefined)) {
+    throw new ConfigError(tlsCertFile === undefined ? '--tls-cert-file' : '--tls-key-file', 'give both --tls-cert-file and --tls-key-file');
+  }
+  if (tlsCertFile !== undefined) requireFile('--tls-cert-file', tlsCertFile);
+  if (tlsKeyFile !== undefined) requireFile('--tls-key-file', tlsKeyFile);
+  const servingCert = str('serving-cert') ?? (tlsCertFile ? 'file' : 'csr');
+  if (servingCert !== 'file' && servingCert !== 'csr' && servingCert !== 'self-signed') {
+    throw new ConfigError('--serving-cert', `"${servingCert}" is not one of file, csr, self-signed`);
+  }
+  if (servingCert === 'file' && !tlsCertFile) throw new ConfigError('--serving-cert', 'file needs --tls-cert-file and --tls-key-file');
+  if (servingCert !== 'file' && tlsCertFile) throw new ConfigError('--tls-cert-file', `not used with --serving-cert=${servingCert}`);
+  const clientCAFile = str('client-ca-file');
+  if (clientCAFile !== undefined) requireFile('--client-ca-file', clientCAFile);
+  const authenticationMode = str('authentication-mode') ?? 'webhook';
+  if (authenticationMode !== 'webhook' && authenticationMode !== 'none') {
+    throw new ConfigError('--authentication-mode', `"${authenticationMode}" is not one of webhook, none`);
+  }
+  return { servingCert, tlsCertFile, tlsKeyFile, clientCAFile, authenticationMode };
 }
 
 function requireFile(field: string, path: string, file?: string): void {
@@ -198,7 +244,8 @@ function stringMap(field: string, v: unknown, file: string): Record<string, stri
   return v as Record<string, string>;
 }
 
-const MEMBER_KEYS = ['name', 'kubeconfig', 'kubeconfigSecret', 'nodeName', 'namespaceMapping', 'labels', 'taints', 'qps', 'burst'];
+const MEMBER_KEYS = ['name', 'kubeconfig', 'kubeconfigSecret', 'nodeName', 'namespaceMapping', 'labels', 'taints', 'qps', 'burst',
+  'kubeletPort'];
 
 /** Reads the provider config file: `hostName`, `podSyncWorkers` and `members`. */
 export function loadProviderConfig(file: string, defaults: { qps: number; burst: number }):
@@ -273,6 +320,7 @@ export function loadProviderConfig(file: string, defaults: { qps: number; burst:
       taints: taints as V1Taint[],
       qps: int(`${f}.qps`, m.qps as number | undefined, defaults.qps, 1, 100_000, file),
       burst: int(`${f}.burst`, m.burst as number | undefined, defaults.burst, 1, 100_000, file),
+      ...(m.kubeletPort !== undefined ? { kubeletPort: int(`${f}.kubeletPort`, m.kubeletPort as number, 0, 1, 65535, file) } : {}),
     };
   });
   return { members, settings };

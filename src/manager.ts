@@ -11,6 +11,7 @@ import { HostObjectCache } from './reflection/hostcache.ts';
 import { ObjectMirror, type HostCaches } from './reflection/mirror.ts';
 import { ExportReflector } from './reflection/export.ts';
 import type { Logger } from './log.ts';
+import type { NodeDirectory, VirtualNode } from './api/nodes.ts';
 
 export interface ManagerOptions {
   member?: MemberOptions;
@@ -29,7 +30,7 @@ export interface MemberRuntime {
   setupError?: string;
 }
 
-export class Manager {
+export class Manager implements NodeDirectory {
   readonly config: Config;
   readonly host: ClusterClient;
   readonly members: MemberRuntime[];
@@ -80,7 +81,7 @@ export class Manager {
       m.cluster = new MemberCluster(m.config, client, this.config.hostName, log,
         { watchSilenceMs: silence, ...this.#opts.member });
       m.node = new NodeController(this.host, {
-        member: m.config, nodeIP: this.config.nodeIP, kubeletPort: this.config.kubeletPort,
+        member: m.config, nodeIP: this.config.nodeIP, kubeletPort: m.config.kubeletPort ?? this.config.kubeletPort,
       }, m.cluster, log, { watchSilenceMs: silence, ...this.#opts.node });
       m.mirror = new ObjectMirror(m.cluster, this.hostCaches, m.config.nodeName, log);
       m.exporter = new ExportReflector(m.cluster, this.host, log);
@@ -117,6 +118,18 @@ export class Manager {
     if (!data) throw new Error(`Secret ${ref.namespace}/${ref.name} has no key "${ref.key}"`);
     kc.loadFromString(Buffer.from(data, 'base64').toString('utf8'));
     return kc;
+  }
+
+  /** The virtual nodes whose member and pod controller run, for the kubelet API. */
+  nodes(): VirtualNode[] {
+    const out: VirtualNode[] = [];
+    for (const m of this.members) {
+      if (m.cluster && m.pods) {
+        out.push({ name: m.config.nodeName, member: m.config, cluster: m.cluster, proxies: m.pods.pods,
+          port: m.config.kubeletPort ?? this.config.kubeletPort });
+      }
+    }
+    return out;
   }
 
   ready(): boolean {

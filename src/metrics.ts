@@ -34,6 +34,10 @@ export const metrics = {
     name: 'clusterlet_queue_depth', help: 'Keys waiting in a work queue.',
     labelNames: ['queue'] as const, registers: [registry],
   }),
+  kubeletApiRequests: new Counter({
+    name: 'clusterlet_kubelet_api_requests_total', help: 'Kubelet API requests served, by endpoint and HTTP code (101: upgraded).',
+    labelNames: ['endpoint', 'code'] as const, registers: [registry],
+  }),
   memberReady: new Gauge({
     name: 'clusterlet_member_ready', help: '1 when the member answers and has a Ready node.',
     labelNames: ['member'] as const, registers: [registry],

@@ -8,6 +8,7 @@ import { base64File, makeCA, makeServiceAccountKey, signCert, type KeyPair } fro
 import { startProc, type Proc } from './procs.ts';
 import { freePort, httpsStatus, pollUntil } from './net.ts';
 import type { Binaries } from './binaries.ts';
+import { kwokFiles, resourceMetricsPath, RESOURCE_METRICS_PATH_ANNOTATION, writeKwokApiConfig, type KwokFiles } from './kwok-api.ts';
 
 const STAGES = fileURLToPath(new URL('./kwok/stages.yaml', import.meta.url));
 /** The annotation by which each cluster's KWOK picks the fake nodes it manages (and only those). */
@@ -27,6 +28,8 @@ export interface ClusterOptions {
   componentQPS?: number;
   /** 16-bit prefix of the pod and service ranges, distinct per cluster (e.g. 10.1). */
   netPrefix: string;
+  /** Where KWOK serves its nodes' kubelet endpoints, and their InternalIP (the run's test network). */
+  nodeAddress?: string;
 }
 
 export interface Credentials { cert: string; key: string }
@@ -55,6 +58,8 @@ export class LocalCluster {
   get caFile(): string { return this.#ca.cert; }
   get caKeyFile(): string { return this.#ca.key; }
   get logDir(): string { return join(this.dir, 'logs'); }
+  /** The files behind what this cluster's KWOK serves as its nodes' kubelet API (kwok-api.ts). */
+  get kwok(): KwokFiles { return kwokFiles(join(this.dir, 'kwok')); }
 
   kubeConfig(): KubeConfig {
     const kc = new KubeConfig();
@@ -91,6 +96,8 @@ export class LocalCluster {
       `--service-cluster-ip-range=${this.opts.netPrefix}.0.0/16`,
       '--authorization-mode=Node,RBAC', '--allow-privileged=true',
       `--kubelet-client-certificate=${kubeletClient.cert}`, `--kubelet-client-key=${kubeletClient.key}`,
+      // As kubeadm does: node names need not resolve; every node reports its InternalIP.
+      '--kubelet-preferred-address-types=InternalIP,Hostname',
       '--profiling=false', '--max-requests-inflight=1000', '--max-mutating-requests-inflight=500',
     ];
     this.#apiserverArgs = apiserverArgs;
@@ -115,12 +122,16 @@ export class LocalCluster {
       '--bind-address=127.0.0.1', `--secure-port=${schedPort}`, `--cert-dir=${join(pki, 'scheduler')}`,
       '--leader-elect=false', `--kube-api-qps=${qps}`, `--kube-api-burst=${Number(qps) * 2}`,
     ]);
-    const kwokPort = await freePort();
+    const [kwokPort, kwokApi] = await Promise.all([freePort(), writeKwokApiConfig(this.kwok.dir)]);
+    // --node-port publishes the KWOK server as the nodes' kubelet endpoint (HTTPS with KWOK's own certificate;
+    // the API server does not verify kubelet certificates here), so logs/exec/attach/port-forward work; at the
+    // test network's address, so that the API server's node proxy (/api/v1/nodes/<node>/proxy/...) works too.
+    const nodeIP = this.opts.nodeAddress ?? '127.0.0.1';
     this.#start('kwok', this.#bin.kwok, [
-      `--kubeconfig=${this.kubeconfig}`, `--config=${STAGES}`,
+      `--kubeconfig=${this.kubeconfig}`, `--config=${STAGES}`, `--config=${kwokApi}`,
       `--manage-nodes-with-annotation-selector=${KWOK_NODE_ANNOTATION}=fake`,
-      `--server-address=127.0.0.1:${kwokPort}`, `--cidr=${this.opts.netPrefix}.128.1/17`,
-      '--node-ip=127.0.0.1', '--node-lease-duration-seconds=40',
+      `--server-address=${nodeIP}:${kwokPort}`, `--node-port=${kwokPort}`, `--cidr=${this.opts.netPrefix}.128.1/17`,
+      `--node-ip=${nodeIP}`, '--node-lease-duration-seconds=40',
     ]);
     await Promise.all([
       this.#waitHealthy('kube-controller-manager', `https://127.0.0.1:${kcmPort}/healthz`),
@@ -211,7 +222,10 @@ export function fakeNode(n: FakeNode): V1Node {
     apiVersion: 'v1', kind: 'Node',
     metadata: {
       name: n.name,
-      annotations: { [KWOK_NODE_ANNOTATION]: 'fake', 'node.alpha.kubernetes.io/ttl': '0' },
+      annotations: {
+        [KWOK_NODE_ANNOTATION]: 'fake', 'node.alpha.kubernetes.io/ttl': '0',
+        [RESOURCE_METRICS_PATH_ANNOTATION]: resourceMetricsPath(n.name),
+      },
       labels: {
         'kubernetes.io/hostname': n.name, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64',
         type: 'kwok', ...n.labels,

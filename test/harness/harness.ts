@@ -2,7 +2,8 @@
 //   host:   etcd prefix /registry-host,   2 local KWOK nodes
 //   member: etcd prefix /registry-member, 3 KWOK nodes of different sizes (one with GPUs), zone/region labels
 // One etcd serves both. Everything lives in one temp dir, removed on stop; processes of a run whose
-// owner died (SIGKILL) are reaped by the next run.
+// owner died (SIGKILL) are reaped by the next run. Node-like servers (KWOK's kubelet endpoints, clusterlet's
+// kubelet API in tests) listen on the run's own test network (testnet.ts), never on the machine's addresses.
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,6 +12,7 @@ import { ensureBinaries, type Binaries } from './binaries.ts';
 import { LocalCluster, type FakeNode } from './cluster.ts';
 import { startProc, type Proc } from './procs.ts';
 import { freePort, pollUntil } from './net.ts';
+import { createTestNetwork, listNetns, removeNetns, type TestNetwork } from './testnet.ts';
 
 const RUN_PREFIX = 'clusterlet-harness-';
 
@@ -44,22 +46,29 @@ export class Harness {
   readonly host: LocalCluster;
   readonly member: LocalCluster;
   readonly extraMembers: LocalCluster[] = [];
+  /** Where node-like servers listen: KWOK's kubelet endpoints, and clusterlet's `--node-ip` in tests. */
+  readonly network: TestNetwork;
   #etcd: Proc;
   #etcdURL: string;
   #opts: HarnessOptions;
   #stopped = false;
 
-  private constructor(dir: string, bin: Binaries, etcd: Proc, etcdURL: string, opts: HarnessOptions) {
+  private constructor(dir: string, bin: Binaries, etcd: Proc, etcdURL: string, network: TestNetwork, opts: HarnessOptions) {
     this.dir = dir;
     this.bin = bin;
     this.#etcd = etcd;
     this.#etcdURL = etcdURL;
+    this.network = network;
     this.#opts = opts;
-    this.host = new LocalCluster({ name: 'host', nodes: HOST_NODES, netPrefix: '10.10', componentQPS: opts.componentQPS },
+    const nodeAddress = network.address;
+    this.host = new LocalCluster({ name: 'host', nodes: HOST_NODES, netPrefix: '10.10', componentQPS: opts.componentQPS, nodeAddress },
       bin, etcdURL, dir);
     this.member = new LocalCluster({ name: 'member', nodes: memberNodes('member'), netPrefix: '10.20',
-      componentQPS: opts.componentQPS }, bin, etcdURL, dir);
+      componentQPS: opts.componentQPS, nodeAddress }, bin, etcdURL, dir);
   }
+
+  /** The address node-like servers listen on (127.0.0.1 when the test network could not be made). */
+  get nodeAddress(): string { return this.network.address; }
 
   static async start(opts: HarnessOptions = {}): Promise<Harness> {
     const log = opts.log ?? ((l: string) => process.stderr.write(`[harness] ${l}\n`));
@@ -68,6 +77,9 @@ export class Harness {
     const t0 = Date.now();
     const dir = await mkdtemp(join(tmpdir(), RUN_PREFIX));
     await writeFile(join(dir, 'owner.pid'), String(process.pid));
+    const network = await createTestNetwork();
+    if (network.unavailable) log(`${network.unavailable}: node proxy paths (/api/v1/nodes/<node>/proxy/...) will not work`);
+    if (network.name) await writeFile(join(dir, 'netns'), network.name);
     const [clientPort, peerPort] = await Promise.all([freePort(), freePort()]);
     const etcdURL = `http://127.0.0.1:${clientPort}`;
     const etcd = startProc('etcd', bin.etcd, [
@@ -77,7 +89,7 @@ export class Harness {
       `--initial-cluster=clusterlet-harness=http://127.0.0.1:${peerPort}`,
       '--unsafe-no-fsync', '--quota-backend-bytes=8589934592', '--log-level=warn',
     ], dir);
-    const h = new Harness(dir, bin, etcd, etcdURL, { ...opts, log });
+    const h = new Harness(dir, bin, etcd, etcdURL, network, { ...opts, log });
     try {
       await pollUntil('etcd /health', async () => {
         const res = await fetch(`${etcdURL}/health`).catch(() => undefined);
@@ -95,7 +107,8 @@ export class Harness {
 
   /** Starts another member cluster (its own control plane and KWOK nodes) on the same etcd. */
   async addMember(name: string, netPrefix: string): Promise<LocalCluster> {
-    const c = new LocalCluster({ name, nodes: memberNodes(name), netPrefix, componentQPS: this.#opts.componentQPS },
+    const c = new LocalCluster({ name, nodes: memberNodes(name), netPrefix, componentQPS: this.#opts.componentQPS,
+      nodeAddress: this.network.address },
       this.bin, this.#etcdURL, this.dir);
     this.extraMembers.push(c);
     await c.start();
@@ -107,6 +120,7 @@ export class Harness {
     this.#stopped = true;
     await Promise.all([this.host.stop(), this.member.stop(), ...this.extraMembers.map((m) => m.stop())]);
     await this.#etcd.stop();
+    await this.network.remove();
     if (!process.env.CLUSTERLET_KEEP_HARNESS) await rm(this.dir, { recursive: true, force: true });
   }
 }
@@ -122,6 +136,8 @@ async function reapStaleRuns(log: (l: string) => void): Promise<void> {
     if (owner && isAlive(owner)) continue;
     log(`reaping stale run ${dir}`);
     await killProcessesUsing(dir);
+    const netns = await readFile(join(dir, 'netns'), 'utf8').catch(() => '');
+    if (netns && (await listNetns()).includes(netns)) await removeNetns(netns);
     await rm(dir, { recursive: true, force: true });
   }
 }

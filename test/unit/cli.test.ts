@@ -28,7 +28,8 @@ describe('clusterlet CLI', () => {
     const r = run(['--help']);
     assert.equal(r.code, 0);
     for (const flag of ['--host-kubeconfig', '--member-kubeconfig', '--member-name', '--nodename', '--provider-config',
-      '--pod-sync-workers', '--log-level', '--node-ip', '--kubelet-port', '--health-port', '--host-qps', '--member-qps']) {
+      '--pod-sync-workers', '--log-level', '--node-ip', '--kubelet-port', '--health-port', '--host-qps', '--member-qps',
+      '--serving-cert', '--tls-cert-file', '--tls-key-file', '--client-ca-file', '--authentication-mode']) {
       assert.ok(r.out.includes(flag), `help mentions ${flag}`);
     }
   });
@@ -50,6 +51,16 @@ describe('clusterlet CLI', () => {
     ['a provider config with a bad taint', ['--provider-config', config('taint.yaml', `members:\n- name: a\n  kubeconfig: ${kubeconfig}\n  taints: [{ key: x, effect: Sometimes }]\n`)],
       /taint\.yaml: members\[0\]\.taints\[0\]/],
     ['a provider config that is not YAML', ['--provider-config', config('broken.yaml', 'members: [\n')], /broken\.yaml: \(yaml\)/],
+    ['a bad serving-certificate mode', ['--member-kubeconfig', kubeconfig, '--serving-cert', 'borrowed'], /--serving-cert: "borrowed" is not one of file, csr, self-signed/],
+    ['--serving-cert=file without files', ['--member-kubeconfig', kubeconfig, '--serving-cert', 'file'], /--serving-cert: file needs --tls-cert-file and --tls-key-file/],
+    ['a certificate without its key', ['--member-kubeconfig', kubeconfig, '--tls-cert-file', kubeconfig], /--tls-key-file: give both/],
+    ['a missing certificate file', ['--member-kubeconfig', kubeconfig, '--tls-cert-file', join(dir, 'no.crt'), '--tls-key-file', kubeconfig], /--tls-cert-file: file/],
+    ['files with another serving mode', ['--member-kubeconfig', kubeconfig, '--tls-cert-file', kubeconfig, '--tls-key-file', kubeconfig, '--serving-cert', 'csr'],
+      /--tls-cert-file: not used with --serving-cert=csr/],
+    ['a missing client CA file', ['--member-kubeconfig', kubeconfig, '--client-ca-file', join(dir, 'ca.crt')], /--client-ca-file: file/],
+    ['a bad authentication mode', ['--member-kubeconfig', kubeconfig, '--authentication-mode', 'trust-me'], /--authentication-mode: "trust-me" is not one of webhook, none/],
+    ['a member kubelet port out of range', ['--provider-config', config('port.yaml', `members:\n- name: a\n  kubeconfig: ${kubeconfig}\n  kubeletPort: 70000\n`)],
+      /port\.yaml: members\[0\]\.kubeletPort: "70000" must be an integer from 1 to 65535/],
     ['a namespace template without {namespace}', ['--provider-config', config('tpl.yaml', `members:\n- name: a\n  kubeconfig: ${kubeconfig}\n  namespaceMapping: { template: fixed }\n`)],
       /tpl\.yaml: members\[0\]\.namespaceMapping\.template/],
   ];

@@ -10,7 +10,7 @@ import { objectKey } from '../kube/informer.ts';
 import { ignoreGone, toKubeError } from '../kube/errors.ts';
 import { delegateUpdate, forgeDelegatePod, forgeProxyStatus, type DelegateContext } from '../forge/pod.ts';
 import { NODE_LABEL, ORIGIN_LABEL, PROXY_NAME_ANNOTATION, PROXY_NAMESPACE_ANNOTATION, PROXY_UID_LABEL } from '../forge/labels.ts';
-import { PodRejectedError, type PodEvent, type PodNotice, type PodProvider, type ProviderPod } from '../provider/types.ts';
+import { PodRejectedError, type PodChange, type PodEvent, type PodNotice, type PodProvider, type ProviderPod } from '../provider/types.ts';
 import type { ObjectMirror } from '../reflection/mirror.ts';
 import type { Logger } from '../log.ts';
 
@@ -36,7 +36,7 @@ function hostRefOf(pod: V1Pod, hostName: string, nodeName: string): HostRef | un
 }
 
 export class MemberPodProvider implements PodProvider {
-  readonly podChanges$: Observable<string>;
+  readonly podChanges$: Observable<PodChange>;
   readonly podEvents$: Observable<PodEvent>;
   #member: MemberCluster;
   #opts: Required<MemberPodProviderOptions>;
@@ -45,7 +45,7 @@ export class MemberPodProvider implements PodProvider {
   #byHost = new Map<string, string>();
   /** member key → host ref, kept a while after the delegate is gone so its last events still map. */
   #recent = new LRUCache<string, HostRef>({ max: 20_000 });
-  #changes = new Subject<string>();
+  #changes = new Subject<PodChange>();
   #namespaces = new Set<string>();
   #mirror: ObjectMirror;
   #subs: Subscription[] = [];
@@ -56,7 +56,7 @@ export class MemberPodProvider implements PodProvider {
     this.#log = log;
     this.#opts = { eventReplayWindowMs: 120_000, ...opts };
     // A delegate changed, or an object a waiting pod needs appeared.
-    this.podChanges$ = merge(this.#changes, mirror.wake$);
+    this.podChanges$ = merge(this.#changes, mirror.wake$.pipe(map((key) => ({ key, lifecycle: true }))));
     const started = Date.now();
     const events = listWatch<CoreV1Event>(member.client, {
       path: '/api/v1/events', model: 'CoreV1Event', resource: 'events', fieldSelector: 'involvedObject.kind=Pod',
@@ -90,7 +90,9 @@ export class MemberPodProvider implements PodProvider {
       } else {
         this.#byHost.set(hostKey, ev.key);
       }
-      this.#changes.next(hostKey);
+      const lifecycle = ev.type !== 'MODIFIED'
+        || (ev.old?.metadata?.deletionTimestamp === undefined) !== (ev.object.metadata?.deletionTimestamp === undefined);
+      this.#changes.next({ key: hostKey, lifecycle });
     }));
   }
 

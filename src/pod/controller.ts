@@ -15,6 +15,9 @@ import { PodRejectedError, type PodEvent, type PodProvider } from '../provider/t
 import { metrics } from '../metrics.ts';
 import type { Logger } from '../log.ts';
 
+/** How long the status of a pod still Pending in the back end waits for its next change, to be written once. */
+const PENDING_STATUS_DELAY_MS = 100;
+
 /** The proxy condition that tells whether the pod could be offloaded, and why not. */
 export const OFFLOADED_CONDITION = 'clusterlet.io/Offloaded';
 
@@ -51,7 +54,8 @@ export class PodController {
       list: (p) => host.core.listPodForAllNamespaces(p),
     }, { log, silenceMs: opts.watchSilenceMs }));
     this.#queue = new WorkQueue({ name: `pods-${opts.nodeName}`, workers: opts.workers, log, maxDelayMs: 60_000 });
-    this.#statusQueue = new WorkQueue({ name: `pod-status-${opts.nodeName}`, workers: opts.workers, log, maxDelayMs: 10_000 });
+    // Status writes wait on the host API server rather than on us: twice the workers keep them flowing.
+    this.#statusQueue = new WorkQueue({ name: `pod-status-${opts.nodeName}`, workers: 2 * opts.workers, log, maxDelayMs: 10_000 });
   }
 
   get queue(): WorkQueue { return this.#queue; }
@@ -62,13 +66,14 @@ export class PodController {
     this.#statusQueue.start((key) => this.#syncStatusKey(key));
     this.#subs.push(
       this.pods.events$.subscribe((ev) => {
-        this.#queue.add(ev.key);
+        // Status-only changes (most of them our own writes) are no business of the lifecycle.
+        if (!ev.old || ev.type === 'DELETED' || !onlyStatusChanged(ev.old, ev.object)) this.#queue.add(ev.key);
         // Someone else changed the proxy's status: set it back to what the provider reports.
         if (ev.old && !statusEqual(ev.object.status, ev.old.status)) this.#statusQueue.add(ev.key);
       }),
-      this.#provider.podChanges$.subscribe((key) => {
-        this.#statusQueue.add(key);
-        this.#queue.add(key);
+      this.#provider.podChanges$.subscribe((change) => {
+        if (change.lifecycle) this.#queue.add(change.key);
+        this.#queueStatus(change.key);
       }),
       this.#provider.podEvents$.pipe(mergeMap((e) => this.#mirrorEvent(e), 4)).subscribe(),
       interval(this.#opts.resyncMs ?? 300_000).subscribe(() => this.#enqueueAll()),
@@ -85,6 +90,16 @@ export class PodController {
     this.#queue.shutdown();
     this.#statusQueue.shutdown();
     this.pods.stop();
+  }
+
+  /**
+   * A pod still Pending in the back end usually changes again within moments (scheduled, then running):
+   * its status is written a little later, as one patch. Anything else is written at once.
+   */
+  #queueStatus(key: string): void {
+    const { namespace, name } = splitKey(key);
+    if (this.#provider.getPod(namespace, name)?.phase === 'Pending') this.#statusQueue.addAfter(key, PENDING_STATUS_DELAY_MS);
+    else this.#statusQueue.add(key);
   }
 
   #enqueueAll(): void {
@@ -269,6 +284,16 @@ export class PodController {
       } }, merge);
     }
   }
+}
+
+/** Whether only the status (and resourceVersion) of a pod changed between two versions. */
+function onlyStatusChanged(a: V1Pod, b: V1Pod): boolean {
+  const ma = a.metadata;
+  const mb = b.metadata;
+  return ma?.generation === mb?.generation && String(ma?.deletionTimestamp) === String(mb?.deletionTimestamp)
+    && JSON.stringify(ma?.labels) === JSON.stringify(mb?.labels)
+    && JSON.stringify(ma?.annotations) === JSON.stringify(mb?.annotations)
+    && JSON.stringify(a.spec) === JSON.stringify(b.spec);
 }
 
 /** Whether the proxy once had a running delegate (only a delegate's status sets these). */

@@ -58,9 +58,19 @@ export interface PodLifecycleHandler {
   forgetPod(namespace: string, name: string): void;
 }
 
+/** A change in the back end for one host key. */
+export interface PodChange {
+  key: string;
+  /**
+   * The pod appeared, disappeared or began terminating (or something it waited for appeared): the
+   * controller's lifecycle must look at it. Otherwise only its status changed.
+   */
+  lifecycle: boolean;
+}
+
 export interface PodNotifier {
-  /** Host keys whose back-end state changed. Never blocks the provider. */
-  readonly podChanges$: Observable<string>;
+  /** Changes in the back end, by host key. Never blocks the provider. */
+  readonly podChanges$: Observable<PodChange>;
   /** Events about pods, to mirror onto their proxies. */
   readonly podEvents$: Observable<PodEvent>;
 }

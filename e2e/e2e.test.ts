@@ -9,12 +9,8 @@
 //   E2E_KUBECTL            kubectl binary (default kubectl)
 //   E2E_TIMEOUT_SCALE      multiplies every timeout (default 1)
 // Run: E2E_HOST_KUBECONFIG=... E2E_MEMBER_KUBECONFIG=... npm run e2e
-import { after, before, describe, it } from 'node:test';
-import type { V1Pod } from '@kubernetes/client-node';
-import {
-  LOG_TEXT, cleanup, configMapUpdateReachesMember, createWorkload, deletionLeavesNothing, deploymentOffloaded, e2eContext,
-  logsWork, virtualNodeReady, type E2EContext, type Workload,
-} from './scenarios.ts';
+import { after, before, describe } from 'node:test';
+import { LOG_TEXT, e2eContext, registerStory, type E2EContext } from './scenarios.ts';
 
 const env = process.env;
 const hostKubeconfig = env.E2E_HOST_KUBECONFIG;
@@ -24,10 +20,6 @@ const flag = (v: string | undefined): boolean => ['1', 'true', 'yes'].includes((
 
 describe('clusterlet end to end', { skip: missing ? 'set E2E_HOST_KUBECONFIG and E2E_MEMBER_KUBECONFIG to run the e2e suite' : false }, () => {
   let ctx: E2EContext;
-  let w: Workload | undefined;
-  let proxies: V1Pod[] = [];
-  let deleted = false;
-
   before(() => {
     ctx = e2eContext({
       hostKubeconfig: hostKubeconfig!, memberKubeconfig: memberKubeconfig!,
@@ -38,33 +30,6 @@ describe('clusterlet end to end', { skip: missing ? 'set E2E_HOST_KUBECONFIG and
       timeoutScale: env.E2E_TIMEOUT_SCALE ? Number(env.E2E_TIMEOUT_SCALE) : undefined,
     });
   });
-  after(async () => { if (!deleted) await cleanup(ctx, w); });
-  const workload = (): Workload => {
-    if (!w) throw new Error('no workload: the Deployment scenario did not complete');
-    return w;
-  };
-
-  it('the virtual node is Ready with the member\'s capacity', async (t) => {
-    const node = await virtualNodeReady(ctx);
-    t.diagnostic(`${node.metadata!.name}: cpu ${node.status!.capacity!.cpu}, memory ${node.status!.capacity!.memory}, pods ${node.status!.capacity!.pods}`);
-  });
-
-  it('a Deployment tolerating the virtual node is offloaded and Ready', async () => {
-    w = await createWorkload(ctx);
-    ({ proxies } = await deploymentOffloaded(ctx, w));
-  });
-
-  it('a ConfigMap update reaches the delegate\'s copy in the member', async () => {
-    await configMapUpdateReachesMember(ctx, workload());
-  });
-
-  it('kubectl logs on a proxy shows the delegate\'s log', async (t) => {
-    const r = await logsWork(ctx, workload(), proxies);
-    if (!r.ran) t.skip(r.reason);
-  });
-
-  it('deleting the namespace leaves no delegate and no mirrored object behind', async () => {
-    await deletionLeavesNothing(ctx, workload());
-    deleted = true;
-  });
+  const cleanupLeftovers = registerStory(() => ctx, { describeNode: true });
+  after(cleanupLeftovers);
 });

@@ -2,6 +2,7 @@
 // or the local clusters of the integration suite): one implementation, called by e2e/e2e.test.ts (kubeconfigs
 // from env vars) and test/integration/e2e.test.ts (the local clusters). Only the API and kubectl, as a user
 // would; every wait is a bounded watch, never a fixed sleep.
+import { it } from 'node:test';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
@@ -264,4 +265,41 @@ export async function cleanup(ctx: E2EContext, w: Workload | undefined): Promise
   await ctx.host.core.deleteNamespace({ name: w.namespace }).catch((err: unknown) => {
     if (toKubeError(err).kind !== 'NotFound') throw err;
   });
+}
+
+/**
+ * Registers the story as tests of the enclosing describe block, in order, for a context that `context()`
+ * returns once the block's `before` has run. Call the returned function from the block's `after`: it
+ * removes the workload if a test failed before the deletion scenario.
+ */
+export function registerStory(context: () => E2EContext, opts: { describeNode?: boolean } = {}): () => Promise<void> {
+  let w: Workload | undefined;
+  let proxies: V1Pod[] = [];
+  let deleted = false;
+  const workload = (): Workload => {
+    if (!w) throw new Error('no workload: the Deployment scenario did not complete');
+    return w;
+  };
+  it('the virtual node is Ready with the member\'s capacity', async (t) => {
+    const node = await virtualNodeReady(context());
+    if (opts.describeNode) {
+      t.diagnostic(`${node.metadata!.name}: cpu ${node.status!.capacity!.cpu}, memory ${node.status!.capacity!.memory}, pods ${node.status!.capacity!.pods}`);
+    }
+  });
+  it('a Deployment tolerating the virtual node is offloaded and Ready', async () => {
+    w = await createWorkload(context());
+    ({ proxies } = await deploymentOffloaded(context(), w));
+  });
+  it('a ConfigMap update reaches the delegate\'s copy in the member', async () => {
+    await configMapUpdateReachesMember(context(), workload());
+  });
+  it('kubectl logs on a proxy shows the delegate\'s log', async (t) => {
+    const r = await logsWork(context(), workload(), proxies);
+    if (!r.ran) t.skip(r.reason);
+  });
+  it('deleting the namespace leaves no delegate and no mirrored object behind', async () => {
+    await deletionLeavesNothing(context(), workload());
+    deleted = true;
+  });
+  return async () => { if (!deleted) await cleanup(context(), w); };
 }

@@ -19,15 +19,18 @@ const pairs = Number(values.pairs);
 const log = (l: string): void => { process.stderr.write(`[bench] ${l}\n`); };
 
 const h = await Harness.start({ componentQPS: 2000, log });
-const port = await freePort();
+const [port, kubeletPort] = await Promise.all([freePort(), freePort()]);
 const logFile = join(h.dir, 'clusterlet.log');
 // The compiled build, as deployed (running the TypeScript sources directly costs about 40 MB more).
 const cli = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 if (!existsSync(cli)) throw new Error('dist/cli.js is missing: run `npm run build` (make bench does)');
-const child = spawn(process.execPath, [cli, '--host-kubeconfig', h.host.kubeconfig, '--member-kubeconfig', h.member.kubeconfig,
-  '--member-name', 'member', '--health-port', String(port), '--log-level', 'warn',
+// Extra node/V8 flags for clusterlet (e.g. --cpu-prof, --optimize-for-size) go on its command line: NODE_OPTIONS
+// refuses most V8 flags.
+const nodeFlags = (process.env.CLUSTERLET_NODE_OPTIONS ?? '').split(' ').filter(Boolean);
+const child = spawn(process.execPath, [...nodeFlags, cli, '--host-kubeconfig', h.host.kubeconfig, '--member-kubeconfig', h.member.kubeconfig,
+  '--member-name', 'member', '--health-port', String(port), '--kubelet-port', String(kubeletPort), '--log-level', 'warn',
   '--host-qps', '2000', '--host-burst', '4000', '--member-qps', '2000', '--member-burst', '4000', '--pod-sync-workers', '20'],
-{ stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: process.env.CLUSTERLET_NODE_OPTIONS ?? '' } });
+{ stdio: ['ignore', 'pipe', 'pipe'] });
 const out = createWriteStream(logFile);
 child.stdout.pipe(out);
 child.stderr.pipe(out);
@@ -35,7 +38,8 @@ const stop = async (): Promise<void> => { child.kill('SIGTERM'); await h.stop();
 process.once('SIGINT', () => { void stop().finally(() => process.exit(130)); });
 
 try {
-  await pollUntil('clusterlet /readyz', async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.ok ? true : undefined, 60_000);
+  await pollUntil('clusterlet /readyz', async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.ok ? true : undefined,
+    60_000, 250, () => child.exitCode !== null ? `clusterlet exited with ${child.exitCode}; see ${logFile}` : undefined);
   const result = await runBench({ harness: h, sizes, pairs, clusterletPid: child.pid!, metricsURL: `http://127.0.0.1:${port}/metrics`,
     virtualNode: 'clusterlet-member', log });
   const md = toMarkdown(result);

@@ -105,6 +105,7 @@ export class MemberPodProvider implements PodProvider {
   waitSynced(): Promise<void> { return this.#member.pods.waitSynced(); }
   forgetPod(namespace: string, name: string): void { this.#mirror.forgetPod(`${namespace}/${name}`); }
   listPodKeys(): string[] { return [...this.#byHost.keys()]; }
+  podCount(): number { return this.#byHost.size; }
 
   #delegate(namespace: string, name: string): V1Pod | undefined {
     const key = this.#byHost.get(`${namespace}/${name}`);

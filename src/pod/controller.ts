@@ -80,7 +80,7 @@ export class PodController {
     );
     // Orphans are judged only once both views are complete, never on a half-synced cache.
     void Promise.all([this.pods.waitSynced(), this.#provider.waitSynced()]).then(() => {
-      this.#log.info({ proxies: this.pods.size, delegates: this.#provider.listPodKeys().length }, 'pod caches synced');
+      this.#log.info({ proxies: this.pods.size, delegates: this.#provider.podCount() }, 'pod caches synced');
       this.#enqueueAll();
     });
   }
@@ -139,7 +139,7 @@ export class PodController {
         await this.#setOffloaded(proxy, 'True', 'DelegateCreated', `running in member ${this.#opts.member}`);
       }
     } finally {
-      metrics.podsOffloaded.set({ member: this.#opts.member }, this.#provider.listPodKeys().length);
+      metrics.podsOffloaded.set({ member: this.#opts.member }, this.#provider.podCount());
     }
   }
 

@@ -54,6 +54,8 @@ export interface PodLifecycleHandler {
   getPodStatus(proxy: V1Pod): V1PodStatus | undefined;
   /** Host keys (namespace/name) of every pod the provider runs for this node. */
   listPodKeys(): string[];
+  /** How many pods the provider runs for this node (cheap: for metrics on every sync). */
+  podCount(): number;
   /** The proxy is gone and nothing runs for it: drop whatever the provider remembered about it. */
   forgetPod(namespace: string, name: string): void;
 }

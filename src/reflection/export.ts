@@ -1,7 +1,7 @@
 // Member → host reflection (opt-in): ConfigMaps and Secrets that workloads create in an offloaded member
 // namespace with the label clusterlet.io/export=true appear in the matching host namespace, follow their
 // updates, and go when they go. A host object of that name that clusterlet did not create is never touched.
-import { merge, type Subscription } from 'rxjs';
+import type { Subscription } from 'rxjs';
 import type { KubernetesObject, V1ConfigMap, V1Namespace, V1Secret } from '@kubernetes/client-node';
 import type { MemberCluster } from '../member/cluster.ts';
 import type { ClusterClient } from '../kube/client.ts';
@@ -88,7 +88,7 @@ export class ExportReflector {
         }),
       );
     }
-    this.#subs.push(merge(this.#namespaces.events$).subscribe((ev) => {
+    this.#subs.push(this.#namespaces.events$.subscribe((ev) => {
       for (const kind of ['ConfigMap', 'Secret'] as const) {
         for (const k of this.#ops[kind].member.keys()) if (k.startsWith(`${ev.object.metadata!.name}/`)) this.#queue.add(`${kind}/${k}`);
       }

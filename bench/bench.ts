@@ -6,7 +6,7 @@ import type { Harness } from '../test/harness/harness.ts';
 import { ClusterClient } from '../src/kube/client.ts';
 import { Informer } from '../src/kube/informer.ts';
 import { listWatch } from '../src/kube/listwatch.ts';
-import { toKubeError } from '../src/kube/errors.ts';
+import { deleteNamespaceAndWait } from '../test/support/env.ts';
 
 export interface BenchOptions {
   harness: Harness;
@@ -219,7 +219,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
     await memberApps.deleteNamespacedDeployment({ namespace: ns, name: 'bench', propagationPolicy: 'Background' });
     await tracker.empty(timeout(n), `direct N=${n} cleanup`);
     tracker.stop();
-    await deleteNamespace(member, ns, timeout(n));
+    await deleteNamespaceAndWait(member, ns, timeout(n));
     return { mode: 'direct', n, pair, readyMs };
   };
 
@@ -249,8 +249,9 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
     const after = await scrapeRequests(opts.metricsURL);
     proxies.stop();
     delegates.stop();
-    await deleteNamespace(host, ns, timeout(n));
-    await deleteNamespace(member, ns, timeout(n)).catch(() => undefined);
+    await deleteNamespaceAndWait(host, ns, timeout(n));
+    // clusterlet created it; it may hold nothing, or be gone already.
+    await deleteNamespaceAndWait(member, ns, timeout(n)).catch(() => undefined);
     const requestsPerPod = perPod(before, after, n);
     const hostReq = requestsPerPod.host ?? {};
     return {
@@ -274,28 +275,6 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
     }
   }
   return { machine: machineInfo(h), startedAt, runs, summary: summarize(runs, opts.sizes) };
-}
-
-async function deleteNamespace(c: ClusterClient, name: string, timeoutMs: number): Promise<void> {
-  try {
-    await c.core.deleteNamespace({ name });
-  } catch (err) {
-    if (toKubeError(err).kind === 'NotFound') return;
-    throw err;
-  }
-  const inf = new Informer(`ns-${name}`, listWatch(c, {
-    path: '/api/v1/namespaces', model: 'V1Namespace', resource: 'namespaces', fieldSelector: `metadata.name=${name}`,
-    list: (p) => c.core.listNamespace(p),
-  }));
-  inf.start();
-  await inf.waitSynced();
-  await new Promise<void>((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`namespace ${name} not gone after ${timeoutMs} ms`)), timeoutMs);
-    const done = (): void => { clearTimeout(t); resolve(); };
-    if (inf.size === 0) return done();
-    inf.events$.subscribe((ev) => { if (ev.type === 'DELETED') done(); });
-  });
-  inf.stop();
 }
 
 function summarize(runs: (RunResult | OffloadedRun)[], sizes: number[]): SizeSummary[] {

@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { AppsV1Api, type V1Deployment, type V1Pod } from '@kubernetes/client-node';
 import type { Harness } from '../test/harness/harness.ts';
 import { ClusterClient } from '../src/kube/client.ts';
+import { loadKubeconfigFile } from '../src/kube/kubeconfig.ts';
 import { Informer } from '../src/kube/informer.ts';
 import { listWatch } from '../src/kube/listwatch.ts';
 import { deleteNamespaceAndWait } from '../test/support/env.ts';
@@ -27,6 +28,8 @@ export interface RunResult {
   pair: number;
   /** Deployment creation → all N pods Ready, seen by a watch. */
   readyMs: number;
+  /** CPU seconds each process used from creation until all N were Ready (clusterlet, etcd, host/*, member/*). */
+  cpuToReady: Record<string, number>;
 }
 
 export interface OffloadedRun extends RunResult {
@@ -156,6 +159,21 @@ class ProcessSampler {
   }
 }
 
+/** CPU time of a set of processes since construction. */
+class CpuAccount {
+  #start: Map<string, [number, number]>;
+
+  constructor(pids: Map<string, number>) {
+    this.#start = new Map([...pids].map(([name, pid]) => [name, [pid, cpuTicks(pid)]]));
+  }
+
+  seconds(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const [name, [pid, t0]] of this.#start) out[name] = (cpuTicks(pid) - t0) / 100;
+    return out;
+  }
+}
+
 function cpuTicks(pid: number): number {
   // Fields after the command name: utime is the 14th field, stime the 15th (clock ticks, 100 Hz on Linux).
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -199,28 +217,32 @@ const WRITE_VERBS = ['create', 'update', 'patch', 'delete', 'deletecollection'];
 export async function runBench(opts: BenchOptions): Promise<BenchResult> {
   const log = opts.log ?? ((l: string) => process.stderr.write(`[bench] ${l}\n`));
   const h = opts.harness;
-  const host = new ClusterClient(h.host.kubeConfig(), { cluster: 'bench-host', qps: 5000, burst: 10000 });
-  const member = new ClusterClient(h.member.kubeConfig(), { cluster: 'bench-member', qps: 5000, burst: 10000 });
+  const host = new ClusterClient(loadKubeconfigFile(h.host.kubeconfig), { cluster: 'bench-host', qps: 5000, burst: 10000 });
+  const member = new ClusterClient(loadKubeconfigFile(h.member.kubeconfig), { cluster: 'bench-member', qps: 5000, burst: 10000 });
   const hostApps = h.host.kubeConfig().makeApiClient(AppsV1Api);
   const memberApps = h.member.kubeConfig().makeApiClient(AppsV1Api);
   const timeout = opts.runTimeoutMs ?? ((n: number) => 120_000 + n * 60);
   const runs: (RunResult | OffloadedRun)[] = [];
   const startedAt = new Date().toISOString();
 
+  const pids = (): Map<string, number> => new Map([['clusterlet', opts.clusterletPid], ...h.pids()]);
+
   const direct = async (n: number, pair: number): Promise<RunResult> => {
     const ns = `bench-direct-${n}-${pair}`;
     await member.core.createNamespace({ body: { metadata: { name: ns } } });
     const tracker = new ReadyTracker(member, ns);
     await tracker.start();
+    const cpu = new CpuAccount(pids());
     const t0 = performance.now();
     await memberApps.createNamespacedDeployment({ namespace: ns, body: deployment('bench', n) });
     await tracker.until(n, timeout(n), `direct N=${n}`);
+    const cpuToReady = cpu.seconds();
     const readyMs = Math.max(...tracker.readyAt.values()) - t0;
     await memberApps.deleteNamespacedDeployment({ namespace: ns, name: 'bench', propagationPolicy: 'Background' });
     await tracker.empty(timeout(n), `direct N=${n} cleanup`);
     tracker.stop();
     await deleteNamespaceAndWait(member, ns, timeout(n));
-    return { mode: 'direct', n, pair, readyMs };
+    return { mode: 'direct', n, pair, readyMs, cpuToReady };
   };
 
   const offloaded = async (n: number, pair: number): Promise<OffloadedRun> => {
@@ -231,9 +253,11 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
     await Promise.all([proxies.start(), delegates.start()]);
     const before = await scrapeRequests(opts.metricsURL);
     const sampler = new ProcessSampler(opts.clusterletPid);
+    const cpu = new CpuAccount(pids());
     const t0 = performance.now();
     await hostApps.createNamespacedDeployment({ namespace: ns, body: deployment('bench', n, opts.virtualNode) });
     await proxies.until(n, timeout(n), `offloaded N=${n}`);
+    const cpuToReady = cpu.seconds();
     const readyMs = Math.max(...proxies.readyAt.values()) - t0;
     const added: number[] = [];
     for (const [key, at] of proxies.readyAt) {
@@ -255,7 +279,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
     const requestsPerPod = perPod(before, after, n);
     const hostReq = requestsPerPod.host ?? {};
     return {
-      mode: 'offloaded', n, pair, readyMs, deleteMs, ...proc, requestsPerPod,
+      mode: 'offloaded', n, pair, readyMs, cpuToReady, deleteMs, ...proc, requestsPerPod,
       addedLatencyMs: { p50: percentile(added, 50), p99: percentile(added, 99), max: Math.max(0, ...added) },
       hostWritesPerPod: Math.round(WRITE_VERBS.reduce((s, v) => s + (hostReq[v] ?? 0), 0) * 1000) / 1000,
       hostListsDuringRun: Math.round((hostReq.list ?? 0) * n),
@@ -269,12 +293,19 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
       for (const run of order) {
         const r = await run(n, pair);
         runs.push(r);
+        log(`N=${n} pair ${pair} ${r.mode}: ${(r.readyMs / 1000).toFixed(2)} s, CPU s to Ready: ${cpuLine(r.cpuToReady)}`);
         log(`N=${n} pair ${pair} ${r.mode}: ${(r.readyMs / 1000).toFixed(2)} s` + (isOffloaded(r)
           ? ` (added p50 ${r.addedLatencyMs.p50.toFixed(0)} ms, p99 ${r.addedLatencyMs.p99.toFixed(0)} ms, RSS ${r.peakRssMB} MB, host writes/pod ${r.hostWritesPerPod}, delete ${(r.deleteMs / 1000).toFixed(2)} s)` : ''));
       }
     }
   }
   return { machine: machineInfo(h), startedAt, runs, summary: summarize(runs, opts.sizes) };
+}
+
+function cpuLine(cpu: Record<string, number>): string {
+  const total = Object.values(cpu).reduce((a, b) => a + b, 0);
+  return `total ${total.toFixed(1)}; ` + Object.entries(cpu).filter(([, v]) => v >= 0.05).sort((a, b) => b[1] - a[1])
+    .map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ');
 }
 
 function summarize(runs: (RunResult | OffloadedRun)[], sizes: number[]): SizeSummary[] {

@@ -188,6 +188,11 @@ current-context: ${this.name}
     return signCert(join(this.dir, 'pki'), this.#ca, { file, cn, orgs, usage: 'client' });
   }
 
+  /** The pid of each running component, by name (for CPU accounting). */
+  pids(): Map<string, number> {
+    return new Map([...this.#procs].filter(([, p]) => !p.exited() && p.child.pid !== undefined).map(([n, p]) => [n, p.child.pid!]));
+  }
+
   logsTail(lines = 20): string {
     return [...this.#procs.values()].map((p) => `--- ${this.name}/${p.name}\n${p.tail(lines)}`).join('\n');
   }

@@ -70,6 +70,16 @@ export class Harness {
   /** The address node-like servers listen on (127.0.0.1 when the test network could not be made). */
   get nodeAddress(): string { return this.network.address; }
 
+  /** The pid of every running process of the harness, named `etcd`, `host/<component>`, `member/<component>`. */
+  pids(): Map<string, number> {
+    const out = new Map<string, number>();
+    if (!this.#etcd.exited() && this.#etcd.child.pid !== undefined) out.set('etcd', this.#etcd.child.pid);
+    for (const c of [this.host, this.member, ...this.extraMembers]) {
+      for (const [name, pid] of c.pids()) out.set(`${c.name}/${name}`, pid);
+    }
+    return out;
+  }
+
   static async start(opts: HarnessOptions = {}): Promise<Harness> {
     const log = opts.log ?? ((l: string) => process.stderr.write(`[harness] ${l}\n`));
     await reapStaleRuns(log);

@@ -7,10 +7,11 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import {
-  AppsV1Api, KubeConfig, PatchStrategy, setHeaderOptions,
+  AppsV1Api, KubeConfig,
   type KubernetesObject, type V1ConfigMap, type V1Deployment, type V1Node, type V1Pod, type V1Secret, type V1ServiceAccount,
 } from '@kubernetes/client-node';
-import { ClusterClient } from '../src/kube/client.ts';
+import { ClusterClient, PATCH } from '../src/kube/client.ts';
+import { loadKubeconfigFile } from '../src/kube/kubeconfig.ts';
 import { toKubeError } from '../src/kube/errors.ts';
 import type { ListWatchSpec } from '../src/kube/listwatch.ts';
 import { parseQuantity } from '../src/forge/quantity.ts';
@@ -18,7 +19,7 @@ import { ORIGIN_LABEL, PROXY_NAMESPACE_ANNOTATION, PROXY_UID_LABEL, VIRTUAL_NODE
 import { waitUntil } from '../test/support/wait.ts';
 
 const run = promisify(execFile);
-const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const merge = { contentType: PATCH.merge };
 
 export interface E2EOptions {
   hostKubeconfig: string;
@@ -70,8 +71,8 @@ export function e2eContext(opts: E2EOptions): E2EContext {
   const hostKc = load(opts.hostKubeconfig);
   return {
     opts: full,
-    host: new ClusterClient(hostKc, { cluster: 'host', qps: 50, burst: 100 }),
-    member: new ClusterClient(load(opts.memberKubeconfig), { cluster: 'member', qps: 50, burst: 100 }),
+    host: new ClusterClient(loadKubeconfigFile(opts.hostKubeconfig), { cluster: 'host', qps: 50, burst: 100 }),
+    member: new ClusterClient(loadKubeconfigFile(opts.memberKubeconfig), { cluster: 'member', qps: 50, burst: 100 }),
     apps: hostKc.makeApiClient(AppsV1Api),
   };
 }

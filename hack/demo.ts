@@ -8,6 +8,7 @@ import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { Harness } from '../test/harness/harness.ts';
 import { ensureBinaries } from '../test/harness/binaries.ts';
 import { ClusterClient } from '../src/kube/client.ts';
+import { loadKubeconfigFile } from '../src/kube/kubeconfig.ts';
 import { waitUntil } from '../test/support/wait.ts';
 import { isReady } from '../test/support/objects.ts';
 import { execFileSync } from 'node:child_process';
@@ -45,8 +46,8 @@ process.on('SIGINT', () => void stop());
 process.on('SIGTERM', () => void stop());
 
 try {
-  const host = new ClusterClient(h.host.kubeConfig(), { cluster: 'host', qps: 50, burst: 100 });
-  const member = new ClusterClient(h.member.kubeConfig(), { cluster: 'member', qps: 50, burst: 100 });
+  const host = new ClusterClient(loadKubeconfigFile(h.host.kubeconfig), { cluster: 'host', qps: 50, burst: 100 });
+  const member = new ClusterClient(loadKubeconfigFile(h.member.kubeconfig), { cluster: 'member', qps: 50, burst: 100 });
   await waitUntil(host, { path: '/api/v1/nodes', model: 'V1Node', resource: 'nodes', fieldSelector: `metadata.name=${NODE}`,
     list: (p) => host.core.listNode(p) }, (ns) => ns.length === 1 && isReady(ns[0]), 120_000, 'the virtual node Ready');
 

@@ -2,7 +2,8 @@
 // the CLI turns a ConfigError into exit code 2.
 import { existsSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { loadYaml, type V1Taint } from '@kubernetes/client-node';
+import type { V1Taint } from '@kubernetes/client-node';
+import { load as loadYaml } from 'js-yaml';
 
 export class ConfigError extends Error {
   readonly field: string;
@@ -253,7 +254,7 @@ export function loadProviderConfig(file: string, defaults: { qps: number; burst:
   requireFile('--provider-config', file);
   let doc: unknown;
   try {
-    doc = loadYaml<unknown>(readFileSync(file, 'utf8'));
+    doc = loadYaml(readFileSync(file, 'utf8'));
   } catch (err) {
     throw new ConfigError('(yaml)', `not valid YAML: ${(err as Error).message.split('\n')[0]}`, file);
   }

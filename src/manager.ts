@@ -1,8 +1,9 @@
 // Wires one process: the host client, and per member its cluster, node controller and pod controller.
 // Members are isolated: one that cannot be reached or fails never stops another.
-import { CoreV1Api, KubeConfig, type V1ConfigMap, type V1Secret } from '@kubernetes/client-node';
+import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
 import type { Config, MemberConfig } from './config.ts';
 import { ClusterClient } from './kube/client.ts';
+import { type ClusterAccess, inClusterAccess, loadKubeconfigFile, parseKubeconfig } from './kube/kubeconfig.ts';
 import { MemberCluster, type MemberOptions } from './member/cluster.ts';
 import { NodeController, type NodeControllerOptions } from './node/controller.ts';
 import { MemberPodProvider } from './member/provider.ts';
@@ -45,10 +46,8 @@ export class Manager implements NodeDirectory {
     this.config = config;
     this.#log = log;
     this.#opts = opts;
-    const kc = new KubeConfig();
-    if (config.hostKubeconfig) kc.loadFromFile(config.hostKubeconfig);
-    else kc.loadFromCluster();
-    this.host = new ClusterClient(kc, { cluster: 'host', qps: config.hostQPS, burst: config.hostBurst });
+    const access = config.hostKubeconfig ? loadKubeconfigFile(config.hostKubeconfig) : inClusterAccess();
+    this.host = new ClusterClient(access, { cluster: 'host', qps: config.hostQPS, burst: config.hostBurst });
     this.members = config.members.map((m) => ({ config: m }));
     const h = this.host;
     this.hostCaches = {
@@ -75,8 +74,8 @@ export class Manager implements NodeDirectory {
     if (this.#stopped) return;
     const log = this.#log.child({ member: m.config.name });
     try {
-      const kc = await this.#memberKubeConfig(m.config);
-      const client = new ClusterClient(kc, { cluster: m.config.name, qps: m.config.qps, burst: m.config.burst });
+      const access = await this.#memberAccess(m.config);
+      const client = new ClusterClient(access, { cluster: m.config.name, qps: m.config.qps, burst: m.config.burst });
       const silence = this.config.watchSilenceSeconds * 1000;
       m.cluster = new MemberCluster(m.config, client, this.config.hostName, log,
         { watchSilenceMs: silence, ...this.#opts.member });
@@ -106,18 +105,16 @@ export class Manager implements NodeDirectory {
   }
 
   /** From the file, or from the Secret in the host cluster. */
-  async #memberKubeConfig(m: MemberConfig): Promise<KubeConfig> {
-    const kc = new KubeConfig();
-    if (m.kubeconfig) {
-      kc.loadFromFile(m.kubeconfig);
-      return kc;
-    }
+  async #memberAccess(m: MemberConfig): Promise<ClusterAccess> {
+    if (m.kubeconfig) return loadKubeconfigFile(m.kubeconfig);
     const ref = m.kubeconfigSecret!;
-    const secret = await this.host.kc.makeApiClient(CoreV1Api).readNamespacedSecret({ name: ref.name, namespace: ref.namespace });
+    const secret = await this.host.core.readNamespacedSecret({ name: ref.name, namespace: ref.namespace });
     const data = secret.data?.[ref.key];
     if (!data) throw new Error(`Secret ${ref.namespace}/${ref.name} has no key "${ref.key}"`);
-    kc.loadFromString(Buffer.from(data, 'base64').toString('utf8'));
-    return kc;
+    // File paths in a kubeconfig from a Secret resolve against the working directory.
+    return parseKubeconfig(Buffer.from(data, 'base64').toString('utf8'), {
+      source: `Secret ${ref.namespace}/${ref.name} key ${ref.key}`, baseDir: process.cwd(),
+    });
   }
 
   /** The virtual nodes whose member and pod controller run, for the kubelet API. */

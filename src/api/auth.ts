@@ -9,9 +9,8 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import { LRUCache } from 'lru-cache';
-import {
-  AuthenticationV1Api, AuthorizationV1Api, type KubeConfig, type V1SubjectAccessReview, type V1TokenReview,
-} from '@kubernetes/client-node';
+import type { V1SubjectAccessReview, V1TokenReview } from '@kubernetes/client-node';
+import type { ClusterClient } from '../kube/client.ts';
 import { ApiError } from './errors.ts';
 import { requestAttributes } from './attributes.ts';
 
@@ -28,12 +27,10 @@ export interface ReviewClient {
   subjectAccessReview(review: V1SubjectAccessReview): Promise<V1SubjectAccessReview>;
 }
 
-export function hostReviewClient(kc: KubeConfig): ReviewClient {
-  const authn = kc.makeApiClient(AuthenticationV1Api);
-  const authz = kc.makeApiClient(AuthorizationV1Api);
+export function hostReviewClient(host: ClusterClient): ReviewClient {
   return {
-    tokenReview: (token) => authn.createTokenReview({ body: { spec: { token } } }),
-    subjectAccessReview: (body) => authz.createSubjectAccessReview({ body }),
+    tokenReview: (token) => host.authentication.createTokenReview({ body: { spec: { token } } }),
+    subjectAccessReview: (body) => host.authorization.createSubjectAccessReview({ body }),
   };
 }
 

@@ -10,10 +10,8 @@ import type { ClusterClient } from '../kube/client.ts';
 import { metrics } from '../metrics.ts';
 import { ApiError, fromMember } from './errors.ts';
 
-async function options(client: ClusterClient): Promise<RequestOptions> {
-  const opts: RequestOptions = {};
-  await client.kc.applyToHTTPSOptions(opts);
-  return opts;
+function options(client: ClusterClient): Promise<RequestOptions & { headers: Record<string, string> }> {
+  return client.connectOptions();
 }
 
 /** GET `path` on the member; resolves with a 2xx response (its body not yet read), else throws ApiError. */

@@ -7,7 +7,7 @@
 //   kube-system/extension-apiserver-authentication ConfigMap (key client-ca-file), re-read periodically.
 import { readFile, stat } from 'node:fs/promises';
 import { X509Certificate } from 'node:crypto';
-import { CertificatesV1Api, type V1CertificateSigningRequest } from '@kubernetes/client-node';
+import type { V1CertificateSigningRequest } from '@kubernetes/client-node';
 import type { Subscription } from 'rxjs';
 import type { ClusterClient } from '../kube/client.ts';
 import { listWatch } from '../kube/listwatch.ts';
@@ -122,7 +122,7 @@ export class ServingCertificate {
   async #request(attempt: number): Promise<void> {
     if (this.#stopped) return;
     const o = this.#opts;
-    const api = o.host.kc.makeApiClient(CertificatesV1Api);
+    const api = o.host.certificates;
     try {
       const k = newServingKey();
       const csr = certificateRequest(k.keyObject, this.#servingRequest);
@@ -155,7 +155,7 @@ export class ServingCertificate {
 
   #waitIssued(name: string): Promise<string> {
     const o = this.#opts;
-    const api = o.host.kc.makeApiClient(CertificatesV1Api);
+    const api = o.host.certificates;
     return new Promise<string>((resolve, reject) => {
       const warn = setTimeout(() => o.log.warn({ csr: name },
         `kubelet API: serving certificate request still not approved; approve it with: kubectl certificate approve ${name}`), 60_000);

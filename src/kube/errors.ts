@@ -1,5 +1,4 @@
 // API errors mapped once to typed errors (STYLE.md): callers branch on `kind`, never on raw codes.
-import { ApiException } from '@kubernetes/client-node';
 
 export type KubeErrorKind =
   | 'NotFound' | 'AlreadyExists' | 'Conflict' | 'Invalid' | 'Forbidden' | 'Unauthorized'
@@ -46,13 +45,22 @@ function kindOf(code: number, reason: string): KubeErrorKind {
   }
 }
 
+/** An error response (status code and body text, usually a Status) → KubeError. */
+export function statusError(code: number, body: string): KubeError {
+  const s = parseBody(body);
+  const reason = s.reason ?? '';
+  return new KubeError(kindOf(code, reason), code, reason, s.message || body.trim() || `HTTP ${code}`);
+}
+
 /** Any thrown value → KubeError. Connection failures (no HTTP status) are Unavailable. */
 export function toKubeError(err: unknown): KubeError {
   if (err instanceof KubeError) return err;
-  if (err instanceof ApiException) {
-    const body = parseBody(err.body);
+  // client-node's ApiException (tests and tools still use its typed clients): { code, body }.
+  const ae = err as { code?: unknown; body?: unknown; message?: string };
+  if (typeof ae?.code === 'number' && 'body' in (ae as object)) {
+    const body = parseBody(ae.body);
     const reason = body.reason ?? '';
-    return new KubeError(kindOf(err.code, reason), err.code, reason, body.message ?? err.message, { cause: err });
+    return new KubeError(kindOf(ae.code, reason), ae.code, reason, body.message ?? ae.message ?? String(err), { cause: err });
   }
   const e = err as { statusCode?: number; code?: string; message?: string; name?: string };
   if (typeof e?.statusCode === 'number') {

@@ -5,7 +5,7 @@
 // - errors restart the whole cycle with capped exponential backoff (relist), forever;
 // - unsubscribing aborts the HTTP request.
 import { Observable, retry, share, timer } from 'rxjs';
-import { Watch, type KubernetesObject } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import type { ClusterClient } from './client.ts';
 import { toKubeError } from './errors.ts';
 import { revive } from './revive.ts';
@@ -72,50 +72,49 @@ export function listWatch<T extends KubernetesObject>(client: ClusterClient, spe
       return rv;
     };
 
-    const watchOnce = (rv: string): Promise<string> => new Promise((resolve, reject) => {
-      const w = new Watch(client.kc);
-      // The library's inactivity timeout is our watchdog for silent watches (field is TS-private, public at run time).
-      (w as unknown as { requestTimeoutMs: number }).requestTimeoutMs = silenceMs;
+    const watchOnce = async (rv: string): Promise<string> => {
       let last = rv;
       let failed: Error | undefined;
-      void client.limiter.take().then(() => {
-        if (closed) return resolve(last);
-        metrics.apiRequests.inc({ cluster: client.name, verb: 'watch' });
-        return w.watch(spec.path, {
+      controller = new AbortController();
+      const c = controller;
+      try {
+        await client.watch(spec.path, {
           resourceVersion: rv, allowWatchBookmarks: true,
           // Server-side end after 5-10 min, as client-go does, so connections get rebalanced.
           timeoutSeconds: 300 + Math.floor(Math.random() * 300),
           labelSelector: spec.labelSelector, fieldSelector: spec.fieldSelector,
-        }, (type: string, obj: unknown) => {
-          const ev = { type, object: obj } as RawWatchEvent;
-          if (type === 'ERROR') {
-            failed = ev.object.code === 410 ? new GoneError(ev.object.message) : toKubeError({ statusCode: ev.object.code, message: ev.object.message });
-            controller?.abort();
-            return;
-          }
-          last = ev.object.metadata?.resourceVersion ?? last;
-          if (type === 'BOOKMARK') return;
-          if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') {
-            subscriber.next({ type, object: revive<T>(obj) });
-          }
-        }, (err: unknown) => {
-          controller = undefined;
-          if (failed) return reject(failed);
-          if (err && (err as { name?: string }).name === 'TimeoutError') {
-            restart('silent');
-            return resolve(last);
-          }
-          if (err && !closed && (err as { name?: string }).name !== 'AbortError') {
-            const k = toKubeError(err);
-            return reject(k.code === 410 ? new GoneError(k.message) : k);
-          }
-          resolve(last);
-        }).then((c) => {
-          controller = c;
-          if (closed) c.abort();
+        }, {
+          signal: c.signal, idleMs: silenceMs,
+          onEvent: (type, obj) => {
+            const ev = { type, object: obj } as RawWatchEvent;
+            if (type === 'ERROR') {
+              failed = ev.object.code === 410 ? new GoneError(ev.object.message)
+                : toKubeError({ statusCode: ev.object.code, message: ev.object.message });
+              c.abort();
+              return;
+            }
+            last = ev.object.metadata?.resourceVersion ?? last;
+            if (type === 'BOOKMARK' || closed) return;
+            if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') {
+              subscriber.next({ type, object: revive<T>(obj) });
+            }
+          },
         });
-      }).catch(reject);
-    });
+      } catch (err) {
+        if (failed) throw failed;
+        if ((err as { name?: string }).name === 'TimeoutError') {
+          restart('silent');
+          return last;
+        }
+        if (closed) return last;
+        const k = toKubeError(err);
+        throw k.code === 410 ? new GoneError(k.message) : k;
+      } finally {
+        if (controller === c) controller = undefined;
+      }
+      if (failed) throw failed;
+      return last;
+    };
 
     void (async () => {
       let rv = await list();

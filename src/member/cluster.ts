@@ -4,11 +4,12 @@ import {
   BehaviorSubject, auditTime, combineLatest, distinctUntilChanged, exhaustMap, filter, from, map, merge, of,
   shareReplay, startWith, timer, type Observable, type Subscription, catchError,
 } from 'rxjs';
-import { Health, VersionApi, type V1Node, type V1Pod } from '@kubernetes/client-node';
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import type { MemberConfig } from '../config.ts';
 import type { ClusterClient } from '../kube/client.ts';
 import { Informer } from '../kube/informer.ts';
 import { listWatch } from '../kube/listwatch.ts';
+import { toKubeError } from '../kube/errors.ts';
 
 import { aggregateCapacity, nodeIsUsable, nodeSystemInfo, sharedTopologyLabels } from '../forge/capacity.ts';
 import { ORIGIN_LABEL } from '../forge/labels.ts';
@@ -92,7 +93,7 @@ export class MemberCluster {
     // Learn the member's version once it answers (shown in the node's containerRuntimeVersion).
     this.#subs.push(this.probe$.pipe(
       filter((p) => p.reachable && this.#version.value === undefined),
-      exhaustMap(() => from(this.client.kc.makeApiClient(VersionApi).getCode()).pipe(
+      exhaustMap(() => from(this.client.request<{ gitVersion?: string }>('GET', '/version')).pipe(
         map((v) => v.gitVersion), catchError(() => of(undefined)))),
     ).subscribe((v) => { if (v) this.#version.next(v); }));
     this.#subs.push(this.probe$.subscribe((p) => metrics.memberReady.set({ member: this.config.name }, p.reachable ? 1 : 0)));
@@ -123,9 +124,9 @@ export class MemberCluster {
   async #probe(): Promise<ProbeResult> {
     const at = Date.now();
     try {
-      // Health honours only `signal`, not `timeout`.
-      const ok = await new Health(this.client.kc).readyz({ signal: AbortSignal.timeout(this.#opts.probeTimeoutMs) });
-      return ok ? { reachable: true, at } : { reachable: false, reason: 'the API server reports not ready (/readyz)', at };
+      const body = await this.client.request<unknown>('GET', '/readyz', { signal: AbortSignal.timeout(this.#opts.probeTimeoutMs) })
+        .catch((err: unknown) => { if (toKubeError(err).code >= 500) return 'not ok'; throw err; });
+      return body === 'ok' ? { reachable: true, at } : { reachable: false, reason: 'the API server reports not ready (/readyz)', at };
     } catch (err) {
       const reason = rootCause(err);
       this.#log.debug({ err: reason }, 'member probe failed');

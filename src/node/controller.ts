@@ -2,8 +2,8 @@
 // member (patches, only on change and at least once a minute), renews its lease every 10 s while the
 // member answers, and recreates the node if someone deletes it.
 import { interval, type Subscription } from 'rxjs';
-import { PatchStrategy, setHeaderOptions, type V1Node } from '@kubernetes/client-node';
-import type { ClusterClient } from '../kube/client.ts';
+import type { V1Node } from '@kubernetes/client-node';
+import { PATCH, type ClusterClient } from '../kube/client.ts';
 import { Informer } from '../kube/informer.ts';
 import { listWatch } from '../kube/listwatch.ts';
 import { toKubeError } from '../kube/errors.ts';
@@ -26,8 +26,8 @@ export interface NodeControllerOptions {
   watchSilenceMs?: number;
 }
 
-const strategic = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
-const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const strategic = { contentType: PATCH.strategic };
+const mergePatch = { contentType: PATCH.merge };
 
 /** RFC 3339 with microseconds, as metav1.MicroTime is written. */
 export function microTime(d: Date): string {

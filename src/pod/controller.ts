@@ -4,8 +4,8 @@
 // It talks to the back end only through the PodProvider interface.
 import { interval, mergeMap, type Subscription } from 'rxjs';
 import { createHash } from 'node:crypto';
-import { PatchStrategy, setHeaderOptions, type V1Pod, type V1PodCondition } from '@kubernetes/client-node';
-import type { ClusterClient } from '../kube/client.ts';
+import type { V1Pod, V1PodCondition } from '@kubernetes/client-node';
+import { PATCH, type ClusterClient } from '../kube/client.ts';
 import { Informer, splitKey } from '../kube/informer.ts';
 import { listWatch } from '../kube/listwatch.ts';
 import { ignoreGone, toKubeError } from '../kube/errors.ts';
@@ -29,8 +29,8 @@ export interface PodControllerOptions {
   watchSilenceMs?: number;
 }
 
-const strategic = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
-const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const strategic = { contentType: PATCH.strategic };
+const merge = { contentType: PATCH.merge };
 
 export class PodController {
   readonly pods: Informer<V1Pod>;

@@ -4,7 +4,6 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { V1Node } from '@kubernetes/client-node';
-import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import {
   client, clusterletArgs, clusterletKubeconfig, harness, namespaces, startClusterlet, type ClusterletProcess,
 } from '../support/env.ts';
@@ -12,9 +11,9 @@ import { waitUntil } from '../support/wait.ts';
 import { condition, isReady, nodeSpec, podSpec } from '../support/objects.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { parseQuantity } from '../../src/forge/quantity.ts';
-import type { ClusterClient } from '../../src/kube/client.ts';
+import { PATCH, type ClusterClient } from '../../src/kube/client.ts';
 
-const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const merge = { contentType: PATCH.merge };
 const same = (a: string | undefined, b: string): boolean => a !== undefined && parseQuantity(a).nanos === parseQuantity(b).nanos;
 
 async function waitNode(host: ClusterClient, name: string, pred: (n: V1Node) => boolean, what: string, timeoutMs = 60_000): Promise<V1Node> {

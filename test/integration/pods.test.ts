@@ -7,7 +7,7 @@ import {
 } from '../support/env.ts';
 import { waitUntil } from '../support/wait.ts';
 import { condition, deployment, isReady, podSpec, podsSpec, waitVirtualNodeSchedulable } from '../support/objects.ts';
-import type { ClusterClient } from '../../src/kube/client.ts';
+import { PATCH, type ClusterClient } from '../../src/kube/client.ts';
 
 const NODE = 'clusterlet-member';
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
@@ -126,7 +126,7 @@ describe('pod offloading', () => {
       path: `/api/v1/namespaces/${ns}/events`, model: 'CoreV1Event', resource: 'events',
       list: (q) => host.core.listNamespacedEvent({ namespace: ns, ...q }),
     }, (evs) => evs.some((e) => e.type === 'Warning' && e.involvedObject?.name === 'capped' && /exceeded quota/.test(e.message ?? '')), 30_000, 'Warning event');
-    await member.core.patchNamespacedResourceQuota({ namespace: ns, name: 'tight', body: { spec: { hard: { pods: '10' } } } }, merge);
+    await member.core.patchNamespacedResourceQuota({ namespace: ns, name: 'tight', body: { spec: { hard: { pods: '10' } } } }, { contentType: PATCH.merge });
     await waitUntil(host, podsSpec(host, ns), (ps) => ps[0]?.status?.phase === 'Running'
       && condition(ps[0], 'clusterlet.io/Offloaded')?.status === 'True', 120_000, 'Running after the quota is raised');
   });
@@ -135,10 +135,10 @@ describe('pod offloading', () => {
     const ns = await namespaces(t, 'update', [host]);
     await host.core.createNamespacedPod({ namespace: ns, body: offloaded('mut', ns, { labels: { tier: 'a' } }) });
     await waitUntil(member, podsSpec(member, ns), (ps) => ps[0]?.status?.phase === 'Running', 60_000, 'delegate Running');
-    await host.core.patchNamespacedPod({ namespace: ns, name: 'mut', body: { metadata: { labels: { tier: 'b' }, annotations: { note: 'x' } } } }, merge);
+    await host.core.patchNamespacedPod({ namespace: ns, name: 'mut', body: { metadata: { labels: { tier: 'b' }, annotations: { note: 'x' } } } }, { contentType: PATCH.merge });
     await waitUntil(member, podsSpec(member, ns), (ps) => ps[0]?.metadata?.labels?.tier === 'b' && ps[0]?.metadata?.annotations?.note === 'x', 30_000, 'delegate relabelled');
     await host.core.patchNamespacedPod({ namespace: ns, name: 'mut', body: { spec: { containers: [{ name: 'main', image: 'registry.example/app:2' }] } } },
-      setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch));
+      { contentType: PATCH.strategic });
     await waitUntil(member, podsSpec(member, ns), (ps) => ps[0]?.spec?.containers[0].image === 'registry.example/app:2', 30_000, 'delegate image updated');
   });
 

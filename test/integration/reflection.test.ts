@@ -4,15 +4,15 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PatchStrategy, setHeaderOptions, type CoreV1Event, type V1ConfigMap, type V1Pod, type V1Secret } from '@kubernetes/client-node';
+import type { CoreV1Event, V1ConfigMap, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { harness, namespaces, startSuiteClusterlet, type ClusterletProcess } from '../support/env.ts';
 import { waitUntil } from '../support/wait.ts';
 import { condition, podsSpec, VIRTUAL_TOLERATION } from '../support/objects.ts';
-import type { ClusterClient } from '../../src/kube/client.ts';
+import { PATCH, type ClusterClient } from '../../src/kube/client.ts';
 import type { ListWatchSpec } from '../../src/kube/listwatch.ts';
 
 const NODE = 'clusterlet-member';
-const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const merge = { contentType: PATCH.merge };
 /** Every Secret value this file creates: none may appear in any clusterlet output. */
 const secretValues: string[] = [];
 

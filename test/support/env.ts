@@ -10,6 +10,7 @@ import type { TestContext } from 'node:test';
 import type { Harness } from '../harness/harness.ts';
 import type { LocalCluster } from '../harness/cluster.ts';
 import { ClusterClient } from '../../src/kube/client.ts';
+import { loadKubeconfigFile } from '../../src/kube/kubeconfig.ts';
 import { toKubeError } from '../../src/kube/errors.ts';
 import { waitUntil } from './wait.ts';
 import { waitVirtualNodeSchedulable } from './objects.ts';
@@ -23,7 +24,7 @@ export function harness(): Harness {
 }
 
 export function client(cluster: LocalCluster, name = cluster.name): ClusterClient {
-  return new ClusterClient(cluster.kubeConfig(), { cluster: name, qps: 500, burst: 1000 });
+  return new ClusterClient(loadKubeconfigFile(cluster.kubeconfig), { cluster: name, qps: 500, burst: 1000 });
 }
 
 export function uniqueName(prefix: string): string {

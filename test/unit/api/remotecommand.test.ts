@@ -7,10 +7,11 @@ import { createServer as createHttpServer, request, type IncomingMessage, type S
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { Duplex } from 'node:stream';
 import { once } from 'node:events';
-import { KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { pino } from 'pino';
 import { ClusterClient } from '../../../src/kube/client.ts';
+import { parseKubeconfig } from '../../../src/kube/kubeconfig.ts';
 import { errorStreamPayload, memberRemoteCommandQuery, remoteCommandOptions, serveRemoteCommand } from '../../../src/api/remotecommand.ts';
 import { sendUpgradeError } from '../../../src/api/errors.ts';
 import type { ResolvedPod } from '../../../src/api/nodes.ts';
@@ -81,11 +82,11 @@ describe('exec through a fake member', () => {
     member.listen(0, '127.0.0.1');
     await once(member, 'listening');
     memberURL = `https://127.0.0.1:${(member.address() as { port: number }).port}`;
-    const kc = new KubeConfig();
-    kc.loadFromOptions({
-      clusters: [{ name: 'm', server: memberURL, skipTLSVerify: true }], users: [{ name: 'u', token: 't' }],
-      contexts: [{ name: 'm', cluster: 'm', user: 'u' }], currentContext: 'm',
-    });
+    const kc = parseKubeconfig(JSON.stringify({
+      apiVersion: 'v1', kind: 'Config', 'current-context': 'm',
+      clusters: [{ name: 'm', cluster: { server: memberURL, 'insecure-skip-tls-verify': true } }],
+      users: [{ name: 'u', user: { token: 't' } }], contexts: [{ name: 'm', context: { cluster: 'm', user: 'u' } }],
+    }), { source: 'test', baseDir: '.' });
     const target = {
       node: { name: 'vn', member: { name: 'm' }, cluster: { client: new ClusterClient(kc, { cluster: 'm', qps: 100, burst: 100 }) } },
       proxy: { metadata: { namespace: 'ns', name: 'p' }, spec: { containers: [{ name: 'main' }] } } as V1Pod,

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { verbOf } from '../../../src/kube/client.ts';
+import { GROUPS, queryOf, route, verbOf } from '../../../src/kube/client.ts';
 
 const H = 'https://h';
 
@@ -130,5 +130,51 @@ describe('verbOf', () => {
 
   it('ignores the host and port', () => {
     assert.equal(verbOf('GET', 'https://h:6443/api/v1/namespaces/ns/pods/p'), 'get');
+  });
+});
+
+describe('route', () => {
+  const cases: [keyof typeof GROUPS, string, Record<string, unknown>, string][] = [
+    ['core', 'createNamespacedPod', { namespace: 'ns', body: {} }, 'POST /api/v1/namespaces/ns/pods'],
+    ['core', 'readNamespacedPod', { namespace: 'ns', name: 'p' }, 'GET /api/v1/namespaces/ns/pods/p'],
+    ['core', 'patchNamespacedPodStatus', { namespace: 'ns', name: 'p' }, 'PATCH /api/v1/namespaces/ns/pods/p/status'],
+    ['core', 'deleteNamespacedPod', { namespace: 'ns', name: 'p' }, 'DELETE /api/v1/namespaces/ns/pods/p'],
+    ['core', 'deleteCollectionNamespacedPod', { namespace: 'ns' }, 'DELETE /api/v1/namespaces/ns/pods'],
+    ['core', 'listPodForAllNamespaces', {}, 'GET /api/v1/pods'],
+    ['core', 'listNamespacedEvent', { namespace: 'ns' }, 'GET /api/v1/namespaces/ns/events'],
+    ['core', 'createNamespacedServiceAccountToken', { namespace: 'ns', name: 'sa' }, 'POST /api/v1/namespaces/ns/serviceaccounts/sa/token'],
+    ['core', 'replaceNamespacedServiceAccount', { namespace: 'ns', name: 'sa' }, 'PUT /api/v1/namespaces/ns/serviceaccounts/sa'],
+    ['core', 'readNode', { name: 'n' }, 'GET /api/v1/nodes/n'],
+    ['core', 'patchNodeStatus', { name: 'n' }, 'PATCH /api/v1/nodes/n/status'],
+    ['core', 'deleteNamespace', { name: 'ns' }, 'DELETE /api/v1/namespaces/ns'],
+    ['coordination', 'patchNamespacedLease', { namespace: 'kube-node-lease', name: 'n' }, 'PATCH /apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n'],
+    ['certificates', 'replaceCertificateSigningRequestApproval', { name: 'c' }, 'PUT /apis/certificates.k8s.io/v1/certificatesigningrequests/c/approval'],
+    ['authentication', 'createTokenReview', { body: {} }, 'POST /apis/authentication.k8s.io/v1/tokenreviews'],
+    ['authorization', 'createSubjectAccessReview', { body: {} }, 'POST /apis/authorization.k8s.io/v1/subjectaccessreviews'],
+  ];
+  it('maps client-node method names to HTTP method and path', () => {
+    for (const [group, method, param, want] of cases) {
+      const r = route(GROUPS[group], method, param);
+      assert.equal(`${r.method} ${r.path}`, want, method);
+    }
+  });
+
+  it('encodes names', () => {
+    assert.equal(route(GROUPS.core, 'readNamespacedConfigMap', { namespace: 'ns', name: 'a/b' }).path, '/api/v1/namespaces/ns/configmaps/a%2Fb');
+  });
+
+  it('refuses a kind it does not know, rather than guessing a path', () => {
+    assert.throws(() => route(GROUPS.core, 'createNamespacedDeployment', { namespace: 'ns' }), /no route for createNamespacedDeployment/);
+  });
+});
+
+describe('queryOf', () => {
+  it('sends every parameter but the path and body ones, continue under its wire name', () => {
+    assert.equal(queryOf({ namespace: 'ns', name: 'p', body: {}, labelSelector: 'a=b', limit: 500, _continue: 'tok', watch: true, x: undefined }),
+      '?labelSelector=a%3Db&limit=500&continue=tok&watch=true');
+  });
+
+  it('is empty when there is nothing to send', () => {
+    assert.equal(queryOf({ namespace: 'ns', name: 'p' }), '');
   });
 });

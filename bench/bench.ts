@@ -37,6 +37,10 @@ export interface OffloadedRun extends RunResult {
   addedLatencyMs: { p50: number; p99: number; max: number };
   peakRssMB: number;
   cpuSeconds: number;
+  /** Of the added latency, clusterlet's own part: delegate status seen → proxy status written (its histogram, ms). */
+  statusMirrorMs?: { p50?: number; p99?: number };
+  /** Latency of clusterlet's status patches to the host (its histogram, ms). */
+  hostPatchMs?: { p50?: number; p99?: number };
   /** API requests clusterlet made per pod (create → delete), by cluster and verb. */
   requestsPerPod: Record<string, Record<string, number>>;
   hostWritesPerPod: number;
@@ -183,14 +187,47 @@ function cpuTicks(pid: number): number {
 
 type Counts = Map<string, number>;
 
-async function scrapeRequests(url: string): Promise<Counts> {
+interface Scrape {
+  /** API requests by `cluster/verb`. */
+  requests: Counts;
+  /** Cumulative bucket counts of the histograms the bench reads, by series (`name{labels}` without le) then le. */
+  buckets: Map<string, Map<number, number>>;
+}
+
+const HISTOGRAMS = ['clusterlet_status_mirror_seconds', 'clusterlet_api_request_duration_seconds'];
+
+async function scrape(url: string): Promise<Scrape> {
   const text = await (await fetch(url)).text();
-  const counts: Counts = new Map();
+  const out: Scrape = { requests: new Map(), buckets: new Map() };
   for (const line of text.split('\n')) {
-    const m = /^clusterlet_api_requests_total\{cluster="([^"]+)",verb="([^"]+)"\} (\d+(?:\.\d+)?(?:e\+\d+)?)$/.exec(line);
-    if (m) counts.set(`${m[1]}/${m[2]}`, Number(m[3]));
+    const m = /^(\w+)\{([^}]*)\} (\S+)$/.exec(line);
+    if (!m) continue;
+    const labels = Object.fromEntries([...m[2].matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
+    if (m[1] === 'clusterlet_api_requests_total') out.requests.set(`${labels.cluster}/${labels.verb}`, Number(m[3]));
+    const base = m[1].replace(/_bucket$/, '');
+    if (m[1].endsWith('_bucket') && HISTOGRAMS.includes(base)) {
+      const { le, ...rest } = labels;
+      const series = `${base}{${Object.entries(rest).map(([k, v]) => `${k}=${v}`).join(',')}}`;
+      if (!out.buckets.has(series)) out.buckets.set(series, new Map());
+      out.buckets.get(series)!.set(le === '+Inf' ? Infinity : Number(le), Number(m[3]));
+    }
   }
-  return counts;
+  return out;
+}
+
+/** The q-quantile (0..1) in ms of what a histogram series observed between two scrapes, as Prometheus' histogram_quantile. */
+export function histogramQuantile(before: Map<number, number> | undefined, after: Map<number, number> | undefined, q: number): number | undefined {
+  if (!after) return undefined;
+  const les = [...after.keys()].sort((a, b) => a - b);
+  const cum = les.map((le) => (after.get(le) ?? 0) - (before?.get(le) ?? 0));
+  const total = cum[cum.length - 1];
+  if (!total) return undefined;
+  const rank = q * total;
+  const i = cum.findIndex((c) => c >= rank);
+  if (les[i] === Infinity) return les[i - 1] * 1000;
+  const lo = i === 0 ? 0 : les[i - 1];
+  const below = i === 0 ? 0 : cum[i - 1];
+  return (lo + (les[i] - lo) * ((rank - below) / ((cum[i] - below) || 1))) * 1000;
 }
 
 function perPod(before: Counts, after: Counts, n: number): Record<string, Record<string, number>> {
@@ -251,13 +288,18 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
     const proxies = new ReadyTracker(host, ns);
     const delegates = new ReadyTracker(member, ns);
     await Promise.all([proxies.start(), delegates.start()]);
-    const before = await scrapeRequests(opts.metricsURL);
+    const before = await scrape(opts.metricsURL);
     const sampler = new ProcessSampler(opts.clusterletPid);
     const cpu = new CpuAccount(pids());
     const t0 = performance.now();
     await hostApps.createNamespacedDeployment({ namespace: ns, body: deployment('bench', n, opts.virtualNode) });
     await proxies.until(n, timeout(n), `offloaded N=${n}`);
     const cpuToReady = cpu.seconds();
+    const atReady = await scrape(opts.metricsURL);
+    const quantiles = (series: string): { p50?: number; p99?: number } => ({
+      p50: histogramQuantile(before.buckets.get(series), atReady.buckets.get(series), 0.5),
+      p99: histogramQuantile(before.buckets.get(series), atReady.buckets.get(series), 0.99),
+    });
     const readyMs = Math.max(...proxies.readyAt.values()) - t0;
     const added: number[] = [];
     for (const [key, at] of proxies.readyAt) {
@@ -270,16 +312,18 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
     const deleteMs = performance.now() - tDel;
     await proxies.empty(timeout(n), `offloaded N=${n}: proxies removed`);
     const proc = sampler.stop();
-    const after = await scrapeRequests(opts.metricsURL);
+    const after = await scrape(opts.metricsURL);
     proxies.stop();
     delegates.stop();
     await deleteNamespaceAndWait(host, ns, timeout(n));
     // clusterlet created it; it may hold nothing, or be gone already.
     await deleteNamespaceAndWait(member, ns, timeout(n)).catch(() => undefined);
-    const requestsPerPod = perPod(before, after, n);
+    const requestsPerPod = perPod(before.requests, after.requests, n);
     const hostReq = requestsPerPod.host ?? {};
     return {
-      mode: 'offloaded', n, pair, readyMs, cpuToReady, deleteMs, ...proc, requestsPerPod,
+      mode: 'offloaded', n, pair, readyMs, cpuToReady, deleteMs,
+      statusMirrorMs: quantiles('clusterlet_status_mirror_seconds{member=member}'),
+      hostPatchMs: quantiles('clusterlet_api_request_duration_seconds{cluster=host,verb=patch}'), ...proc, requestsPerPod,
       addedLatencyMs: { p50: percentile(added, 50), p99: percentile(added, 99), max: Math.max(0, ...added) },
       hostWritesPerPod: Math.round(WRITE_VERBS.reduce((s, v) => s + (hostReq[v] ?? 0), 0) * 1000) / 1000,
       hostListsDuringRun: Math.round((hostReq.list ?? 0) * n),
@@ -295,7 +339,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
         runs.push(r);
         log(`N=${n} pair ${pair} ${r.mode}: ${(r.readyMs / 1000).toFixed(2)} s, CPU s to Ready: ${cpuLine(r.cpuToReady)}`);
         log(`N=${n} pair ${pair} ${r.mode}: ${(r.readyMs / 1000).toFixed(2)} s` + (isOffloaded(r)
-          ? ` (added p50 ${r.addedLatencyMs.p50.toFixed(0)} ms, p99 ${r.addedLatencyMs.p99.toFixed(0)} ms, RSS ${r.peakRssMB} MB, host writes/pod ${r.hostWritesPerPod}, delete ${(r.deleteMs / 1000).toFixed(2)} s)` : ''));
+          ? ` (added p50 ${r.addedLatencyMs.p50.toFixed(0)} ms, p99 ${r.addedLatencyMs.p99.toFixed(0)} ms; clusterlet's part p50 ${r.statusMirrorMs?.p50?.toFixed(0)} ms, p99 ${r.statusMirrorMs?.p99?.toFixed(0)} ms; host status patch p50 ${r.hostPatchMs?.p50?.toFixed(0)} ms, p99 ${r.hostPatchMs?.p99?.toFixed(0)} ms; RSS ${r.peakRssMB} MB, host writes/pod ${r.hostWritesPerPod}, delete ${(r.deleteMs / 1000).toFixed(2)} s)` : ''));
       }
     }
   }

@@ -30,6 +30,17 @@ export const metrics = {
     labelNames: ['queue'] as const, registers: [registry],
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
   }),
+  statusMirror: new Histogram({
+    name: 'clusterlet_status_mirror_seconds',
+    help: 'From a delegate status change seen in the member to the proxy status written to the host, by member.',
+    labelNames: ['member'] as const, registers: [registry],
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+  }),
+  apiLatency: new Histogram({
+    name: 'clusterlet_api_request_duration_seconds', help: 'API request latency (not watches), by cluster and verb.',
+    labelNames: ['cluster', 'verb'] as const, registers: [registry],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  }),
   queueDepth: new Gauge({
     name: 'clusterlet_queue_depth', help: 'Keys waiting in a work queue.',
     labelNames: ['queue'] as const, registers: [registry],

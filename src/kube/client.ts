@@ -137,7 +137,9 @@ export class ClusterClient {
   async request<T>(method: string, path: string, opts: RequestOptions & { body?: unknown } = {}): Promise<T> {
     await this.limiter.take();
     const url = this.access.server + path;
-    metrics.apiRequests.inc({ cluster: this.name, verb: verbOf(method, url) });
+    const verb = verbOf(method, url);
+    metrics.apiRequests.inc({ cluster: this.name, verb });
+    const end = metrics.apiLatency.startTimer({ cluster: this.name, verb });
     const body = opts.body === undefined ? undefined : JSON.stringify(opts.body);
     const contentType = method === 'PATCH' ? (opts.contentType ?? PATCH.json) : 'application/json';
     let res = await this.#send(method, url, body, contentType, opts.signal);
@@ -145,6 +147,7 @@ export class ClusterClient {
       this.access.invalidate();
       res = await this.#send(method, url, body, contentType, opts.signal);
     }
+    end();
     if (res.status >= 400) {
       metrics.apiErrors.inc({ cluster: this.name, code: String(res.status) });
       throw statusError(res.status, res.text);

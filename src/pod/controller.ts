@@ -16,7 +16,7 @@ import { metrics } from '../metrics.ts';
 import type { Logger } from '../log.ts';
 
 /** How long the status of a pod still Pending in the back end waits for its next change, to be written once. */
-const PENDING_STATUS_DELAY_MS = 100;
+const PENDING_STATUS_DELAY_MS = 1000;
 
 /** The proxy condition that tells whether the pod could be offloaded, and why not. */
 export const OFFLOADED_CONDITION = 'clusterlet.io/Offloaded';
@@ -43,6 +43,8 @@ export class PodController {
   /** Mirrors provider status onto proxies: its own queue, so a burst of creations never delays it. */
   #statusQueue: WorkQueue;
   #subs: Subscription[] = [];
+  /** When a delegate status change not yet written to its proxy was first seen, by key (performance.now()). */
+  #statusSeen = new Map<string, number>();
 
   constructor(host: ClusterClient, provider: PodProvider, log: Logger, opts: PodControllerOptions) {
     this.#host = host;
@@ -72,6 +74,7 @@ export class PodController {
         if (ev.old && !statusEqual(ev.object.status, ev.old.status)) this.#statusQueue.add(ev.key);
       }),
       this.#provider.podChanges$.subscribe((change) => {
+        if (!this.#statusSeen.has(change.key)) this.#statusSeen.set(change.key, performance.now());
         if (change.lifecycle) this.#queue.add(change.key);
         this.#queueStatus(change.key);
       }),
@@ -192,23 +195,36 @@ export class PodController {
   async #syncStatusKey(key: string): Promise<void> {
     if (!this.pods.hasSynced || !this.#provider.hasSynced()) return;
     const proxy = this.pods.get(key);
-    if (!proxy) return;
     const { namespace, name } = splitKey(key);
-    const running = this.#provider.getPod(namespace, name);
+    const running = proxy && this.#provider.getPod(namespace, name);
     // Only the proxy's own delegate speaks for it.
-    if (!running || running.proxyUID !== proxy.metadata!.uid) return;
-    await this.#syncStatus(proxy);
+    if (!proxy || !running || running.proxyUID !== proxy.metadata!.uid) {
+      this.#statusSeen.delete(key);
+      return;
+    }
+    const seen = this.#statusSeen.get(key);
+    this.#statusSeen.delete(key);
+    let wrote: boolean;
+    try {
+      wrote = await this.#syncStatus(proxy);
+    } catch (err) {
+      if (seen !== undefined && !this.#statusSeen.has(key)) this.#statusSeen.set(key, seen); // retried
+      throw err;
+    }
+    if (wrote && seen !== undefined) metrics.statusMirror.observe({ member: this.#opts.member }, (performance.now() - seen) / 1000);
   }
 
-  async #syncStatus(proxy: V1Pod): Promise<void> {
+  /** Writes the provider's status onto the proxy if it differs; true when it wrote. */
+  async #syncStatus(proxy: V1Pod): Promise<boolean> {
     const desired = this.#provider.getPodStatus(proxy);
-    if (!desired) return;
+    if (!desired) return false;
     // A finished pod never goes back (the API would refuse it anyway).
-    if (isTerminal(proxy) && desired.phase !== proxy.status?.phase) return;
-    if (statusEqual(desired, proxy.status)) return;
+    if (isTerminal(proxy) && desired.phase !== proxy.status?.phase) return false;
+    if (statusEqual(desired, proxy.status)) return false;
     // The Offloaded condition is the lifecycle's to write: never send a (possibly stale) copy of it.
     const conditions = desired.conditions?.filter((c) => c.type !== OFFLOADED_CONDITION);
     await this.#patchStatus(proxy, { ...desired, conditions });
+    return true;
   }
 
   async #patchStatus(proxy: V1Pod, status: object): Promise<void> {

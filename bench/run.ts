@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import { Harness } from '../test/harness/harness.ts';
 import { freePort, pollUntil } from '../test/harness/net.ts';
 import { runBench, toMarkdown } from './bench.ts';
+import { NODE_FLAGS } from '../src/nodeflags.ts';
 
 const { values } = parseArgs({ options: {
   sizes: { type: 'string', default: '10,100,1000,10000' },
@@ -24,9 +25,9 @@ const logFile = join(h.dir, 'clusterlet.log');
 // The compiled build, as deployed (running the TypeScript sources directly costs about 40 MB more).
 const cli = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 if (!existsSync(cli)) throw new Error('dist/cli.js is missing: run `npm run build` (make bench does)');
-// Extra node/V8 flags for clusterlet (e.g. --cpu-prof, --optimize-for-size) go on its command line: NODE_OPTIONS
-// refuses most V8 flags.
-const nodeFlags = (process.env.CLUSTERLET_NODE_OPTIONS ?? '').split(' ').filter(Boolean);
+// clusterlet runs with the flags it is deployed with (src/nodeflags.ts), plus any in CLUSTERLET_NODE_OPTIONS
+// (e.g. --cpu-prof): NODE_OPTIONS refuses most V8 flags.
+const nodeFlags = [...NODE_FLAGS, ...(process.env.CLUSTERLET_NODE_OPTIONS ?? '').split(' ').filter(Boolean)];
 const child = spawn(process.execPath, [...nodeFlags, cli, '--host-kubeconfig', h.host.kubeconfig, '--member-kubeconfig', h.member.kubeconfig,
   '--member-name', 'member', '--health-port', String(port), '--kubelet-port', String(kubeletPort), '--log-level', 'warn',
   '--host-qps', '2000', '--host-burst', '4000', '--member-qps', '2000', '--member-burst', '4000', '--pod-sync-workers', '20'],

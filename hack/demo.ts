@@ -9,6 +9,7 @@ import { Harness } from '../test/harness/harness.ts';
 import { ensureBinaries } from '../test/harness/binaries.ts';
 import { ClusterClient } from '../src/kube/client.ts';
 import { loadKubeconfigFile } from '../src/kube/kubeconfig.ts';
+import { NODE_FLAGS } from '../src/nodeflags.ts';
 import { waitUntil } from '../test/support/wait.ts';
 import { isReady } from '../test/support/objects.ts';
 import { execFileSync } from 'node:child_process';
@@ -26,7 +27,7 @@ let stopping = false;
 const logFile = join(h.dir, 'clusterlet.log');
 const cli = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
 say(`Step 3/4: starting clusterlet (logs: ${logFile}).`);
-const child = spawn(process.execPath, [cli, '--host-kubeconfig', h.host.kubeconfig, '--member-kubeconfig', h.member.kubeconfig,
+const child = spawn(process.execPath, [...NODE_FLAGS, cli, '--host-kubeconfig', h.host.kubeconfig, '--member-kubeconfig', h.member.kubeconfig,
   '--member-name', 'member', '--health-port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
 const out = createWriteStream(logFile);
 child.stdout.pipe(out);

@@ -13,6 +13,7 @@ import { ClusterClient } from '../../src/kube/client.ts';
 import { loadKubeconfigFile } from '../../src/kube/kubeconfig.ts';
 import { toKubeError } from '../../src/kube/errors.ts';
 import { waitUntil } from './wait.ts';
+import { NODE_FLAGS } from '../../src/nodeflags.ts';
 import { waitVirtualNodeSchedulable } from './objects.ts';
 import { identity, identityKubeconfig, lastingDenials, rbacDenials } from './identity.ts';
 
@@ -70,7 +71,7 @@ const CLI = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
 export function startClusterlet(args: string[], env: NodeJS.ProcessEnv = {}): ClusterletProcess {
   const logFile = join(harness().dir, `${uniqueName('clusterlet')}.log`);
   const out = createWriteStream(logFile);
-  const child = spawn(process.execPath, [CLI, ...args], {
+  const child = spawn(process.execPath, [...NODE_FLAGS, CLI, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_LEVEL: 'debug', ...env },
   });
   child.stdout!.pipe(out);

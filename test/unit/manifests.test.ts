@@ -9,6 +9,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { NODE_FLAGS } from '../../src/nodeflags.ts';
 import {
   loadAllYaml, loadYaml, type KubernetesObject, type V1ClusterRoleBinding, type V1ConfigMap, type V1Deployment,
   type V1PolicyRule, type V1Service,
@@ -245,3 +246,15 @@ function assertConfigMounted(objs: KubernetesObject[]): ProviderConfig {
   }
   return cfg;
 }
+
+describe('node flags', () => {
+  const flags = NODE_FLAGS.join(' ');
+  it('the image runs clusterlet with them', () => {
+    const entry = /^ENTRYPOINT (.*)$/m.exec(readFileSync(new URL('../../Dockerfile', import.meta.url), 'utf8'))?.[1];
+    assert.deepEqual(JSON.parse(entry ?? '[]'), ['node', ...NODE_FLAGS, 'dist/cli.js']);
+  });
+  it('the clusterlet bin runs with them', () => {
+    const shebang = readFileSync(new URL('../../src/cli.ts', import.meta.url), 'utf8').split('\n')[0];
+    assert.equal(shebang, `#!/usr/bin/env -S node ${flags}`);
+  });
+});

@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --optimize-for-size
 // clusterlet's entry point. Exit codes (CONVENTIONS.md): 0 clean stop, 2 bad configuration, 1 anything else.
 import type { Server } from 'node:http';
 import { config as rxConfig } from 'rxjs';
@@ -30,7 +30,8 @@ async function main(): Promise<number> {
   try {
     manager = new Manager(config, log);
   } catch (err) {
-    process.stderr.write(`clusterlet: bad configuration: host kubeconfig: ${(err as Error).message}\n`);
+    // The message names the kubeconfig (file, Secret or in-cluster) and the field.
+    process.stderr.write(`clusterlet: bad configuration: ${(err as Error).message}\n`);
     return 2;
   }
   let api: KubeletApi;

@@ -21,6 +21,8 @@ export interface ManagerOptions {
 
 export interface MemberRuntime {
   config: MemberConfig;
+  /** Loaded at start from the member's kubeconfig file; undefined for one in a Secret (read when set up). */
+  access?: ClusterAccess;
   cluster?: MemberCluster;
   node?: NodeController;
   provider?: MemberPodProvider;
@@ -48,7 +50,8 @@ export class Manager implements NodeDirectory {
     this.#opts = opts;
     const access = config.hostKubeconfig ? loadKubeconfigFile(config.hostKubeconfig) : inClusterAccess();
     this.host = new ClusterClient(access, { cluster: 'host', qps: config.hostQPS, burst: config.hostBurst });
-    this.members = config.members.map((m) => ({ config: m }));
+    // A member kubeconfig file that cannot work is a configuration error now, not a retry loop later.
+    this.members = config.members.map((m) => ({ config: m, access: m.kubeconfig ? loadKubeconfigFile(m.kubeconfig) : undefined }));
     const h = this.host;
     this.hostCaches = {
       configMaps: new HostObjectCache<V1ConfigMap>('ConfigMap', h, {
@@ -74,7 +77,7 @@ export class Manager implements NodeDirectory {
     if (this.#stopped) return;
     const log = this.#log.child({ member: m.config.name });
     try {
-      const access = await this.#memberAccess(m.config);
+      const access = await this.#memberAccess(m.config, m.access);
       const client = new ClusterClient(access, { cluster: m.config.name, qps: m.config.qps, burst: m.config.burst });
       const silence = this.config.watchSilenceSeconds * 1000;
       m.cluster = new MemberCluster(m.config, client, this.config.hostName, log,
@@ -105,8 +108,8 @@ export class Manager implements NodeDirectory {
   }
 
   /** From the file, or from the Secret in the host cluster. */
-  async #memberAccess(m: MemberConfig): Promise<ClusterAccess> {
-    if (m.kubeconfig) return loadKubeconfigFile(m.kubeconfig);
+  async #memberAccess(m: MemberConfig, loaded: ClusterAccess | undefined): Promise<ClusterAccess> {
+    if (loaded) return loaded;
     const ref = m.kubeconfigSecret!;
     const secret = await this.host.core.readNamespacedSecret({ name: ref.name, namespace: ref.namespace });
     const data = secret.data?.[ref.key];

@@ -17,6 +17,15 @@ function run(args: string[]): { code: number | null; out: string } {
   return { code: r.status, out: `${r.stdout}${r.stderr}` };
 }
 
+const GOOD = `apiVersion: v1
+kind: Config
+current-context: c
+clusters: [{ name: c, cluster: { server: "https://127.0.0.1:1" } }]
+users: [{ name: u, user: { token: t } }]
+contexts: [{ name: c, context: { cluster: c, user: u } }]
+`;
+const AUTH_PROVIDER = GOOD.replace('{ token: t }', '{ auth-provider: { name: oidc, config: {} } }');
+
 function config(name: string, text: string): string {
   const p = join(dir, name);
   writeFileSync(p, text);
@@ -42,6 +51,10 @@ describe('clusterlet CLI', () => {
     ['a bad member name', ['--member-kubeconfig', kubeconfig, '--member-name', 'Bad_Name'], /--member-name/],
     ['a non-numeric worker count', ['--member-kubeconfig', kubeconfig, '--pod-sync-workers', 'lots'], /--pod-sync-workers: "lots" must be an integer/],
     ['a bad log level', ['--member-kubeconfig', kubeconfig, '--log-level', 'loud'], /--log-level/],
+    ['a host kubeconfig with no current context', ['--host-kubeconfig', kubeconfig, '--member-kubeconfig', kubeconfig],
+      /kubeconfig .*kc\.yaml: .*current-context/],
+    ['a member kubeconfig with a legacy auth-provider', ['--host-kubeconfig', config('host.yaml', GOOD), '--member-kubeconfig', config('ap.yaml', AUTH_PROVIDER)],
+      /kubeconfig .*ap\.yaml: users\[0\]\.user\.auth-provider: .*"oidc" is not supported/],
     ['a provider config with an unknown field', ['--provider-config', config('unknown.yaml', `members:\n- name: a\n  kubeconfig: ${kubeconfig}\n  colour: red\n`)],
       /unknown\.yaml: members\[0\]\.colour: unknown field/],
     ['a provider config whose member kubeconfig is missing', ['--provider-config', config('missing.yaml', 'members:\n- name: a\n  kubeconfig: /does/not/exist\n')],

@@ -57,6 +57,15 @@ export interface SizeSummary {
   ratioMedian: number;
   addedLatencyP50Ms: number;
   addedLatencyP99Ms: number;
+  /** Medians over the pairs of clusterlet's part of the added latency, and of its host status patch latency. */
+  statusMirrorP50Ms?: number;
+  statusMirrorP99Ms?: number;
+  hostPatchP50Ms?: number;
+  hostPatchP99Ms?: number;
+  /** Medians of the CPU seconds all processes used until all N were Ready: direct, offloaded, and clusterlet's share. */
+  cpuToReadyDirect: number;
+  cpuToReadyOffloaded: number;
+  cpuToReadyClusterlet: number;
   peakRssMB: number;
   cpuSecondsMedian: number;
   hostWritesPerPod: number;
@@ -346,8 +355,15 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
   return { machine: machineInfo(h), startedAt, runs, summary: summarize(runs, opts.sizes) };
 }
 
+const cpuTotal = (cpu: Record<string, number>): number => Object.values(cpu).reduce((a, b) => a + b, 0);
+const round1 = (x: number): number => Math.round(x * 10) / 10;
+function medianOf(values: (number | undefined)[]): number | undefined {
+  const v = values.filter((x): x is number => x !== undefined);
+  return v.length ? Math.round(median(v)) : undefined;
+}
+
 function cpuLine(cpu: Record<string, number>): string {
-  const total = Object.values(cpu).reduce((a, b) => a + b, 0);
+  const total = cpuTotal(cpu);
   return `total ${total.toFixed(1)}; ` + Object.entries(cpu).filter(([, v]) => v >= 0.05).sort((a, b) => b[1] - a[1])
     .map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ');
 }
@@ -366,6 +382,13 @@ function summarize(runs: (RunResult | OffloadedRun)[], sizes: number[]): SizeSum
       ratioMedian: Math.round(median(ratios) * 100) / 100,
       addedLatencyP50Ms: Math.round(median(o.map((r) => r.addedLatencyMs.p50))),
       addedLatencyP99Ms: Math.round(median(o.map((r) => r.addedLatencyMs.p99))),
+      statusMirrorP50Ms: medianOf(o.map((r) => r.statusMirrorMs?.p50)),
+      statusMirrorP99Ms: medianOf(o.map((r) => r.statusMirrorMs?.p99)),
+      hostPatchP50Ms: medianOf(o.map((r) => r.hostPatchMs?.p50)),
+      hostPatchP99Ms: medianOf(o.map((r) => r.hostPatchMs?.p99)),
+      cpuToReadyDirect: round1(median(d.map((r) => cpuTotal(r.cpuToReady)))),
+      cpuToReadyOffloaded: round1(median(o.map((r) => cpuTotal(r.cpuToReady)))),
+      cpuToReadyClusterlet: round1(median(o.map((r) => r.cpuToReady.clusterlet ?? 0))),
       peakRssMB: Math.max(...o.map((r) => r.peakRssMB)),
       cpuSecondsMedian: median(o.map((r) => r.cpuSeconds)),
       hostWritesPerPod: median(o.map((r) => r.hostWritesPerPod)),
@@ -397,6 +420,13 @@ export function toMarkdown(r: BenchResult): string {
   ];
   for (const s of r.summary) {
     lines.push(`| ${s.n} | ${(s.directMedianMs / 1000).toFixed(2)} s | ${(s.offloadedMedianMs / 1000).toFixed(2)} s | ${s.ratios.join(', ')} (median ${s.ratioMedian}) | ${s.addedLatencyP50Ms} / ${s.addedLatencyP99Ms} ms | ${s.peakRssMB} MB | ${s.cpuSecondsMedian.toFixed(1)} | ${s.hostWritesPerPod} | ${(s.deleteMedianMs / 1000).toFixed(2)} s |`);
+  }
+  lines.push('', 'Where the added latency and the time go (medians over the pairs):', '');
+  lines.push('| N | clusterlet\'s part of the added latency p50 / p99 | its host status patch p50 / p99 | CPU-s of all processes to all Ready: direct / offloaded (clusterlet) |',
+    '|---:|---:|---:|---:|');
+  const ms = (x: number | undefined): string => (x === undefined ? '–' : String(x));
+  for (const s of r.summary) {
+    lines.push(`| ${s.n} | ${ms(s.statusMirrorP50Ms)} / ${ms(s.statusMirrorP99Ms)} ms | ${ms(s.hostPatchP50Ms)} / ${ms(s.hostPatchP99Ms)} ms | ${s.cpuToReadyDirect} / ${s.cpuToReadyOffloaded} (${s.cpuToReadyClusterlet}) |`);
   }
   lines.push('', 'API requests clusterlet made per pod (create → delete), by cluster and verb:', '');
   lines.push('| N | cluster | requests per pod by verb |', '|---:|---|---|');

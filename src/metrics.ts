@@ -32,7 +32,7 @@ export const metrics = {
   }),
   statusMirror: new Histogram({
     name: 'clusterlet_status_mirror_seconds',
-    help: 'From a delegate status change seen in the member to the proxy status written to the host, by member.',
+    help: 'From the latest delegate status change seen in the member to the proxy status written to the host, by member.',
     labelNames: ['member'] as const, registers: [registry],
     buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
   }),

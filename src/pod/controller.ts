@@ -43,7 +43,7 @@ export class PodController {
   /** Mirrors provider status onto proxies: its own queue, so a burst of creations never delays it. */
   #statusQueue: WorkQueue;
   #subs: Subscription[] = [];
-  /** When a delegate status change not yet written to its proxy was first seen, by key (performance.now()). */
+  /** When the latest delegate status change not yet written to its proxy was seen, by key (performance.now()). */
   #statusSeen = new Map<string, number>();
 
   constructor(host: ClusterClient, provider: PodProvider, log: Logger, opts: PodControllerOptions) {
@@ -74,7 +74,7 @@ export class PodController {
         if (ev.old && !statusEqual(ev.object.status, ev.old.status)) this.#statusQueue.add(ev.key);
       }),
       this.#provider.podChanges$.subscribe((change) => {
-        if (!this.#statusSeen.has(change.key)) this.#statusSeen.set(change.key, performance.now());
+        this.#statusSeen.set(change.key, performance.now());
         if (change.lifecycle) this.#queue.add(change.key);
         this.#queueStatus(change.key);
       }),

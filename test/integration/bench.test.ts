@@ -25,6 +25,9 @@ describe('benchmark (smoke)', () => {
       assert.ok(s.peakRssMB > 0);
       assert.ok(s.hostWritesPerPod > 0, 'host writes counted from clusterlet metrics');
       assert.ok((s.requestsPerPod.member?.create ?? 0) >= 1, 'at least one member create per pod (the delegate)');
+      assert.ok((s.statusMirrorP50Ms ?? 0) > 0, "clusterlet's part of the added latency read from its histogram");
+      assert.ok((s.hostPatchP50Ms ?? 0) > 0, 'host status patch latency read from its histogram');
+      assert.ok(s.cpuToReadyOffloaded > 0 && s.cpuToReadyDirect > 0 && s.cpuToReadyClusterlet > 0, 'CPU of every process counted');
       const md = toMarkdown(result);
       assert.match(md, /^\| 10 \| [\d.]+ s \| [\d.]+ s \|/m);
       assert.match(md, /Machine: \d+ ×/);

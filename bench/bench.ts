@@ -18,6 +18,8 @@ export interface BenchOptions {
   metricsURL: string;
   virtualNode: string;
   log?: (line: string) => void;
+  /** Called after every run with the results so far (run.ts writes them, so a stopped bench keeps what it measured). */
+  onProgress?: (partial: BenchResult) => void;
   /** Per-run bound; a run that takes longer fails the bench. */
   runTimeoutMs?: (n: number) => number;
 }
@@ -346,6 +348,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
       for (const run of order) {
         const r = await run(n, pair);
         runs.push(r);
+        opts.onProgress?.({ machine: machineInfo(h), startedAt, runs, summary: summarize(runs, opts.sizes.filter((s) => runs.some((x) => x.n === s))) });
         log(`N=${n} pair ${pair} ${r.mode}: ${(r.readyMs / 1000).toFixed(2)} s, CPU s to Ready: ${cpuLine(r.cpuToReady)}`);
         log(`N=${n} pair ${pair} ${r.mode}: ${(r.readyMs / 1000).toFixed(2)} s` + (isOffloaded(r)
           ? ` (added p50 ${r.addedLatencyMs.p50.toFixed(0)} ms, p99 ${r.addedLatencyMs.p99.toFixed(0)} ms; clusterlet's part p50 ${r.statusMirrorMs?.p50?.toFixed(0)} ms, p99 ${r.statusMirrorMs?.p99?.toFixed(0)} ms; host status patch p50 ${r.hostPatchMs?.p50?.toFixed(0)} ms, p99 ${r.hostPatchMs?.p99?.toFixed(0)} ms; RSS ${r.peakRssMB} MB, host writes/pod ${r.hostWritesPerPod}, delete ${(r.deleteMs / 1000).toFixed(2)} s)` : ''));

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Harness } from '../test/harness/harness.ts';
 import { freePort, pollUntil } from '../test/harness/net.ts';
-import { runBench, toMarkdown } from './bench.ts';
+import { runBench, toMarkdown, type BenchResult } from './bench.ts';
 import { NODE_FLAGS } from '../src/nodeflags.ts';
 
 const { values } = parseArgs({ options: {
@@ -41,15 +41,18 @@ process.once('SIGINT', () => { void stop().finally(() => process.exit(130)); });
 try {
   await pollUntil('clusterlet /readyz', async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.ok ? true : undefined,
     60_000, 250, () => child.exitCode !== null ? `clusterlet exited with ${child.exitCode}; see ${logFile}` : undefined);
-  const result = await runBench({ harness: h, sizes, pairs, clusterletPid: child.pid!, metricsURL: `http://127.0.0.1:${port}/metrics`,
-    virtualNode: 'clusterlet-member', log });
-  const md = toMarkdown(result);
-  process.stdout.write(md);
   const dir = fileURLToPath(new URL('./results/', import.meta.url));
   mkdirSync(dir, { recursive: true });
-  const file = values.out ?? join(dir, `bench-${result.startedAt.replace(/[:.]/g, '-')}.json`);
-  writeFileSync(file, JSON.stringify(result, null, 2));
-  writeFileSync(join(dir, 'latest.md'), md);
+  let file = values.out;
+  const write = (r: BenchResult): void => {
+    file ??= join(dir, `bench-${r.startedAt.replace(/[:.]/g, '-')}.json`);
+    writeFileSync(file, JSON.stringify(r, null, 2));
+    writeFileSync(join(dir, 'latest.md'), toMarkdown(r));
+  };
+  const result = await runBench({ harness: h, sizes, pairs, clusterletPid: child.pid!, metricsURL: `http://127.0.0.1:${port}/metrics`,
+    virtualNode: 'clusterlet-member', log, onProgress: write });
+  write(result);
+  process.stdout.write(toMarkdown(result));
   log(`results: ${file}`);
 } finally {
   await stop();

@@ -422,6 +422,18 @@ function tolerationEqual(a: V1Toleration, b: V1Toleration): boolean {
  * statuses by name whatever their order, timestamps by the second whether Date or string, and null, undefined
  * and empty arrays are all "absent".
  */
+/**
+ * Whether a Pending delegate's status (forged for its proxy) tells the user more than the Pending proxy already shows: container
+ * statuses (ContainerCreating, ErrImagePull…), a condition that is not True (Unschedulable…), or a reason or
+ * message. A delegate merely waiting for the member's scheduler or kubelet has nothing to add: writing it would
+ * cost the host API server a write per pod for the host IP alone. Anything not Pending always says something.
+ */
+export function pendingStatusInformative(desired: V1PodStatus, proxy: V1PodStatus | undefined): boolean {
+  if ((desired.phase ?? 'Pending') !== 'Pending' || (proxy?.phase ?? 'Pending') !== 'Pending') return true;
+  return !!(desired.containerStatuses?.length || desired.initContainerStatuses?.length || desired.reason || desired.message
+    || desired.conditions?.some((c) => DELEGATE_CONDITIONS.has(c.type) && c.status !== 'True'));
+}
+
 export function statusEqual(a: V1PodStatus | undefined, b: V1PodStatus | undefined): boolean {
   return isDeepStrictEqual(normalize(a ?? {}), normalize(b ?? {}));
 }

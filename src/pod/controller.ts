@@ -10,7 +10,7 @@ import { Informer, splitKey } from '../kube/informer.ts';
 import { listWatch } from '../kube/listwatch.ts';
 import { ignoreGone, toKubeError } from '../kube/errors.ts';
 import { WorkQueue } from '../util/workqueue.ts';
-import { forgeProxyStatusForLostDelegate, isDaemonSetPod, isTerminal, statusEqual } from '../forge/pod.ts';
+import { forgeProxyStatusForLostDelegate, isDaemonSetPod, isTerminal, pendingStatusInformative, statusEqual } from '../forge/pod.ts';
 import { PodRejectedError, type PodEvent, type PodProvider } from '../provider/types.ts';
 import { metrics } from '../metrics.ts';
 import type { Logger } from '../log.ts';
@@ -220,7 +220,7 @@ export class PodController {
     if (!desired) return false;
     // A finished pod never goes back (the API would refuse it anyway).
     if (isTerminal(proxy) && desired.phase !== proxy.status?.phase) return false;
-    if (statusEqual(desired, proxy.status)) return false;
+    if (statusEqual(desired, proxy.status) || !pendingStatusInformative(desired, proxy.status)) return false;
     // The Offloaded condition is the lifecycle's to write: never send a (possibly stale) copy of it.
     const conditions = desired.conditions?.filter((c) => c.type !== OFFLOADED_CONDITION);
     await this.#patchStatus(proxy, { ...desired, conditions });

@@ -9,6 +9,7 @@ import {
   isDaemonSetPod,
   isTerminal,
   statusEqual,
+  pendingStatusInformative,
 } from '../../../src/forge/pod.ts';
 import type { DelegateContext } from '../../../src/forge/pod.ts';
 
@@ -590,6 +591,26 @@ describe('forgeProxyStatus', () => {
       { type: 'example.com/custom', status: 'True', lastTransitionTime: T0 },
     ]);
   });
+});
+
+describe('pendingStatusInformative', () => {
+  const scheduled: V1PodStatus = { phase: 'Pending', hostIP: '10.0.0.1', conditions: [{ type: 'PodScheduled', status: 'True' }] };
+  const cases: { name: string; desired: V1PodStatus; proxy?: V1PodStatus; want: boolean }[] = [
+    { name: 'scheduled in the member, nothing else yet', desired: scheduled, proxy: { phase: 'Pending' }, want: false },
+    { name: 'waiting for the member scheduler', desired: { phase: 'Pending', hostIP: '10.0.0.1' }, proxy: undefined, want: false },
+    { name: 'a host condition that is not True is not the delegate\'s news',
+      desired: { ...scheduled, conditions: [...scheduled.conditions!, { type: 'clusterlet.io/Offloaded', status: 'False' }] }, want: false },
+    { name: 'unschedulable in the member', desired: { phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable' }] }, want: true },
+    { name: 'containers being created', desired: { ...scheduled, containerStatuses: [{ name: 'a', image: 'i', imageID: '', ready: false, restartCount: 0,
+      state: { waiting: { reason: 'ContainerCreating' } } }] }, want: true },
+    { name: 'init containers reported', desired: { ...scheduled, initContainerStatuses: [{ name: 'i', image: 'i', imageID: '', ready: false, restartCount: 0 }] }, want: true },
+    { name: 'a reason', desired: { ...scheduled, reason: 'SchedulingGated' }, want: true },
+    { name: 'Running', desired: { ...scheduled, phase: 'Running' }, want: true },
+    { name: 'the proxy shows another phase (a recreated delegate)', desired: scheduled, proxy: { phase: 'Running' }, want: true },
+  ];
+  for (const c of cases) {
+    it(`${c.name} -> ${c.want}`, () => assert.equal(pendingStatusInformative(c.desired, c.proxy), c.want));
+  }
 });
 
 describe('statusEqual', () => {

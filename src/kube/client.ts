@@ -96,6 +96,9 @@ export function queryOf(param: Record<string, unknown>): string {
   return s ? `?${s}` : '';
 }
 
+/** Upper bound of one request (not a watch) from sending it to the end of its response. */
+const REQUEST_TIMEOUT_MS = 60_000;
+
 export interface WatchHandlers {
   /** Each event line, parsed (not revived). */
   onEvent(type: string, object: unknown): void;
@@ -222,7 +225,9 @@ export class ClusterClient {
 
   async #send(method: string, url: string, body: string | undefined, contentType: string, signal?: AbortSignal):
     Promise<{ status: number; text: string; json: boolean }> {
-    const { res } = await this.#open(method, url, body, contentType, signal);
+    // A request never waits forever on a server that went away without closing the connection.
+    const timeout = AbortSignal.timeout(REQUEST_TIMEOUT_MS);
+    const { res } = await this.#open(method, url, body, contentType, signal ? AbortSignal.any([signal, timeout]) : timeout);
     const text = await readBody(res);
     return { status: res.statusCode ?? 0, text, json: String(res.headers['content-type'] ?? '').includes('json') };
   }

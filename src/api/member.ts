@@ -2,7 +2,7 @@
 // response body is streamed (pod logs, node proxy), a WebSocket (exec, attach) and a SPDY/3.1 upgrade
 // (port-forward). Each takes a token of the member's client-side rate limit and is counted like every other
 // member request.
-import { request as httpsRequest, type RequestOptions } from 'node:https';
+import { request as httpsRequest } from 'node:https';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import WebSocket from 'ws';
@@ -10,16 +10,12 @@ import type { ClusterClient } from '../kube/client.ts';
 import { metrics } from '../metrics.ts';
 import { ApiError, fromMember } from './errors.ts';
 
-function options(client: ClusterClient): Promise<RequestOptions & { headers: Record<string, string> }> {
-  return client.connectOptions();
-}
-
 /** GET `path` on the member; resolves with a 2xx response (its body not yet read), else throws ApiError. */
 export async function memberGet(client: ClusterClient, path: string, signal?: AbortSignal): Promise<IncomingMessage> {
   await client.limiter.take();
   metrics.apiRequests.inc({ cluster: client.name, verb: 'get' });
   const url = new URL(path, client.server);
-  const opts = { ...await options(client), method: 'GET', signal };
+  const opts = { ...await client.connectOptions(), method: 'GET', signal };
   const res = await new Promise<IncomingMessage>((resolve, reject) => {
     const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, opts, resolve);
     req.on('error', (err) => reject(signal?.aborted ? new ApiError('Unavailable', 'request cancelled', { cause: err })
@@ -37,7 +33,7 @@ export async function memberWebSocket(client: ClusterClient, path: string, proto
   metrics.apiRequests.inc({ cluster: client.name, verb: 'create' });
   const url = new URL(path, client.server);
   url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
-  const opts = await options(client);
+  const opts = await client.connectOptions();
   return new Promise<WebSocket>((resolve, reject) => {
     const ws = new WebSocket(url, protocols, { ...opts, perMessageDeflate: false });
     const fail = (err: ApiError): void => { ws.removeAllListeners('open'); ws.terminate(); reject(err); };
@@ -59,7 +55,7 @@ export async function memberSpdyUpgrade(client: ClusterClient, path: string, pro
   await client.limiter.take();
   metrics.apiRequests.inc({ cluster: client.name, verb: 'create' });
   const url = new URL(path, client.server);
-  const opts = await options(client);
+  const opts = await client.connectOptions();
   return new Promise((resolve, reject) => {
     const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, {
       ...opts, method: 'POST',

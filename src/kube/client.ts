@@ -117,15 +117,14 @@ export class ClusterClient {
   readonly certificates: Api<CertificatesV1Api>;
   readonly authentication: Api<AuthenticationV1Api>;
   readonly authorization: Api<AuthorizationV1Api>;
-  #agent: HttpsAgent | HttpAgent;
-  /** Client certificate the agent was made with, when an exec plugin supplies one (it may rotate). */
+  /** Made at the first request, with the credentials' client certificate; remade when an exec plugin rotates it. */
+  #agent: HttpsAgent | HttpAgent | undefined;
   #agentCert: Buffer | undefined;
 
   constructor(access: ClusterAccess, opts: ClientOptions) {
     this.name = opts.cluster;
     this.access = access;
     this.limiter = new TokenBucket(opts.qps, opts.burst);
-    this.#agent = this.#newAgent(undefined);
     this.core = this.#api(GROUPS.core);
     this.coordination = this.#api(GROUPS.coordination);
     this.events = this.#api(GROUPS.events);
@@ -235,10 +234,11 @@ export class ClusterClient {
   async #open(method: string, url: string, body: string | undefined, contentType: string, signal?: AbortSignal):
     Promise<{ req: ClientRequest; res: IncomingMessage }> {
     const creds = await this.access.credentials();
-    if (creds.cert && !creds.cert.equals(this.#agentCert ?? Buffer.alloc(0))) {
-      this.#agent.destroy();
+    if (!this.#agent || (creds.cert && !creds.cert.equals(this.#agentCert ?? Buffer.alloc(0)))) {
+      this.#agent?.destroy();
       this.#agent = this.#newAgent(creds);
     }
+    const agent = this.#agent;
     const headers: Record<string, string> = { accept: 'application/json', ...authHeaders(creds) };
     if (body !== undefined) {
       headers['content-type'] = contentType;
@@ -246,15 +246,15 @@ export class ClusterClient {
     }
     const send = url.startsWith('https:') ? httpsRequest : httpRequest;
     return new Promise((resolve, reject) => {
-      const req = send(url, { method, headers, agent: this.#agent, signal }, (res) => resolve({ req, res }));
+      const req = send(url, { method, headers, agent, signal }, (res) => resolve({ req, res }));
       req.on('error', (err) => reject(new KubeError('Unavailable', 0, (err as NodeJS.ErrnoException).code ?? err.name,
         `${method} ${url}: ${err.message}`, { cause: err })));
       req.end(body);
     });
   }
 
-  #newAgent(creds: Credentials | undefined): HttpsAgent | HttpAgent {
-    this.#agentCert = creds?.cert;
+  #newAgent(creds: Credentials): HttpsAgent | HttpAgent {
+    this.#agentCert = creds.cert;
     const opts = { keepAlive: true, maxSockets: 128, maxFreeSockets: 32 };
     return this.access.server.startsWith('https:') ? new HttpsAgent({ ...opts, ...this.#tls(creds) }) : new HttpAgent(opts);
   }

@@ -32,6 +32,11 @@ export interface RunResult {
   readyMs: number;
   /** CPU seconds each process used from creation until all N were Ready (clusterlet, etcd, host/*, member/*). */
   cpuToReady: Record<string, number>;
+  /**
+   * When (ms after creation) the last pod reached each stage, as watches saw it: direct `bound`, `ready`;
+   * offloaded `proxiesBound`, `delegatesCreated`, `delegatesBound`, `delegatesReady`, `proxiesReady`.
+   */
+  stagesMs?: Record<string, number>;
 }
 
 export interface OffloadedRun extends RunResult {
@@ -73,6 +78,9 @@ export interface SizeSummary {
   hostWritesPerPod: number;
   deleteMedianMs: number;
   requestsPerPod: Record<string, Record<string, number>>;
+  /** Medians over the runs of when the last pod reached each stage (ms after creation). */
+  stagesDirectMs?: Record<string, number>;
+  stagesOffloadedMs?: Record<string, number>;
 }
 
 export interface BenchResult {
@@ -103,6 +111,9 @@ const isReady = (p: V1Pod): boolean => !!p.status?.conditions?.some((c) => c.typ
 /** Watches pods of one namespace and records when each first became Ready; resolves when `n` are. */
 class ReadyTracker {
   readonly readyAt = new Map<string, number>();
+  /** When each pod was first seen, and first seen bound to a node. */
+  readonly seenAt = new Map<string, number>();
+  readonly boundAt = new Map<string, number>();
   readonly informer: Informer<V1Pod>;
   #waiters: { n: number; resolve: () => void }[] = [];
 
@@ -112,8 +123,12 @@ class ReadyTracker {
       list: (p) => client.core.listNamespacedPod({ namespace, ...p }),
     }, { silenceMs: 120_000 }));
     this.informer.events$.subscribe((ev) => {
-      if (ev.type !== 'DELETED' && isReady(ev.object) && !this.readyAt.has(ev.key)) {
-        this.readyAt.set(ev.key, performance.now());
+      if (ev.type === 'DELETED') return;
+      const now = performance.now();
+      if (!this.seenAt.has(ev.key)) this.seenAt.set(ev.key, now);
+      if (ev.object.spec?.nodeName && !this.boundAt.has(ev.key)) this.boundAt.set(ev.key, now);
+      if (isReady(ev.object) && !this.readyAt.has(ev.key)) {
+        this.readyAt.set(ev.key, now);
         for (const w of this.#waiters) if (this.readyAt.size >= w.n) w.resolve();
       }
     });
@@ -286,11 +301,12 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
     await tracker.until(n, timeout(n), `direct N=${n}`);
     const cpuToReady = cpu.seconds();
     const readyMs = Math.max(...tracker.readyAt.values()) - t0;
+    const stagesMs = { bound: lastOf(tracker.boundAt, t0), ready: readyMs };
     await memberApps.deleteNamespacedDeployment({ namespace: ns, name: 'bench', propagationPolicy: 'Background' });
     await tracker.empty(timeout(n), `direct N=${n} cleanup`);
     tracker.stop();
     await deleteNamespaceAndWait(member, ns, timeout(n));
-    return { mode: 'direct', n, pair, readyMs, cpuToReady };
+    return { mode: 'direct', n, pair, readyMs, cpuToReady, stagesMs };
   };
 
   const offloaded = async (n: number, pair: number): Promise<OffloadedRun> => {
@@ -312,6 +328,10 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
       p99: histogramQuantile(before.buckets.get(series), atReady.buckets.get(series), 0.99),
     });
     const readyMs = Math.max(...proxies.readyAt.values()) - t0;
+    const stagesMs = {
+      proxiesBound: lastOf(proxies.boundAt, t0), delegatesCreated: lastOf(delegates.seenAt, t0),
+      delegatesBound: lastOf(delegates.boundAt, t0), delegatesReady: lastOf(delegates.readyAt, t0), proxiesReady: readyMs,
+    };
     const added: number[] = [];
     for (const [key, at] of proxies.readyAt) {
       const d = delegates.readyAt.get(key);
@@ -332,7 +352,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
     const requestsPerPod = perPod(before.requests, after.requests, n);
     const hostReq = requestsPerPod.host ?? {};
     return {
-      mode: 'offloaded', n, pair, readyMs, cpuToReady, deleteMs,
+      mode: 'offloaded', n, pair, readyMs, cpuToReady, stagesMs, deleteMs,
       statusMirrorMs: quantiles('clusterlet_status_mirror_seconds{member=member}'),
       hostPatchMs: quantiles('clusterlet_api_request_duration_seconds{cluster=host,verb=patch}'), ...proc, requestsPerPod,
       addedLatencyMs: { p50: percentile(added, 50), p99: percentile(added, 99), max: Math.max(0, ...added) },
@@ -349,7 +369,8 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
         const r = await run(n, pair);
         runs.push(r);
         opts.onProgress?.({ machine: machineInfo(h), startedAt, runs, summary: summarize(runs, opts.sizes.filter((s) => runs.some((x) => x.n === s))) });
-        log(`N=${n} pair ${pair} ${r.mode}: ${(r.readyMs / 1000).toFixed(2)} s, CPU s to Ready: ${cpuLine(r.cpuToReady)}`);
+        log(`N=${n} pair ${pair} ${r.mode}: ${(r.readyMs / 1000).toFixed(2)} s, CPU s to Ready: ${cpuLine(r.cpuToReady)}; last pod at each stage (s): ${
+          Object.entries(r.stagesMs ?? {}).map(([k, v]) => `${k} ${(v / 1000).toFixed(1)}`).join(', ')}`);
         log(`N=${n} pair ${pair} ${r.mode}: ${(r.readyMs / 1000).toFixed(2)} s` + (isOffloaded(r)
           ? ` (added p50 ${r.addedLatencyMs.p50.toFixed(0)} ms, p99 ${r.addedLatencyMs.p99.toFixed(0)} ms; clusterlet's part p50 ${r.statusMirrorMs?.p50?.toFixed(0)} ms, p99 ${r.statusMirrorMs?.p99?.toFixed(0)} ms; host status patch p50 ${r.hostPatchMs?.p50?.toFixed(0)} ms, p99 ${r.hostPatchMs?.p99?.toFixed(0)} ms; RSS ${r.peakRssMB} MB, host writes/pod ${r.hostWritesPerPod}, delete ${(r.deleteMs / 1000).toFixed(2)} s)` : ''));
       }
@@ -360,6 +381,13 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
 
 const cpuTotal = (cpu: Record<string, number>): number => Object.values(cpu).reduce((a, b) => a + b, 0);
 const round1 = (x: number): number => Math.round(x * 10) / 10;
+/** Milliseconds from t0 to the latest of the instants. */
+function lastOf(at: Map<string, number>, t0: number): number {
+  let last = t0;
+  for (const t of at.values()) if (t > last) last = t;
+  return Math.round(last - t0);
+}
+
 function medianOf(values: (number | undefined)[]): number | undefined {
   const v = values.filter((x): x is number => x !== undefined);
   return v.length ? Math.round(median(v)) : undefined;
@@ -397,8 +425,18 @@ function summarize(runs: (RunResult | OffloadedRun)[], sizes: number[]): SizeSum
       hostWritesPerPod: median(o.map((r) => r.hostWritesPerPod)),
       deleteMedianMs: median(o.map((r) => r.deleteMs)),
       requestsPerPod: last?.requestsPerPod ?? {},
+      stagesDirectMs: medianStages(d),
+      stagesOffloadedMs: medianStages(o),
     };
   });
+}
+
+function medianStages(runs: RunResult[]): Record<string, number> | undefined {
+  const withStages = runs.filter((r) => r.stagesMs);
+  if (withStages.length === 0) return undefined;
+  const out: Record<string, number> = {};
+  for (const k of Object.keys(withStages[0]!.stagesMs!)) out[k] = Math.round(median(withStages.map((r) => r.stagesMs![k] ?? NaN)));
+  return out;
 }
 
 function machineInfo(h: Harness): Record<string, string | number> {
@@ -430,6 +468,14 @@ export function toMarkdown(r: BenchResult): string {
   const ms = (x: number | undefined): string => (x === undefined ? '–' : String(x));
   for (const s of r.summary) {
     lines.push(`| ${s.n} | ${ms(s.statusMirrorP50Ms)} / ${ms(s.statusMirrorP99Ms)} ms | ${ms(s.hostPatchP50Ms)} / ${ms(s.hostPatchP99Ms)} ms | ${s.cpuToReadyDirect} / ${s.cpuToReadyOffloaded} (${s.cpuToReadyClusterlet}) |`);
+  }
+  const sec = (x: number | undefined): string => (x === undefined ? '–' : (x / 1000).toFixed(1));
+  lines.push('', 'When the last pod reached each stage, in seconds after the Deployment was created (medians over the pairs):', '');
+  lines.push('| N | direct: bound → Ready | offloaded: proxies bound → delegates created → delegates bound → delegates Ready → proxies Ready |',
+    '|---:|---|---|');
+  for (const s of r.summary) {
+    const d = s.stagesDirectMs, o = s.stagesOffloadedMs;
+    lines.push(`| ${s.n} | ${sec(d?.bound)} → ${sec(d?.ready)} | ${sec(o?.proxiesBound)} → ${sec(o?.delegatesCreated)} → ${sec(o?.delegatesBound)} → ${sec(o?.delegatesReady)} → ${sec(o?.proxiesReady)} |`);
   }
   lines.push('', 'API requests clusterlet made per pod (create → delete), by cluster and verb:', '');
   lines.push('| N | cluster | requests per pod by verb |', '|---:|---|---|');

@@ -1,5 +1,6 @@
 // `npm run bench` / `make bench`: starts the local clusters and clusterlet, runs the benchmark, prints a
-// markdown table and writes JSON to bench/results/. Options: --sizes 10,100,1000,10000 --pairs 3.
+// markdown table and writes JSON to bench/results/ (markdown to latest.md). Options: --sizes 10,100,1000,10000
+// --pairs 3 --out FILE.json (writes FILE.json and FILE.md instead).
 import { spawn } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -30,7 +31,9 @@ if (!existsSync(cli)) throw new Error('dist/cli.js is missing: run `npm run buil
 const nodeFlags = [...NODE_FLAGS, ...(process.env.CLUSTERLET_NODE_OPTIONS ?? '').split(' ').filter(Boolean)];
 const child = spawn(process.execPath, [...nodeFlags, cli, '--host-kubeconfig', h.host.kubeconfig, '--member-kubeconfig', h.member.kubeconfig,
   '--member-name', 'member', '--health-port', String(port), '--kubelet-port', String(kubeletPort), '--log-level', 'warn',
-  '--host-qps', '2000', '--host-burst', '4000', '--member-qps', '2000', '--member-burst', '4000', '--pod-sync-workers', '20'],
+  '--host-qps', '2000', '--host-burst', '4000', '--member-qps', '2000', '--member-burst', '4000', '--pod-sync-workers', '20',
+  // Extra flags for experiments, e.g. CLUSTERLET_ARGS='--pod-sync-workers 50'.
+  ...(process.env.CLUSTERLET_ARGS ?? '').split(' ').filter(Boolean)],
 { stdio: ['ignore', 'pipe', 'pipe'] });
 const out = createWriteStream(logFile);
 child.stdout.pipe(out);
@@ -47,7 +50,8 @@ try {
   const write = (r: BenchResult): void => {
     file ??= join(dir, `bench-${r.startedAt.replace(/[:.]/g, '-')}.json`);
     writeFileSync(file, JSON.stringify(r, null, 2));
-    writeFileSync(join(dir, 'latest.md'), toMarkdown(r));
+    // With --out, the markdown goes beside it, and the committed latest.md stays as it is.
+    writeFileSync(values.out ? file.replace(/(\.json)?$/, '.md') : join(dir, 'latest.md'), toMarkdown(r));
   };
   const result = await runBench({ harness: h, sizes, pairs, clusterletPid: child.pid!, metricsURL: `http://127.0.0.1:${port}/metrics`,
     virtualNode: 'clusterlet-member', log, onProgress: write });

@@ -86,6 +86,22 @@ export interface AggregateCapacity {
   nodeCount: number;
 }
 
+/** Requests summed per node name (nano units), of the pods that count. */
+export type NodeUsage = ReadonlyMap<string, ReadonlyMap<string, bigint>>;
+
+/** The requests of the pods that count (see `podCounts`, without the node filter), summed per node. */
+export function usageByNode(pods: V1Pod[], isOurs: (p: V1Pod) => boolean = isDelegate): Map<string, Map<string, bigint>> {
+  const usage = new Map<string, Map<string, bigint>>();
+  for (const pod of pods) {
+    if (!podCounts(pod, isOurs)) continue;
+    const node = pod.spec!.nodeName!;
+    let sums = usage.get(node);
+    if (!sums) usage.set(node, (sums = new Map()));
+    addTo(sums, podRequests(pod));
+  }
+  return usage;
+}
+
 /**
  * Capacity: the sum over usable nodes of every resource. Allocatable: the usable nodes' allocatable minus the
  * requests of the pods that count on them, clamped at zero. Values are canonical quantity strings.
@@ -95,18 +111,20 @@ export function aggregateCapacity(
   pods: V1Pod[],
   opts: { isDelegate?(p: V1Pod): boolean } = {},
 ): AggregateCapacity {
+  return aggregateCapacityFromUsage(nodes, usageByNode(pods, opts.isDelegate ?? isDelegate));
+}
+
+/** `aggregateCapacity`, given the requests per node already summed (as `PodUsage` keeps them). */
+export function aggregateCapacityFromUsage(nodes: V1Node[], usage: NodeUsage): AggregateCapacity {
   const usable = nodes.filter(nodeIsUsable);
-  const names = new Set(usable.map((n) => n.metadata?.name ?? ''));
   const capacity = new Map<string, Quantity>();
   const allocatable = new Map<string, Quantity>();
   for (const node of usable) {
     sumInto(capacity, node.status?.capacity);
     sumInto(allocatable, node.status?.allocatable ?? node.status?.capacity);
   }
-  const isOurs = opts.isDelegate ?? isDelegate;
-  for (const pod of pods) {
-    if (!podCounts(pod, isOurs, names)) continue;
-    for (const [name, nanos] of podRequests(pod)) {
+  for (const node of usable) {
+    for (const [name, nanos] of usage.get(node.metadata?.name ?? '') ?? []) {
       const q = allocatable.get(name);
       if (q) allocatable.set(name, quantity(q.nanos - nanos, q.format));
     }

@@ -2,16 +2,17 @@
 // a liveness probe, and `state$`, the stream of what its virtual node should show.
 import {
   BehaviorSubject, auditTime, combineLatest, distinctUntilChanged, exhaustMap, filter, from, map, merge, of,
-  shareReplay, startWith, timer, type Observable, type Subscription, catchError,
+  share, shareReplay, startWith, timer, type Observable, type Subscription, catchError,
 } from 'rxjs';
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import type { MemberConfig } from '../config.ts';
 import type { ClusterClient } from '../kube/client.ts';
 import { Informer } from '../kube/informer.ts';
 import { listWatch } from '../kube/listwatch.ts';
+import { PodUsage } from './usage.ts';
 import { toKubeError } from '../kube/errors.ts';
 
-import { aggregateCapacity, nodeIsUsable, nodeSystemInfo, sharedTopologyLabels } from '../forge/capacity.ts';
+import { aggregateCapacityFromUsage, nodeIsUsable, nodeSystemInfo, sharedTopologyLabels } from '../forge/capacity.ts';
 import { ORIGIN_LABEL } from '../forge/labels.ts';
 import type { MemberState } from '../forge/node.ts';
 import type { Logger } from '../log.ts';
@@ -40,6 +41,8 @@ export class MemberCluster {
   #log: Logger;
   #opts: Required<MemberOptions>;
   #version = new BehaviorSubject<string | undefined>(undefined);
+  /** Requests of the member's own pods per node, kept from the pod informer's events. */
+  #usage: PodUsage;
   #subs: Subscription[] = [];
 
   constructor(config: MemberConfig, client: ClusterClient, hostName: string, log: Logger, opts: MemberOptions = {}) {
@@ -65,7 +68,12 @@ export class MemberCluster {
       exhaustMap(() => from(this.#probe())),
       shareReplay({ bufferSize: 1, refCount: true }),
     );
-    const capacity$ = merge(this.nodes.events$, this.pods.events$.pipe(filter((e) => capacityRelevant(e.object, e.old))))
+    this.#usage = new PodUsage((key, err) => this.#log.warn({ pod: key, err: err.message }, 'pod requests unreadable; not counted'));
+    // Kept from the first event on (the informer emits each listed pod), whoever subscribes to state$ and when.
+    const usageChanged$ = this.pods.events$.pipe(filter((e) => this.#usage.apply(e)), share());
+    this.#subs.push(usageChanged$.subscribe());
+    const synced$ = from(Promise.all([this.nodes.waitSynced(), this.pods.waitSynced()]));
+    const capacity$ = merge(this.nodes.events$, usageChanged$, synced$)
       .pipe(
         startWith(undefined),
         auditTime(this.#opts.coalesceMs),
@@ -113,7 +121,7 @@ export class MemberCluster {
   #computeCapacity(): Omit<MemberState, 'reachable' | 'unreachableReason' | 'memberVersion'> {
     const nodes = this.nodes.list();
     const usable = nodes.filter(nodeIsUsable);
-    const agg = aggregateCapacity(nodes, this.pods.list(), { isDelegate: (p) => p.metadata?.labels?.[ORIGIN_LABEL] !== undefined });
+    const agg = aggregateCapacityFromUsage(nodes, this.#usage.byNode);
     const info = nodeSystemInfo(nodes);
     return {
       synced: true, readyNodes: usable.length, capacity: agg.capacity, allocatable: agg.allocatable,
@@ -135,12 +143,6 @@ export class MemberCluster {
   }
 }
 
-/** Pod changes that can move capacity: binding, phase, requests, deletion. Status-only churn of running pods is not. */
-function capacityRelevant(pod: V1Pod, old: V1Pod | undefined): boolean {
-  if (!old) return true;
-  return pod.spec?.nodeName !== old.spec?.nodeName || pod.status?.phase !== old.status?.phase
-    || pod.metadata?.deletionTimestamp !== old.metadata?.deletionTimestamp;
-}
 
 
 

@@ -1,0 +1,74 @@
+// What the member's own pods (not delegates) request, summed per node and kept up to date one pod change at a
+// time, so the virtual node's allocatable costs O(nodes) to compute however many pods the member runs.
+import type { V1Pod } from '@kubernetes/client-node';
+import { isDelegate, podCounts, podRequests, type NodeUsage } from '../forge/capacity.ts';
+import type { StoreEvent } from '../kube/informer.ts';
+
+interface Contribution {
+  node: string;
+  requests: Map<string, bigint>;
+}
+
+export class PodUsage {
+  #byPod = new Map<string, Contribution>();
+  #byNode = new Map<string, Map<string, bigint>>();
+  #onInvalid: (key: string, err: Error) => void;
+
+  /** `onInvalid`: a pod whose requests cannot be parsed (it then counts for nothing). */
+  constructor(onInvalid: (key: string, err: Error) => void = () => undefined) {
+    this.#onInvalid = onInvalid;
+  }
+
+  /** Requests per node name; read it, do not keep it (it changes in place). */
+  get byNode(): NodeUsage { return this.#byNode; }
+
+  /** Pods counted. */
+  get size(): number { return this.#byPod.size; }
+
+  /** Applies one informer event; true when the sums changed. */
+  apply(ev: StoreEvent<V1Pod>): boolean {
+    if (ev.type === 'MODIFIED' && ev.old && !usageRelevant(ev.object, ev.old)) return false;
+    const next = ev.type === 'DELETED' ? undefined : this.#contribution(ev.key, ev.object);
+    const prev = this.#byPod.get(ev.key);
+    if (!prev && !next) return false;
+    if (prev) this.#add(prev, -1n);
+    if (next) {
+      this.#byPod.set(ev.key, next);
+      this.#add(next, 1n);
+    } else {
+      this.#byPod.delete(ev.key);
+    }
+    return true;
+  }
+
+  #contribution(key: string, pod: V1Pod): Contribution | undefined {
+    if (!podCounts(pod, isDelegate)) return undefined;
+    try {
+      return { node: pod.spec!.nodeName!, requests: podRequests(pod) };
+    } catch (err) {
+      this.#onInvalid(key, err as Error);
+      return undefined;
+    }
+  }
+
+  #add(c: Contribution, sign: 1n | -1n): void {
+    let sums = this.#byNode.get(c.node);
+    if (!sums) this.#byNode.set(c.node, (sums = new Map()));
+    for (const [name, nanos] of c.requests) {
+      const v = (sums.get(name) ?? 0n) + sign * nanos;
+      if (v === 0n) sums.delete(name);
+      else sums.set(name, v);
+    }
+    if (sums.size === 0) this.#byNode.delete(c.node);
+  }
+}
+
+/**
+ * Changes that can move a pod's usage: binding, phase, whether it is a delegate, and its spec (requests resized
+ * in place bump the generation). Status-only churn of a running pod cannot; nor can deletion, which the
+ * scheduler does not count either until the pod is gone.
+ */
+export function usageRelevant(pod: V1Pod, old: V1Pod): boolean {
+  return pod.spec?.nodeName !== old.spec?.nodeName || pod.status?.phase !== old.status?.phase
+    || pod.metadata?.generation !== old.metadata?.generation || isDelegate(pod) !== isDelegate(old);
+}

@@ -434,6 +434,38 @@ export function pendingStatusInformative(desired: V1PodStatus, proxy: V1PodStatu
     || desired.conditions?.some((c) => DELEGATE_CONDITIONS.has(c.type) && c.status !== 'True'));
 }
 
+/** Status fields that come from the delegate: cleared on the proxy when the delegate no longer has them. */
+const MIRRORED_STATUS_FIELDS = [
+  'message', 'reason', 'podIP', 'podIPs', 'startTime', 'containerStatuses', 'initContainerStatuses',
+  'ephemeralContainerStatuses',
+] as const satisfies readonly (keyof V1PodStatus)[];
+
+/**
+ * The strategic merge patch that turns the proxy's status `current` into `desired`. A strategic merge patch
+ * merges some lists by key and leaves out fields alone, so on its own it would keep what the delegate no longer
+ * says: `podIPs` and `hostIPs` are replaced (merged, a new delegate's IP would sit next to the old one, which
+ * the API refuses: "may specify no more than one IP for each IP family"); conditions `current` has and
+ * `desired` does not are deleted, except the types in `own` (written by someone else, left alone); fields the
+ * delegate no longer reports are cleared.
+ */
+export function proxyStatusPatch(desired: V1PodStatus, current: V1PodStatus | undefined, own: ReadonlySet<string> = new Set()): Record<string, unknown> {
+  const patch: Record<string, unknown> = { ...desired };
+  for (const key of MIRRORED_STATUS_FIELDS) {
+    if (desired[key] === undefined && current?.[key] !== undefined) patch[key] = null;
+  }
+  for (const key of ['podIPs', 'hostIPs'] as const) {
+    const ips = desired[key];
+    if (ips) patch[key] = [{ $patch: 'replace' }, ...ips];
+  }
+  const kept = (desired.conditions ?? []).filter((c) => !own.has(c.type));
+  const types = new Set(kept.map((c) => c.type));
+  const gone = (current?.conditions ?? []).filter((c) => !types.has(c.type) && !own.has(c.type))
+    .map((c) => ({ type: c.type, $patch: 'delete' }));
+  if (kept.length + gone.length > 0) patch.conditions = [...kept, ...gone];
+  else delete patch.conditions;
+  return patch;
+}
+
 export function statusEqual(a: V1PodStatus | undefined, b: V1PodStatus | undefined): boolean {
   return isDeepStrictEqual(normalize(a ?? {}), normalize(b ?? {}));
 }

@@ -10,7 +10,9 @@ import { Informer, splitKey } from '../kube/informer.ts';
 import { listWatch } from '../kube/listwatch.ts';
 import { ignoreGone, toKubeError } from '../kube/errors.ts';
 import { WorkQueue } from '../util/workqueue.ts';
-import { forgeProxyStatusForLostDelegate, isDaemonSetPod, isTerminal, pendingStatusInformative, statusEqual } from '../forge/pod.ts';
+import {
+  forgeProxyStatusForLostDelegate, isDaemonSetPod, isTerminal, pendingStatusInformative, proxyStatusPatch, statusEqual,
+} from '../forge/pod.ts';
 import { PodRejectedError, type PodEvent, type PodProvider } from '../provider/types.ts';
 import { metrics } from '../metrics.ts';
 import type { Logger } from '../log.ts';
@@ -20,6 +22,8 @@ const PENDING_STATUS_DELAY_MS = 1000;
 
 /** The proxy condition that tells whether the pod could be offloaded, and why not. */
 export const OFFLOADED_CONDITION = 'clusterlet.io/Offloaded';
+/** Conditions the status mirror neither writes nor deletes. */
+const OWN_CONDITIONS: ReadonlySet<string> = new Set([OFFLOADED_CONDITION]);
 
 export interface PodControllerOptions {
   nodeName: string;
@@ -222,8 +226,7 @@ export class PodController {
     if (isTerminal(proxy) && desired.phase !== proxy.status?.phase) return false;
     if (statusEqual(desired, proxy.status) || !pendingStatusInformative(desired, proxy.status)) return false;
     // The Offloaded condition is the lifecycle's to write: never send a (possibly stale) copy of it.
-    const conditions = desired.conditions?.filter((c) => c.type !== OFFLOADED_CONDITION);
-    await this.#patchStatus(proxy, { ...desired, conditions });
+    await this.#patchStatus(proxy, proxyStatusPatch(desired, proxy.status, OWN_CONDITIONS));
     return true;
   }
 

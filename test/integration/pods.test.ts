@@ -108,9 +108,14 @@ describe('pod offloading', () => {
     const first = await waitUntil(member, podsSpec(member, ns), (ps) => ps.length === 2 && ps.every((p) => p.status?.phase === 'Running'), 60_000, 'delegates Running');
     await waitUntil(host, podsSpec(host, ns), (ps) => ps.length === 2 && ps.every((p) => p.status?.phase === 'Running'), 60_000, 'proxies Running');
     for (const d of first) await member.core.deleteNamespacedPod({ namespace: ns, name: d.metadata!.name!, gracePeriodSeconds: 0 });
-    const oldUID = first.find((d) => d.metadata!.name === 'always')!.metadata!.uid;
-    await waitUntil(member, podsSpec(member, ns), (ps) => ps.some((p) => p.metadata!.name === 'always'
-      && p.metadata!.uid !== oldUID && p.status?.phase === 'Running'), 60_000, 'a new delegate for "always"');
+    const old = first.find((d) => d.metadata!.name === 'always')!;
+    const renewed = (await waitUntil(member, podsSpec(member, ns), (ps) => ps.some((p) => p.metadata!.name === 'always'
+      && p.metadata!.uid !== old.metadata!.uid && p.status?.phase === 'Running' && p.status.podIP), 60_000, 'a new delegate for "always"'))
+      .find((p) => p.metadata!.name === 'always')!;
+    // The proxy shows the new delegate's IP, alone: merged next to the old one, the API would refuse the status.
+    assert.notEqual(renewed.status!.podIP, old.status!.podIP, 'KWOK gives the new delegate another IP');
+    await waitUntil(host, { ...podsSpec(host, ns), fieldSelector: 'metadata.name=always' }, (ps) => ps[0]?.status?.podIP === renewed.status!.podIP
+      && ps[0]?.status?.podIPs?.length === 1 && ps[0]?.status?.podIPs[0]?.ip === renewed.status!.podIP, 60_000, '"always" shows its new delegate\'s IP');
     const [never] = await waitUntil(host, { ...podsSpec(host, ns), fieldSelector: 'metadata.name=never' },
       (ps) => ps[0]?.status?.phase === 'Failed', 60_000, '"never" Failed');
     assert.equal(never.status!.reason, 'DelegateLost');

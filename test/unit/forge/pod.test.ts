@@ -10,6 +10,7 @@ import {
   isTerminal,
   statusEqual,
   pendingStatusInformative,
+  proxyStatusPatch,
 } from '../../../src/forge/pod.ts';
 import type { DelegateContext } from '../../../src/forge/pod.ts';
 
@@ -865,4 +866,51 @@ describe('predicates', () => {
   for (const [phase, expected] of [['Succeeded', true], ['Failed', true], ['Running', false], ['Pending', false], [undefined, false]] as const) {
     it(`isTerminal(${phase}) = ${expected}`, () => assert.equal(isTerminal({ status: { phase } }), expected));
   }
+});
+
+describe('proxyStatusPatch', () => {
+  const current: V1PodStatus = {
+    phase: 'Running', podIP: '10.0.0.1', podIPs: [{ ip: '10.0.0.1' }], hostIP: '192.0.2.1', hostIPs: [{ ip: '192.0.2.1' }],
+    startTime: new Date(0), reason: 'Old', containerStatuses: [{ name: 'c', image: 'i', imageID: '', ready: true, restartCount: 0 }],
+    conditions: [
+      { type: 'Ready', status: 'True' }, { type: 'PodReadyToStartContainers', status: 'True' },
+      { type: 'clusterlet.io/Offloaded', status: 'True' }, { type: 'example.com/Gate', status: 'True' },
+    ],
+  };
+
+  it('replaces podIPs and hostIPs instead of merging a new IP next to the old one', () => {
+    const patch = proxyStatusPatch({ phase: 'Running', podIP: '10.0.0.2', podIPs: [{ ip: '10.0.0.2' }], hostIP: '192.0.2.1',
+      hostIPs: [{ ip: '192.0.2.1' }] }, current);
+    assert.deepEqual(patch.podIPs, [{ $patch: 'replace' }, { ip: '10.0.0.2' }]);
+    assert.deepEqual(patch.hostIPs, [{ $patch: 'replace' }, { ip: '192.0.2.1' }]);
+    assert.equal(patch.podIP, '10.0.0.2');
+  });
+
+  it('clears what the delegate no longer reports, and deletes its conditions, but not the ones it does not own', () => {
+    const desired: V1PodStatus = { phase: 'Pending', hostIP: '192.0.2.1', hostIPs: [{ ip: '192.0.2.1' }],
+      conditions: [{ type: 'PodScheduled', status: 'False' }, { type: 'example.com/Gate', status: 'True' }] };
+    const patch = proxyStatusPatch(desired, current, new Set(['clusterlet.io/Offloaded']));
+    assert.deepEqual(
+      [patch.podIP, patch.podIPs, patch.startTime, patch.reason, patch.containerStatuses],
+      [null, null, null, null, null],
+    );
+    assert.deepEqual(patch.conditions, [
+      { type: 'PodScheduled', status: 'False' }, { type: 'example.com/Gate', status: 'True' },
+      { type: 'Ready', $patch: 'delete' }, { type: 'PodReadyToStartContainers', $patch: 'delete' },
+    ]);
+    assert.equal(patch.phase, 'Pending');
+    assert.equal('message' in patch, false, 'nothing to clear');
+  });
+
+  it('never writes an owned condition, even one the desired status carries', () => {
+    const patch = proxyStatusPatch({ phase: 'Running', conditions: [{ type: 'clusterlet.io/Offloaded', status: 'False' }] },
+      { phase: 'Running', conditions: [{ type: 'clusterlet.io/Offloaded', status: 'True' }] }, new Set(['clusterlet.io/Offloaded']));
+    assert.equal('conditions' in patch, false);
+  });
+
+  it('of an unchanged status, sends the same values (a no-op for the API)', () => {
+    const desired: V1PodStatus = { phase: 'Running', podIP: '10.0.0.1', conditions: [{ type: 'Ready', status: 'True' }] };
+    const patch = proxyStatusPatch(desired, desired);
+    assert.deepEqual(patch, { phase: 'Running', podIP: '10.0.0.1', conditions: [{ type: 'Ready', status: 'True' }] });
+  });
 });

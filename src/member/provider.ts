@@ -1,6 +1,6 @@
 // The member-cluster provider: runs each proxy pod as a delegate pod in the member (PodLifecycleHandler)
 // and reports delegate changes and member events in host coordinates (PodNotifier).
-import { Subject, filter, map, merge, mergeMap, of, type Observable, type Subscription } from 'rxjs';
+import { Subject, filter, from, map, merge, mergeMap, of, type Observable, type Subscription } from 'rxjs';
 import { LRUCache } from 'lru-cache';
 import type { CoreV1Event, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { MemberCluster } from './cluster.ts';
@@ -45,6 +45,8 @@ export class MemberPodProvider implements PodProvider {
   #byHost = new Map<string, string>();
   /** member key → host ref, kept a while after the delegate is gone so its last events still map. */
   #recent = new LRUCache<string, HostRef>({ max: 20_000 });
+  /** Member events (uid and resourceVersion) already passed on, so that a relist does not repeat them. */
+  #seenEvents = new LRUCache<string, true>({ max: 20_000 });
   #changes = new Subject<PodChange>();
   #namespaces = new Set<string>();
   #mirror: ObjectMirror;
@@ -65,10 +67,12 @@ export class MemberPodProvider implements PodProvider {
     this.podEvents$ = events.pipe(
       mergeMap((ev: ListWatchEvent<CoreV1Event>) => {
         if (ev.type === 'SYNC') {
+          // The first list replays what happened shortly before clusterlet started; a relist (the watch expired,
+          // or the member was away) only what was not seen yet: never the member's whole event history again.
           const since = started - this.#opts.eventReplayWindowMs;
-          return of(...ev.items.filter((e) => eventTime(e) >= since));
+          return from(ev.items.filter((e) => eventTime(e) >= since && this.#firstSight(e)));
         }
-        return ev.type === 'DELETED' ? of() : of(ev.object);
+        return ev.type === 'DELETED' || !this.#firstSight(ev.object) ? of() : of(ev.object);
       }),
       map((e) => this.#toPodEvent(e)),
       filter((e): e is PodEvent => e !== undefined),
@@ -199,6 +203,14 @@ export class MemberPodProvider implements PodProvider {
       // Gone already, or replaced by another pod of that name (the UID precondition): nothing of ours to delete.
       ignoreGone(err);
     }
+  }
+
+  /** True the first time this version of an event is seen. */
+  #firstSight(e: CoreV1Event): boolean {
+    const key = `${e.metadata?.uid}/${e.metadata?.resourceVersion}`;
+    if (this.#seenEvents.has(key)) return false;
+    this.#seenEvents.set(key, true);
+    return true;
   }
 
   #toPodEvent(e: CoreV1Event): PodEvent | undefined {

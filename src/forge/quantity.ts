@@ -25,6 +25,20 @@ const EXPONENT = /^[eE]([+-]?\d+)$/;
 
 /** Parses any quantity string the Kubernetes API accepts. Throws an Error naming the string otherwise. */
 export function parseQuantity(text: string): Quantity {
+  // The same few strings ("100m", "128Mi") come back for every pod of a Deployment: parse each once.
+  let q = PARSED.get(text);
+  if (!q) {
+    q = Object.freeze(parseQuantityText(text));
+    if (PARSED.size >= PARSED_MAX) PARSED.clear();
+    PARSED.set(text, q);
+  }
+  return q;
+}
+
+const PARSED = new Map<string, Readonly<Quantity>>();
+const PARSED_MAX = 4096;
+
+function parseQuantityText(text: string): Quantity {
   const match = NUMBER.exec(text);
   if (!match) throw new Error(`invalid quantity ${JSON.stringify(text)}`);
   const [, sign, number, suffix] = match;

@@ -20,6 +20,8 @@ export interface BenchOptions {
   log?: (line: string) => void;
   /** Called after every run with the results so far (run.ts writes them, so a stopped bench keeps what it measured). */
   onProgress?: (partial: BenchResult) => void;
+  /** Rejects if clusterlet exits: the run in progress fails with that. */
+  clusterletExited?: Promise<never>;
   /** Per-run bound; a run that takes longer fails the bench. */
   runTimeoutMs?: (n: number) => number;
 }
@@ -178,7 +180,13 @@ class ProcessSampler {
   }
 
   #sample(): void {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${this.#pid}/status`, 'utf8'));
+    let status: string;
+    try {
+      status = readFileSync(`/proc/${this.#pid}/status`, 'utf8');
+    } catch {
+      return; // the process is gone: the run fails on its own (BenchOptions.clusterletExited)
+    }
+    const m = /VmRSS:\s+(\d+) kB/.exec(status);
     if (m) this.#peakKB = Math.max(this.#peakKB, Number(m[1]));
   }
 
@@ -206,7 +214,12 @@ class CpuAccount {
 
 function cpuTicks(pid: number): number {
   // Fields after the command name: utime is the 14th field, stime the 15th (clock ticks, 100 Hz on Linux).
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return NaN; // gone
+  }
   const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return Number(rest[11]) + Number(rest[12]);
 }
@@ -366,7 +379,9 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
       // Alternate which goes first, so neither always runs on a warmer machine.
       const order = pair % 2 === 1 ? [direct, offloaded] : [offloaded, direct];
       for (const run of order) {
-        const r = await run(n, pair);
+        const running = run(n, pair);
+        running.catch(() => undefined); // if clusterlet exits first, what this run does next no longer matters
+        const r = await (opts.clusterletExited ? Promise.race([running, opts.clusterletExited]) : running);
         runs.push(r);
         opts.onProgress?.({ machine: machineInfo(h), startedAt, runs, summary: summarize(runs, opts.sizes.filter((s) => runs.some((x) => x.n === s))) });
         log(`N=${n} pair ${pair} ${r.mode}: ${(r.readyMs / 1000).toFixed(2)} s, CPU s to Ready: ${cpuLine(r.cpuToReady)}; last pod at each stage (s): ${

@@ -2,7 +2,7 @@
 // markdown table and writes JSON to bench/results/ (markdown to latest.md). Options: --sizes 10,100,1000,10000
 // --pairs 3 --out FILE.json (writes FILE.json and FILE.md instead).
 import { spawn } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -29,16 +29,24 @@ if (!existsSync(cli)) throw new Error('dist/cli.js is missing: run `npm run buil
 // clusterlet runs with the flags it is deployed with (src/nodeflags.ts), plus any in CLUSTERLET_NODE_OPTIONS
 // (e.g. --cpu-prof): NODE_OPTIONS refuses most V8 flags.
 const nodeFlags = [...NODE_FLAGS, ...(process.env.CLUSTERLET_NODE_OPTIONS ?? '').split(' ').filter(Boolean)];
+const logFd = openSync(logFile, 'a');
 const child = spawn(process.execPath, [...nodeFlags, cli, '--host-kubeconfig', h.host.kubeconfig, '--member-kubeconfig', h.member.kubeconfig,
   '--member-name', 'member', '--health-port', String(port), '--kubelet-port', String(kubeletPort), '--log-level', 'warn',
   '--host-qps', '2000', '--host-burst', '4000', '--member-qps', '2000', '--member-burst', '4000', '--pod-sync-workers', '20',
   // Extra flags for experiments, e.g. CLUSTERLET_ARGS='--pod-sync-workers 50'.
   ...(process.env.CLUSTERLET_ARGS ?? '').split(' ').filter(Boolean)],
-{ stdio: ['ignore', 'pipe', 'pipe'] });
-const out = createWriteStream(logFile);
-child.stdout.pipe(out);
-child.stderr.pipe(out);
-const stop = async (): Promise<void> => { child.kill('SIGTERM'); await h.stop(); };
+// Straight into the file, not through this process: whatever clusterlet writes as it dies is kept.
+{ stdio: ['ignore', logFd, logFd] });
+closeSync(logFd);
+let stopping = false;
+// Rejects if clusterlet exits before the bench is done: the run in progress fails with this, not with a timeout.
+const clusterletExited = new Promise<never>((_, reject) => {
+  child.once('exit', (code, signal) => {
+    if (!stopping) reject(new Error(`clusterlet exited during the bench (code ${code}, signal ${signal}); see ${logFile}`));
+  });
+});
+clusterletExited.catch(() => undefined);
+const stop = async (): Promise<void> => { stopping = true; child.kill('SIGTERM'); await h.stop(); };
 process.once('SIGINT', () => { void stop().finally(() => process.exit(130)); });
 
 try {
@@ -54,7 +62,7 @@ try {
     writeFileSync(values.out ? file.replace(/(\.json)?$/, '.md') : join(dir, 'latest.md'), toMarkdown(r));
   };
   const result = await runBench({ harness: h, sizes, pairs, clusterletPid: child.pid!, metricsURL: `http://127.0.0.1:${port}/metrics`,
-    virtualNode: 'clusterlet-member', log, onProgress: write });
+    virtualNode: 'clusterlet-member', log, onProgress: write, clusterletExited });
   write(result);
   process.stdout.write(toMarkdown(result));
   log(`results: ${file}`);

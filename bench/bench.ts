@@ -286,7 +286,13 @@ export function percentile(values: number[], p: number): number {
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
 }
 
-const median = (v: number[]): number => percentile(v, 50);
+/** The middle value; of an even count, the mean of the two middle ones (nearest-rank would take the lower). */
+export function median(values: number[]): number {
+  if (values.length === 0) return 0;
+  const s = [...values].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
 const isOffloaded = (r: RunResult): r is OffloadedRun => r.mode === 'offloaded';
 const WRITE_VERBS = ['create', 'update', 'patch', 'delete', 'deletecollection'];
 
@@ -414,7 +420,7 @@ function cpuLine(cpu: Record<string, number>): string {
     .map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ');
 }
 
-function summarize(runs: (RunResult | OffloadedRun)[], sizes: number[]): SizeSummary[] {
+export function summarize(runs: (RunResult | OffloadedRun)[], sizes: number[]): SizeSummary[] {
   return sizes.map((n) => {
     const d = runs.filter((r) => r.n === n && r.mode === 'direct');
     const o = runs.filter(isOffloaded).filter((r) => r.n === n);

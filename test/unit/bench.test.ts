@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { histogramQuantile, percentile } from '../../bench/bench.ts';
+import { histogramQuantile, median, percentile } from '../../bench/bench.ts';
 
 const h = (pairs: [number, number][]): Map<number, number> => new Map(pairs);
 
@@ -25,5 +25,13 @@ describe('percentile', () => {
     assert.equal(percentile([5, 1, 4, 2, 3], 50), 3);
     assert.equal(percentile([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 99), 10);
     assert.equal(percentile([], 50), 0);
+  });
+});
+
+describe('median', () => {
+  it('is the middle value, or the mean of the two middle ones', () => {
+    assert.equal(median([3, 1, 2]), 2);
+    assert.equal(median([1.9, 1.47]), 1.685);
+    assert.equal(median([]), 0);
   });
 });

@@ -93,13 +93,25 @@ export type NodeUsage = ReadonlyMap<string, ReadonlyMap<string, bigint>>;
 export function usageByNode(pods: V1Pod[], isOurs: (p: V1Pod) => boolean = isDelegate): Map<string, Map<string, bigint>> {
   const usage = new Map<string, Map<string, bigint>>();
   for (const pod of pods) {
-    if (!podCounts(pod, isOurs)) continue;
-    const node = pod.spec!.nodeName!;
-    let sums = usage.get(node);
-    if (!sums) usage.set(node, (sums = new Map()));
-    addTo(sums, podRequests(pod));
+    if (podCounts(pod, isOurs)) addUsage(usage, pod.spec!.nodeName!, podRequests(pod), 1n);
   }
   return usage;
+}
+
+/**
+ * Adds (sign 1n) or takes away (-1n) one pod's requests from its node's sums; a resource that comes to zero,
+ * and a node with nothing left, are dropped.
+ */
+export function addUsage(usage: Map<string, Map<string, bigint>>, node: string, requests: ReadonlyMap<string, bigint>,
+  sign: 1n | -1n): void {
+  let sums = usage.get(node);
+  if (!sums) usage.set(node, (sums = new Map()));
+  for (const [name, nanos] of requests) {
+    const v = (sums.get(name) ?? 0n) + sign * nanos;
+    if (v === 0n) sums.delete(name);
+    else sums.set(name, v);
+  }
+  if (sums.size === 0) usage.delete(node);
 }
 
 /**

@@ -143,9 +143,6 @@ export class MemberCluster {
   }
 }
 
-
-
-
 /** The innermost cause of a (fetch) error, e.g. "connect ECONNREFUSED 127.0.0.1:6443". */
 export function rootCause(err: unknown): string {
   let e = err as { message?: string; code?: string; cause?: unknown; name?: string } | undefined;

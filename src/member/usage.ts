@@ -1,7 +1,7 @@
 // What the member's own pods (not delegates) request, summed per node and kept up to date one pod change at a
 // time, so the virtual node's allocatable costs O(nodes) to compute however many pods the member runs.
 import type { V1Pod } from '@kubernetes/client-node';
-import { isDelegate, podCounts, podRequests, type NodeUsage } from '../forge/capacity.ts';
+import { addUsage, isDelegate, podCounts, podRequests, type NodeUsage } from '../forge/capacity.ts';
 import type { StoreEvent } from '../kube/informer.ts';
 
 interface Contribution {
@@ -31,10 +31,10 @@ export class PodUsage {
     const next = ev.type === 'DELETED' ? undefined : this.#contribution(ev.key, ev.object);
     const prev = this.#byPod.get(ev.key);
     if (!prev && !next) return false;
-    if (prev) this.#add(prev, -1n);
+    if (prev) addUsage(this.#byNode, prev.node, prev.requests, -1n);
     if (next) {
       this.#byPod.set(ev.key, next);
-      this.#add(next, 1n);
+      addUsage(this.#byNode, next.node, next.requests, 1n);
     } else {
       this.#byPod.delete(ev.key);
     }
@@ -49,17 +49,6 @@ export class PodUsage {
       this.#onInvalid(key, err as Error);
       return undefined;
     }
-  }
-
-  #add(c: Contribution, sign: 1n | -1n): void {
-    let sums = this.#byNode.get(c.node);
-    if (!sums) this.#byNode.set(c.node, (sums = new Map()));
-    for (const [name, nanos] of c.requests) {
-      const v = (sums.get(name) ?? 0n) + sign * nanos;
-      if (v === 0n) sums.delete(name);
-      else sums.set(name, v);
-    }
-    if (sums.size === 0) this.#byNode.delete(c.node);
   }
 }
 

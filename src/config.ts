@@ -41,8 +41,11 @@ export interface MemberConfig {
 export interface Config {
   /** Undefined: in-cluster configuration. */
   hostKubeconfig?: string;
-  /** Value of clusterlet.io/origin on everything created in members. */
-  hostName: string;
+  /**
+   * Value of clusterlet.io/origin on everything created in members. Undefined: the host's cluster ID (the UID of its
+   * kube-system namespace), resolved at start.
+   */
+  hostName?: string;
   members: MemberConfig[];
   podSyncWorkers: number;
   logLevel: string;
@@ -72,7 +75,8 @@ Usage:
 
 Host cluster:
   --host-kubeconfig FILE     kubeconfig of the host cluster (alias --kubeconfig); in-cluster config when absent
-  --host-name NAME           name of the host cluster, stamped on member objects as clusterlet.io/origin (default: host)
+  --host-name NAME           identity of the host cluster, stamped on member objects as clusterlet.io/origin
+                             (default: the host's cluster ID, the UID of its kube-system namespace)
   --host-qps N, --host-burst N
                              client-side rate limit towards the host (default 200 / 400)
 
@@ -174,8 +178,11 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
 
   const logLevel = str('log-level') ?? env.LOG_LEVEL ?? 'info';
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('--log-level', `"${logLevel}" is not one of ${LOG_LEVELS.join(', ')}`);
-  const hostName = str('host-name') ?? fileSettings.hostName ?? 'host';
-  if (!DNS_LABEL.test(hostName)) throw new ConfigError('--host-name', `"${hostName}" is not a DNS-1123 label`);
+  const hostName = str('host-name') ?? fileSettings.hostName;
+  if (hostName !== undefined && !DNS_LABEL.test(hostName)) {
+    throw new ConfigError(str('host-name') !== undefined ? '--host-name' : 'hostName', `"${hostName}" is not a DNS-1123 label`,
+      str('host-name') !== undefined ? undefined : providerConfig);
+  }
   const nodeIP = str('node-ip') ?? env.POD_IP ?? '127.0.0.1';
   if (!/^[0-9a-fA-F:.]+$/.test(nodeIP)) throw new ConfigError('--node-ip', `"${nodeIP}" is not an IP address`);
   const kubeletApi = kubeletApiConfig(str);

@@ -11,6 +11,8 @@ import { PodController } from './pod/controller.ts';
 import { HostObjectCache } from './reflection/hostcache.ts';
 import { ObjectMirror, type HostCaches } from './reflection/mirror.ts';
 import { ExportReflector } from './reflection/export.ts';
+import { adoptLegacyObjects, hostClusterID } from './identity.ts';
+import { backoffDelay } from './util/backoff.ts';
 import type { Logger } from './log.ts';
 import type { NodeDirectory, VirtualNode } from './api/nodes.ts';
 
@@ -43,6 +45,8 @@ export class Manager implements NodeDirectory {
   /** Referenced host ConfigMaps and Secrets, one watch per kind shared by every member. */
   readonly hostCaches: HostCaches;
   #stopped = false;
+  /** The host's identity on member objects: --host-name, or its cluster ID once read. */
+  #hostName: string | undefined;
 
   constructor(config: Config, log: Logger, opts: ManagerOptions = {}) {
     this.config = config;
@@ -67,10 +71,17 @@ export class Manager implements NodeDirectory {
     };
   }
 
+  /** The host's identity (clusterlet.io/origin) once known. */
+  get hostName(): string | undefined { return this.#hostName; }
+
   start(): void {
     this.hostCaches.configMaps.start();
     this.hostCaches.secrets.start();
-    for (const m of this.members) void this.#startMember(m, 0);
+    void (async () => {
+      this.#hostName = this.config.hostName ?? await hostClusterID(this.host, this.#log, () => this.#stopped);
+      this.#log.info({ hostName: this.#hostName, configured: this.config.hostName !== undefined }, 'host identity');
+      for (const m of this.members) void this.#startMember(m, 0);
+    })().catch((err: unknown) => { if (!this.#stopped) throw err; });
   }
 
   async #startMember(m: MemberRuntime, attempt: number): Promise<void> {
@@ -80,12 +91,12 @@ export class Manager implements NodeDirectory {
       const access = await this.#memberAccess(m.config, m.access);
       const client = new ClusterClient(access, { cluster: m.config.name, qps: m.config.qps, burst: m.config.burst });
       const silence = this.config.watchSilenceSeconds * 1000;
-      m.cluster = new MemberCluster(m.config, client, this.config.hostName, log,
+      m.cluster = new MemberCluster(m.config, client, this.#hostName!, log,
         { watchSilenceMs: silence, ...this.#opts.member });
       m.node = new NodeController(this.host, {
         member: m.config, nodeIP: this.config.nodeIP, kubeletPort: m.config.kubeletPort ?? this.config.kubeletPort,
       }, m.cluster, log, { watchSilenceMs: silence, ...this.#opts.node });
-      m.mirror = new ObjectMirror(m.cluster, this.hostCaches, m.config.nodeName, log);
+      m.mirror = new ObjectMirror(m.cluster, this.hostCaches, log);
       m.exporter = new ExportReflector(m.cluster, this.host, log);
       m.provider = new MemberPodProvider(m.cluster, m.mirror, log, { nodeName: m.config.nodeName, hostIP: this.config.nodeIP });
       m.pods = new PodController(this.host, m.provider, log, {
@@ -93,17 +104,34 @@ export class Manager implements NodeDirectory {
       });
       m.cluster.start();
       m.node.start();
+      m.setupError = undefined;
+      // Objects an earlier version labelled with the old default origin are this host's: adopted before any
+      // controller judges what is ours (else its delegates would be taken for someone else's).
+      if (this.config.hostName === undefined) await this.#adoptLegacy(m, client, log);
+      if (this.#stopped) return;
       m.mirror.start();
       m.exporter.start();
       m.provider.start();
       m.pods.start();
-      m.setupError = undefined;
       log.info({ node: m.config.nodeName }, 'member started');
     } catch (err) {
       m.setupError = (err as Error).message;
       const delay = Math.min(60_000, 1000 * 2 ** attempt);
       log.error({ err: m.setupError, retryInMs: delay }, 'member setup failed; retrying');
       this.#retryTimers.push(setTimeout(() => void this.#startMember(m, attempt + 1), delay));
+    }
+  }
+
+  async #adoptLegacy(m: MemberRuntime, client: ClusterClient, log: Logger): Promise<void> {
+    for (let attempt = 0; !this.#stopped; attempt++) {
+      try {
+        await adoptLegacyObjects(client, m.cluster!.owner, log);
+        return;
+      } catch (err) {
+        const delay = backoffDelay(attempt, 1000, 30_000);
+        log.warn({ err: (err as Error).message, retryInMs: delay }, 'could not adopt objects of the old default origin; retrying');
+        await new Promise((r) => setTimeout(r, delay).unref());
+      }
     }
   }
 

@@ -5,7 +5,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { memberNamespace, type MemberConfig } from '../config.ts';
 import type { Informer } from '../kube/informer.ts';
 import type { MemberCluster } from '../member/cluster.ts';
-import { hostRefOf } from '../member/provider.ts';
+import { hostRefOf } from '../forge/owner.ts';
 import { ApiError } from './errors.ts';
 
 /** A virtual node as the kubelet API sees it. */
@@ -80,7 +80,7 @@ export function resolvePod(dir: NodeDirectory, namespace: string, name: string, 
     if (opts.uid && opts.uid !== uid) throw new ApiError('NotFound', `pod ${key} with UID ${opts.uid} not found`);
     const ns = memberNamespace(node.member.namespaceMapping, namespace);
     const delegate = node.cluster.pods.get(`${ns}/${name}`);
-    const ref = delegate ? hostRefOf(delegate, node.cluster.hostName, node.name) : undefined;
+    const ref = delegate ? hostRefOf(delegate, node.cluster.owner) : undefined;
     // A member pod of that name that is not this proxy's delegate is never reached through us.
     if (!delegate || !ref || ref.uid !== uid || ref.namespace !== namespace || ref.name !== name) {
       throw new ApiError('NotFound', `pod ${key} has no delegate in member ${node.member.name} yet`);

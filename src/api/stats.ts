@@ -12,7 +12,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { LRUCache } from 'lru-cache';
 import { parseQuantity } from '../forge/quantity.ts';
 import type { Logger } from '../log.ts';
-import { hostRefOf } from '../member/provider.ts';
+import { hostRefOf } from '../forge/owner.ts';
 import { memberGet } from './member.ts';
 import type { VirtualNode } from './nodes.ts';
 import { parsePrometheus, writePrometheus, type Family, type Sample } from './prom.ts';
@@ -66,7 +66,7 @@ export interface DelegateRef {
 export function delegatesOf(node: VirtualNode): DelegateRef[] {
   const out: DelegateRef[] = [];
   for (const d of node.cluster.pods.list()) {
-    const ref = hostRefOf(d, node.cluster.hostName, node.name);
+    const ref = hostRefOf(d, node.cluster.owner);
     if (!ref || d.status?.phase === 'Succeeded' || d.status?.phase === 'Failed') continue;
     const proxy = node.proxies.get(`${ref.namespace}/${ref.name}`);
     if (!proxy || proxy.metadata?.uid !== ref.uid) continue;

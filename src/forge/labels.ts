@@ -10,6 +10,10 @@ export const NODE_LABEL = 'clusterlet.io/node';
 // On the virtual node: the member it stands for.
 export const MEMBER_LABEL = 'clusterlet.io/member';
 
+// On a delegate created again after its predecessor was lost: restarts per container so far, added to the counts
+// the new delegate reports, so the proxy's RESTARTS keep counting (JSON: {"container": n}).
+export const RESTARTS_ANNOTATION = 'clusterlet.io/restarts';
+
 export const PROXY_NAMESPACE_ANNOTATION = 'clusterlet.io/proxy-namespace';
 export const PROXY_NAME_ANNOTATION = 'clusterlet.io/proxy-name';
 // Member ConfigMaps/Secrets carrying this label (value "true") are exported to the host namespace.

@@ -25,6 +25,7 @@ import {
   PROXY_NAMESPACE_ANNOTATION,
   PROXY_NAME_ANNOTATION,
   PROXY_UID_LABEL,
+  RESTARTS_ANNOTATION,
   ROLE_LABEL,
   VIRTUAL_NODE_ROLE,
   VIRTUAL_NODE_TAINT_KEY,
@@ -39,6 +40,8 @@ export interface DelegateContext {
   nodeName: string;
   /** Member namespace the proxy's namespace maps to. */
   memberNamespace: string;
+  /** Restarts so far per container, when this delegate replaces a lost one (see restartsAfterLoss). */
+  restarts?: Record<string, number>;
 }
 
 export interface ProxyStatusContext {
@@ -101,6 +104,7 @@ export function forgeDelegatePod(proxy: V1Pod, ctx: DelegateContext): V1Pod {
         ...meta.annotations,
         [PROXY_NAMESPACE_ANNOTATION]: meta.namespace ?? '',
         [PROXY_NAME_ANNOTATION]: meta.name ?? '',
+        ...(ctx.restarts && Object.keys(ctx.restarts).length > 0 ? { [RESTARTS_ANNOTATION]: JSON.stringify(ctx.restarts) } : {}),
       },
     },
     spec: forgeDelegateSpec(proxy.spec ?? { containers: [] }, ctx.nodeName),
@@ -240,6 +244,12 @@ function stripHostToken(spec: V1PodSpec): void {
  */
 export function forgeProxyStatus(delegate: V1Pod, ctx: ProxyStatusContext): V1PodStatus {
   const source = structuredClone(delegate.status ?? {});
+  const earlier = delegateRestarts(delegate);
+  if (earlier) {
+    for (const list of [source.containerStatuses, source.initContainerStatuses]) {
+      for (const cs of list ?? []) cs.restartCount = (cs.restartCount ?? 0) + (earlier[cs.name] ?? 0);
+    }
+  }
   return compact({
     phase: proxyPhase(delegate),
     conditions: nonEmpty(proxyConditions(source.conditions ?? [], ctx.proxy)),
@@ -255,6 +265,44 @@ export function forgeProxyStatus(delegate: V1Pod, ctx: ProxyStatusContext): V1Po
     startTime: source.startTime,
     qosClass: source.qosClass,
   });
+}
+
+/** Restarts of earlier delegates, per container, that a delegate carries (RESTARTS_ANNOTATION). */
+function delegateRestarts(delegate: V1Pod): Record<string, number> | undefined {
+  const raw = delegate.metadata?.annotations?.[RESTARTS_ANNOTATION];
+  if (!raw) return undefined;
+  try {
+    const parsed = JSON.parse(raw) as unknown;
+    if (!parsed || typeof parsed !== 'object') return undefined;
+    return Object.fromEntries(Object.entries(parsed).filter(([, v]) => Number.isInteger(v) && (v as number) >= 0)) as Record<string, number>;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The restarts to carry over when a lost delegate is created again: what the proxy shows for each container,
+ * plus one for the loss itself (the container was killed with its pod).
+ */
+export function restartsAfterLoss(proxy: V1Pod): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const c of proxy.spec?.containers ?? []) {
+    const cs = proxy.status?.containerStatuses?.find((s) => s.name === c.name);
+    out[c.name] = (cs?.restartCount ?? 0) + 1;
+  }
+  return out;
+}
+
+/**
+ * Reasons of a DisruptionTarget condition after which the member deletes the pod (pod GC of a lost node, taint
+ * eviction, the Eviction API, preemption). A delegate Failed for one of these is on its way out, not finished.
+ */
+const DELETION_DISRUPTIONS = new Set(['DeletionByPodGC', 'DeletionByTaintManager', 'EvictionByEvictionAPI', 'PreemptionByScheduler']);
+
+/** Why the member is removing the delegate (a DisruptionTarget reason that ends in deletion), if it is. */
+export function deletionDisruption(delegate: V1Pod): string | undefined {
+  const c = delegate.status?.conditions?.find((x) => x.type === 'DisruptionTarget' && x.status === 'True');
+  return c?.reason && DELETION_DISRUPTIONS.has(c.reason) ? c.reason : undefined;
 }
 
 function proxyPhase(delegate: V1Pod): string {

@@ -1,6 +1,6 @@
 // What a pod spec refers to, and the mirrored copies of those objects. Pure functions.
 import type { V1ConfigMap, V1Container, V1ObjectMeta, V1PodSpec, V1Secret, V1ServiceAccount } from '@kubernetes/client-node';
-import { EXPORT_LABEL, MEMBER_LABEL, ORIGIN_LABEL, PROXY_NAMESPACE_ANNOTATION } from './labels.ts';
+import { EXPORT_LABEL, MEMBER_LABEL, NODE_LABEL, ORIGIN_LABEL, PROXY_NAMESPACE_ANNOTATION } from './labels.ts';
 
 export type RefKind = 'ConfigMap' | 'Secret' | 'ServiceAccount';
 
@@ -54,6 +54,8 @@ export function podReferences(spec: V1PodSpec | undefined): ObjectRef[] {
 
 export interface MirrorContext {
   originCluster: string;
+  /** The virtual node that owns the copy (clusterlet.io/node). */
+  nodeName: string;
   memberNamespace: string;
   hostNamespace: string;
 }
@@ -62,7 +64,7 @@ function mirroredMeta(host: V1ObjectMeta | undefined, ctx: MirrorContext): V1Obj
   return {
     name: host?.name,
     namespace: ctx.memberNamespace,
-    labels: { ...host?.labels, [ORIGIN_LABEL]: ctx.originCluster },
+    labels: { ...host?.labels, [ORIGIN_LABEL]: ctx.originCluster, [NODE_LABEL]: ctx.nodeName },
     annotations: { ...withoutKubectlAnnotations(host?.annotations), [PROXY_NAMESPACE_ANNOTATION]: ctx.hostNamespace },
   };
 }
@@ -113,11 +115,6 @@ export function mirrorMatches(desired: V1ConfigMap | V1Secret, actual: V1ConfigM
   // The API server defaults a Secret's type to Opaque.
   if (d.type === '' && a.type === 'Opaque') a.type = '';
   return sortedJSON(d) === sortedJSON(a);
-}
-
-/** Whether a member object was created by this host's clusterlet. */
-export function isOurs(meta: V1ObjectMeta | undefined, originCluster: string): boolean {
-  return meta?.labels?.[ORIGIN_LABEL] === originCluster;
 }
 
 export interface ExportContext { member: string; hostNamespace: string; memberNamespace: string }

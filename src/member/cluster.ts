@@ -1,7 +1,7 @@
 // One member cluster as clusterlet sees it: its API client, cluster-wide informers of its nodes and pods,
 // a liveness probe, and `state$`, the stream of what its virtual node should show.
 import {
-  BehaviorSubject, auditTime, combineLatest, distinctUntilChanged, exhaustMap, filter, from, map, merge, of,
+  BehaviorSubject, auditTime, combineLatest, distinctUntilChanged, exhaustMap, filter, from, map, merge, of, scan,
   share, shareReplay, startWith, timer, type Observable, type Subscription, catchError,
 } from 'rxjs';
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
@@ -13,16 +13,22 @@ import { PodUsage } from './usage.ts';
 import { toKubeError } from '../kube/errors.ts';
 
 import { aggregateCapacityFromUsage, nodeIsUsable, nodeSystemInfo, sharedTopologyLabels } from '../forge/capacity.ts';
-import { ORIGIN_LABEL } from '../forge/labels.ts';
+import { ownedBy, type Owner } from '../forge/owner.ts';
 import type { MemberState } from '../forge/node.ts';
 import type { Logger } from '../log.ts';
 import { metrics } from '../metrics.ts';
 
-export interface ProbeResult { reachable: boolean; reason?: string; at: number }
+/**
+ * The member's health as its virtual node shows it. `reachable` turns false only after `failureThreshold`
+ * consecutive failed probes (a blip is not an outage); `failures` counts the failures in a row so far.
+ */
+export interface ProbeResult { reachable: boolean; reason?: string; at: number; failures: number }
 
 export interface MemberOptions {
   probeIntervalMs?: number;
   probeTimeoutMs?: number;
+  /** Consecutive failed probes before the member counts as unreachable (once it has answered). */
+  probeFailureThreshold?: number;
   /** Coalescing window for bursts of member changes. */
   coalesceMs?: number;
   watchSilenceMs?: number;
@@ -31,10 +37,13 @@ export interface MemberOptions {
 export class MemberCluster {
   readonly config: MemberConfig;
   readonly client: ClusterClient;
+  /** The host's identity (the value of clusterlet.io/origin on what clusterlet creates here). */
   readonly hostName: string;
+  /** This virtual node's objects in the member: (host identity, node name). */
+  readonly owner: Owner;
   readonly nodes: Informer<V1Node>;
   readonly pods: Informer<V1Pod>;
-  /** Probe results, every `probeIntervalMs`; replays the latest. */
+  /** Probe results, every `probeIntervalMs`, with the failure threshold applied; replays the latest. */
   readonly probe$: Observable<ProbeResult>;
   /** What the virtual node should show; replays the latest, emits only on change. */
   readonly state$: Observable<MemberState>;
@@ -44,14 +53,17 @@ export class MemberCluster {
   /** Requests of the member's own pods per node, kept from the pod informer's events. */
   #usage: PodUsage;
   #subs: Subscription[] = [];
+  #reachable = false;
 
   constructor(config: MemberConfig, client: ClusterClient, hostName: string, log: Logger, opts: MemberOptions = {}) {
     this.config = config;
     this.client = client;
     this.hostName = hostName;
+    this.owner = { host: hostName, node: config.nodeName };
     this.#log = log;
     this.#opts = {
       probeIntervalMs: opts.probeIntervalMs ?? 10_000, probeTimeoutMs: opts.probeTimeoutMs ?? 5_000,
+      probeFailureThreshold: opts.probeFailureThreshold ?? 3,
       coalesceMs: opts.coalesceMs ?? 250, watchSilenceMs: opts.watchSilenceMs ?? 90_000,
     };
     const lwOpts = { log, silenceMs: this.#opts.watchSilenceMs };
@@ -64,11 +76,24 @@ export class MemberCluster {
       list: (p) => client.core.listPodForAllNamespaces(p),
     }, lwOpts));
 
+    const threshold = this.#opts.probeFailureThreshold;
     this.probe$ = timer(0, this.#opts.probeIntervalMs).pipe(
       exhaustMap(() => from(this.#probe())),
+      scan<ProbeResult, ProbeResult | undefined>((prev, p) => {
+        if (p.reachable) return { ...p, failures: 0 };
+        const failures = (prev?.failures ?? 0) + 1;
+        // Until the member has answered once, it is not known to be reachable: no grace.
+        const reachable = prev !== undefined && prev.reachable && failures < threshold;
+        if (reachable) this.#log.info({ err: p.reason, failures, threshold }, 'member probe failed; not unreachable yet');
+        return reachable ? { reachable, at: p.at, failures } : { ...p, failures };
+      }, undefined),
+      filter((p): p is ProbeResult => p !== undefined),
       shareReplay({ bufferSize: 1, refCount: true }),
     );
-    this.#usage = new PodUsage((key, err) => this.#log.warn({ pod: key, err: err.message }, 'pod requests unreadable; not counted'));
+    // Only this node's own delegates are its load; other nodes' and other hosts' delegates use the member like
+    // any other workload.
+    this.#usage = new PodUsage((key, err) => this.#log.warn({ pod: key, err: err.message }, 'pod requests unreadable; not counted'),
+      (pod) => ownedBy(pod.metadata, this.owner));
     // Kept from the first event on (the informer emits each listed pod), whoever subscribes to state$ and when.
     const usageChanged$ = this.pods.events$.pipe(filter((e) => this.#usage.apply(e)), share());
     this.#subs.push(usageChanged$.subscribe());
@@ -104,18 +129,19 @@ export class MemberCluster {
       exhaustMap(() => from(this.client.request<{ gitVersion?: string }>('GET', '/version')).pipe(
         map((v) => v.gitVersion), catchError(() => of(undefined)))),
     ).subscribe((v) => { if (v) this.#version.next(v); }));
-    this.#subs.push(this.probe$.subscribe((p) => metrics.memberReady.set({ member: this.config.name }, p.reachable ? 1 : 0)));
+    this.#subs.push(this.probe$.subscribe((p) => {
+      this.#reachable = p.reachable;
+      metrics.memberReady.set({ member: this.config.name }, p.reachable ? 1 : 0);
+    }));
   }
+
+  /** Whether the member answers (the latest probe result, threshold applied). */
+  get reachable(): boolean { return this.#reachable; }
 
   stop(): void {
     for (const s of this.#subs.splice(0)) s.unsubscribe();
     this.nodes.stop();
     this.pods.stop();
-  }
-
-  /** Whether a pod in this member is a delegate of this host. */
-  isOurs(pod: V1Pod): boolean {
-    return pod.metadata?.labels?.[ORIGIN_LABEL] === this.hostName;
   }
 
   #computeCapacity(): Omit<MemberState, 'reachable' | 'unreachableReason' | 'memberVersion'> {
@@ -134,11 +160,12 @@ export class MemberCluster {
     try {
       const body = await this.client.request<unknown>('GET', '/readyz', { signal: AbortSignal.timeout(this.#opts.probeTimeoutMs) })
         .catch((err: unknown) => { if (toKubeError(err).code >= 500) return 'not ok'; throw err; });
-      return body === 'ok' ? { reachable: true, at } : { reachable: false, reason: 'the API server reports not ready (/readyz)', at };
+      return body === 'ok' ? { reachable: true, at, failures: 0 }
+        : { reachable: false, reason: 'the API server reports not ready (/readyz)', at, failures: 1 };
     } catch (err) {
       const reason = rootCause(err);
       this.#log.debug({ err: reason }, 'member probe failed');
-      return { reachable: false, reason, at };
+      return { reachable: false, reason, at, failures: 1 };
     }
   }
 }

@@ -1,6 +1,6 @@
 // The member-cluster provider: runs each proxy pod as a delegate pod in the member (PodLifecycleHandler)
 // and reports delegate changes and member events in host coordinates (PodNotifier).
-import { Subject, filter, from, map, merge, mergeMap, of, type Observable, type Subscription } from 'rxjs';
+import { Subject, distinctUntilChanged, filter, from, map, merge, mergeMap, of, skip, type Observable, type Subscription } from 'rxjs';
 import { LRUCache } from 'lru-cache';
 import type { CoreV1Event, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { MemberCluster } from './cluster.ts';
@@ -8,9 +8,10 @@ import { memberNamespace } from '../config.ts';
 import { listWatch, type ListWatchEvent } from '../kube/listwatch.ts';
 import { objectKey } from '../kube/informer.ts';
 import { ignoreGone, toKubeError } from '../kube/errors.ts';
-import { delegateUpdate, forgeDelegatePod, forgeProxyStatus, type DelegateContext } from '../forge/pod.ts';
-import { NODE_LABEL, ORIGIN_LABEL, PROXY_NAME_ANNOTATION, PROXY_NAMESPACE_ANNOTATION, PROXY_UID_LABEL } from '../forge/labels.ts';
-import { PodRejectedError, type PodChange, type PodEvent, type PodNotice, type PodProvider, type ProviderPod } from '../provider/types.ts';
+import { delegateUpdate, deletionDisruption, forgeDelegatePod, forgeProxyStatus, type DelegateContext } from '../forge/pod.ts';
+import { PROXY_NAMESPACE_ANNOTATION, PROXY_UID_LABEL } from '../forge/labels.ts';
+import { hostRefOf, ownerLabels, type HostRef } from '../forge/owner.ts';
+import { PodRejectedError, type CreateOptions, type PodChange, type PodEvent, type PodNotice, type PodProvider, type ProviderPod } from '../provider/types.ts';
 import type { ObjectMirror } from '../reflection/mirror.ts';
 import type { Logger } from '../log.ts';
 
@@ -22,22 +23,10 @@ export interface MemberPodProviderOptions {
   eventReplayWindowMs?: number;
 }
 
-interface HostRef { namespace: string; name: string; uid: string }
-
-/** Which host pod a delegate stands for, from its labels and annotations; undefined if not ours for this node. */
-function hostRefOf(pod: V1Pod, hostName: string, nodeName: string): HostRef | undefined {
-  const l = pod.metadata?.labels;
-  const a = pod.metadata?.annotations;
-  if (l?.[ORIGIN_LABEL] !== hostName || l?.[NODE_LABEL] !== nodeName) return undefined;
-  const namespace = a?.[PROXY_NAMESPACE_ANNOTATION];
-  const name = a?.[PROXY_NAME_ANNOTATION];
-  const uid = l?.[PROXY_UID_LABEL];
-  return namespace && name && uid ? { namespace, name, uid } : undefined;
-}
-
 export class MemberPodProvider implements PodProvider {
   readonly podChanges$: Observable<PodChange>;
   readonly podEvents$: Observable<PodEvent>;
+  readonly resync$: Observable<void>;
   #member: MemberCluster;
   #opts: Required<MemberPodProviderOptions>;
   #log: Logger;
@@ -59,6 +48,14 @@ export class MemberPodProvider implements PodProvider {
     this.#opts = { eventReplayWindowMs: 120_000, ...opts };
     // A delegate changed, or an object a waiting pod needs appeared.
     this.podChanges$ = merge(this.#changes, mirror.wake$.pipe(map((key) => ({ key, lifecycle: true }))));
+    // The member answers again: everything is synced again (see PodNotifier.resync$).
+    this.resync$ = member.probe$.pipe(
+      map((p) => p.reachable),
+      distinctUntilChanged(),
+      skip(1),
+      filter((reachable) => reachable),
+      map(() => undefined),
+    );
     const started = Date.now();
     const events = listWatch<CoreV1Event>(member.client, {
       path: '/api/v1/events', model: 'CoreV1Event', resource: 'events', fieldSelector: 'involvedObject.kind=Pod',
@@ -85,7 +82,7 @@ export class MemberPodProvider implements PodProvider {
 
   start(): void {
     this.#subs.push(this.#member.pods.events$.subscribe((ev) => {
-      const ref = hostRefOf(ev.object, this.#member.hostName, this.#opts.nodeName);
+      const ref = hostRefOf(ev.object, this.#member.owner);
       if (!ref) return;
       const hostKey = `${ref.namespace}/${ref.name}`;
       this.#recent.set(ev.key, ref);
@@ -106,6 +103,7 @@ export class MemberPodProvider implements PodProvider {
   }
 
   hasSynced(): boolean { return this.#member.pods.hasSynced; }
+  available(): boolean { return this.#member.reachable; }
   waitSynced(): Promise<void> { return this.#member.pods.waitSynced(); }
   forgetPod(namespace: string, name: string): void { this.#mirror.forgetPod(`${namespace}/${name}`); }
   listPodKeys(): string[] { return [...this.#byHost.keys()]; }
@@ -123,6 +121,7 @@ export class MemberPodProvider implements PodProvider {
       proxyUID: d.metadata?.labels?.[PROXY_UID_LABEL] ?? '',
       terminating: d.metadata?.deletionTimestamp !== undefined,
       phase: d.status?.phase, reason: d.status?.reason, message: d.status?.message,
+      disruption: deletionDisruption(d),
     };
   }
 
@@ -131,12 +130,12 @@ export class MemberPodProvider implements PodProvider {
     return d ? forgeProxyStatus(d, { hostIP: this.#opts.hostIP, proxy }) : undefined;
   }
 
-  async createPod(proxy: V1Pod): Promise<PodNotice[]> {
+  async createPod(proxy: V1Pod, opts: CreateOptions = {}): Promise<PodNotice[]> {
     const ns = memberNamespace(this.#member.config.namespaceMapping, proxy.metadata!.namespace!);
     await this.#ensureNamespace(ns, proxy.metadata!.namespace!);
     // What the pod refers to goes first, so the delegate finds it when it starts.
     const { notices, release } = await this.#mirror.prepare(proxy, ns);
-    const body = forgeDelegatePod(proxy, { ...this.#ctxBase, memberNamespace: ns });
+    const body = forgeDelegatePod(proxy, { ...this.#ctxBase, memberNamespace: ns, restarts: opts.restarts });
     let created = false;
     try {
       await this.#member.client.core.createNamespacedPod({ namespace: ns, body });
@@ -159,7 +158,7 @@ export class MemberPodProvider implements PodProvider {
   /** A pod of that name exists: fine if it is this proxy's delegate, a conflict if it is not ours. */
   async #checkExisting(ns: string, proxy: V1Pod): Promise<void> {
     const existing = await this.#member.client.core.readNamespacedPod({ namespace: ns, name: proxy.metadata!.name! });
-    const ref = hostRefOf(existing, this.#member.hostName, this.#opts.nodeName);
+    const ref = hostRefOf(existing, this.#member.owner);
     if (!ref) {
       throw new PodRejectedError('DelegateConflict',
         `member ${this.#member.config.name} already has a pod ${ns}/${proxy.metadata!.name} that clusterlet did not create; it is left untouched`);
@@ -171,7 +170,7 @@ export class MemberPodProvider implements PodProvider {
     if (this.#namespaces.has(ns)) return;
     try {
       await this.#member.client.core.createNamespace({ body: { metadata: {
-        name: ns, labels: { [ORIGIN_LABEL]: this.#member.hostName },
+        name: ns, labels: ownerLabels(this.#member.owner),
         annotations: { [PROXY_NAMESPACE_ANNOTATION]: hostNamespace },
       } } });
     } catch (err) {
@@ -219,7 +218,7 @@ export class MemberPodProvider implements PodProvider {
     const ref = this.#recent.get(`${io.namespace}/${io.name}`)
       ?? (() => {
         const p = this.#member.pods.get(`${io.namespace}/${io.name}`);
-        return p ? hostRefOf(p, this.#member.hostName, this.#opts.nodeName) : undefined;
+        return p ? hostRefOf(p, this.#member.owner) : undefined;
       })();
     if (!ref || (io.uid && this.#delegateUidMismatch(io.namespace, io.name, io.uid))) return undefined;
     const at = new Date(eventTime(e));
@@ -245,4 +244,3 @@ function eventTime(e: CoreV1Event): number {
   return t ? new Date(t).getTime() : Date.now();
 }
 
-export { hostRefOf };

@@ -13,10 +13,15 @@ export class PodUsage {
   #byPod = new Map<string, Contribution>();
   #byNode = new Map<string, Map<string, bigint>>();
   #onInvalid: (key: string, err: Error) => void;
+  #isOurs: (pod: V1Pod) => boolean;
 
-  /** `onInvalid`: a pod whose requests cannot be parsed (it then counts for nothing). */
-  constructor(onInvalid: (key: string, err: Error) => void = () => undefined) {
+  /**
+   * `isOurs`: the pods this virtual node runs as delegates (they do not count: they are its own load);
+   * `onInvalid`: a pod whose requests cannot be parsed (it then counts for nothing).
+   */
+  constructor(onInvalid: (key: string, err: Error) => void = () => undefined, isOurs: (pod: V1Pod) => boolean = isDelegate) {
     this.#onInvalid = onInvalid;
+    this.#isOurs = isOurs;
   }
 
   /** Requests per node name; read it, do not keep it (it changes in place). */
@@ -27,7 +32,7 @@ export class PodUsage {
 
   /** Applies one informer event; true when the sums changed. */
   apply(ev: StoreEvent<V1Pod>): boolean {
-    if (ev.type === 'MODIFIED' && ev.old && !usageRelevant(ev.object, ev.old)) return false;
+    if (ev.type === 'MODIFIED' && ev.old && !usageRelevant(ev.object, ev.old, this.#isOurs)) return false;
     const next = ev.type === 'DELETED' ? undefined : this.#contribution(ev.key, ev.object);
     const prev = this.#byPod.get(ev.key);
     if (!prev && !next) return false;
@@ -42,7 +47,7 @@ export class PodUsage {
   }
 
   #contribution(key: string, pod: V1Pod): Contribution | undefined {
-    if (!podCounts(pod, isDelegate)) return undefined;
+    if (!podCounts(pod, this.#isOurs)) return undefined;
     try {
       return { node: pod.spec!.nodeName!, requests: podRequests(pod) };
     } catch (err) {
@@ -57,7 +62,7 @@ export class PodUsage {
  * in place bump the generation). Status-only churn of a running pod cannot; nor can deletion, which the
  * scheduler does not count either until the pod is gone.
  */
-export function usageRelevant(pod: V1Pod, old: V1Pod): boolean {
+export function usageRelevant(pod: V1Pod, old: V1Pod, isOurs: (pod: V1Pod) => boolean = isDelegate): boolean {
   return pod.spec?.nodeName !== old.spec?.nodeName || pod.status?.phase !== old.status?.phase
-    || pod.metadata?.generation !== old.metadata?.generation || isDelegate(pod) !== isDelegate(old);
+    || pod.metadata?.generation !== old.metadata?.generation || isOurs(pod) !== isOurs(old);
 }

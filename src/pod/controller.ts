@@ -11,11 +11,15 @@ import { listWatch } from '../kube/listwatch.ts';
 import { ignoreGone, toKubeError } from '../kube/errors.ts';
 import { WorkQueue } from '../util/workqueue.ts';
 import {
-  forgeProxyStatusForLostDelegate, isDaemonSetPod, isTerminal, pendingStatusInformative, proxyStatusPatch, statusEqual,
+  forgeProxyStatusForLostDelegate, isDaemonSetPod, isTerminal, pendingStatusInformative, proxyStatusPatch, restartsAfterLoss,
+  statusEqual,
 } from '../forge/pod.ts';
 import { PodRejectedError, type PodEvent, type PodProvider } from '../provider/types.ts';
 import { metrics } from '../metrics.ts';
 import type { Logger } from '../log.ts';
+
+/** Consecutive failed syncs of a pod after which the failure shows on the proxy (condition + Warning event). */
+const FAILURES_BEFORE_REPORT = 3;
 
 /** How long the status of a pod still Pending in the back end waits for its next change, to be written once. */
 const PENDING_STATUS_DELAY_MS = 1000;
@@ -83,6 +87,11 @@ export class PodController {
         this.#queueStatus(change.key);
       }),
       this.#provider.podEvents$.pipe(mergeMap((e) => this.#mirrorEvent(e), 4)).subscribe(),
+      // The back end is back after an outage: every proxy is checked against it again, whatever wrote it meanwhile.
+      this.#provider.resync$.subscribe(() => {
+        this.#log.info({ proxies: this.pods.size }, 'member reachable again; syncing every pod');
+        this.#enqueueAll();
+      }),
       interval(this.#opts.resyncMs ?? 300_000).subscribe(() => this.#enqueueAll()),
     );
     // Orphans are judged only once both views are complete, never on a half-synced cache.
@@ -119,34 +128,55 @@ export class PodController {
 
   async #sync(key: string): Promise<void> {
     if (!this.pods.hasSynced || !this.#provider.hasSynced()) return;
-    const { namespace, name } = splitKey(key);
     const proxy = this.pods.get(key);
-    const running = this.#provider.getPod(namespace, name);
     try {
-      if (!proxy) {
-        // Deleted (or force-deleted) on the host, or an orphan left by an earlier run: remove it.
-        if (running && !running.terminating) await this.#provider.deletePod(namespace, name);
-        if (!running) this.#provider.forgetPod(namespace, name);
-        return;
+      await this.#syncLifecycle(key, proxy);
+    } catch (err) {
+      // A sync that keeps failing shows on the proxy, not only in the log.
+      if (proxy && !proxy.metadata?.deletionTimestamp && !(err instanceof PodRejectedError)
+        && this.#queue.failures(key) + 1 >= FAILURES_BEFORE_REPORT) {
+        await this.#setOffloaded(proxy, 'False', 'OffloadFailing',
+          `syncing the pod with member ${this.#opts.member} keeps failing (retried with backoff): ${(err as Error).message}`, 'Warning')
+          .catch(() => undefined);
       }
-      if (running && running.proxyUID !== proxy.metadata!.uid) {
-        // A delegate of an earlier pod of the same name (a StatefulSet's, say): replace it.
-        if (!running.terminating) await this.#provider.deletePod(namespace, name, 0);
-        return;
-      }
-      if (proxy.metadata!.deletionTimestamp) return await this.#syncDeleting(proxy, running !== undefined, running?.terminating ?? false);
-      if (isDaemonSetPod(proxy)) {
-        return await this.#setOffloaded(proxy, 'False', 'DaemonSetPodNotOffloaded',
-          `DaemonSet pods are not offloaded to member ${this.#opts.member}: they belong on real nodes`, 'Warning');
-      }
-      if (!running) return await this.#syncMissing(proxy);
-      await this.#provider.updatePod(proxy);
-      const offloaded = proxy.status?.conditions?.find((c) => c.type === OFFLOADED_CONDITION);
-      if (offloaded && offloaded.status !== 'True') {
-        await this.#setOffloaded(proxy, 'True', 'DelegateCreated', `running in member ${this.#opts.member}`);
-      }
+      throw err;
     } finally {
       metrics.podsOffloaded.set({ member: this.#opts.member }, this.#provider.podCount());
+    }
+  }
+
+  async #syncLifecycle(key: string, proxy: V1Pod | undefined): Promise<void> {
+    const { namespace, name } = splitKey(key);
+    const running = this.#provider.getPod(namespace, name);
+    if (!proxy) {
+      // Deleted (or force-deleted) on the host, or an orphan left by an earlier run: remove it.
+      if (running && !running.terminating) await this.#provider.deletePod(namespace, name);
+      if (!running) this.#provider.forgetPod(namespace, name);
+      return;
+    }
+    if (running && running.proxyUID !== proxy.metadata!.uid) {
+      // A delegate of an earlier pod of the same name (a StatefulSet's, say): replace it.
+      if (!running.terminating) await this.#provider.deletePod(namespace, name, 0);
+      return;
+    }
+    if (proxy.metadata!.deletionTimestamp) return await this.#syncDeleting(proxy, running !== undefined, running?.terminating ?? false);
+    if (isDaemonSetPod(proxy)) {
+      return await this.#setOffloaded(proxy, 'False', 'DaemonSetPodNotOffloaded',
+        `DaemonSet pods are not offloaded to member ${this.#opts.member}: they belong on real nodes`, 'Warning');
+    }
+    if (!running) return await this.#syncMissing(proxy);
+    if (isTerminal(proxy)) {
+      // A finished proxy never has a live delegate (its replacement, if any, runs elsewhere): stop it.
+      if (!running.terminating && running.phase !== 'Succeeded' && running.phase !== 'Failed') {
+        this.#log.info({ namespace, pod: name, phase: proxy.status?.phase }, 'the proxy is finished: deleting its live delegate');
+        await this.#provider.deletePod(namespace, name);
+      }
+      return;
+    }
+    await this.#provider.updatePod(proxy);
+    const offloaded = proxy.status?.conditions?.find((c) => c.type === OFFLOADED_CONDITION);
+    if (offloaded && offloaded.status !== 'True') {
+      await this.#setOffloaded(proxy, 'True', 'DelegateCreated', `running in member ${this.#opts.member}`);
     }
   }
 
@@ -180,24 +210,30 @@ export class PodController {
       await this.#event(proxy, 'Warning', 'DelegateLost', status.message ?? 'delegate lost');
       return;
     }
-    if (hadDelegate(proxy)) {
+    const restarts = hadDelegate(proxy) ? restartsAfterLoss(proxy) : undefined;
+    if (restarts) {
       await this.#event(proxy, 'Warning', 'DelegateLost',
-        `the pod's delegate in member ${this.#opts.member} was deleted or evicted; creating it again`);
+        `the pod's delegate in member ${this.#opts.member} was deleted or evicted (its member node may be gone); `
+        + 'creating it again: the restart count goes on');
     }
     try {
-      const notices = await this.#provider.createPod(proxy);
+      const notices = await this.#provider.createPod(proxy, { restarts });
       metrics.podSyncs.inc({ member: this.#opts.member, result: 'created' });
       for (const n of notices) await this.#event(proxy, n.type, n.reason, n.message);
     } catch (err) {
       if (!(err instanceof PodRejectedError)) throw err;
       metrics.podSyncs.inc({ member: this.#opts.member, result: 'rejected' });
       await this.#setOffloaded(proxy, 'False', err.reason, `member ${this.#opts.member} rejected the pod: ${err.message}`, 'Warning');
-      throw err; // retried with capped backoff by the queue
+      // Retried with capped backoff by the queue; one only a new configuration can fix waits for the pod to change.
+      if (err.retry) throw err;
     }
   }
 
   async #syncStatusKey(key: string): Promise<void> {
     if (!this.pods.hasSynced || !this.#provider.hasSynced()) return;
+    // An unreachable back end's last word is not the truth: the host's view (the node-lifecycle controller marks
+    // the pods NotReady) stands until it answers again, then resync$ brings every proxy back in line.
+    if (!this.#provider.available()) return;
     const proxy = this.pods.get(key);
     const { namespace, name } = splitKey(key);
     const running = proxy && this.#provider.getPod(namespace, name);
@@ -224,6 +260,11 @@ export class PodController {
     if (!desired) return false;
     // A finished pod never goes back (the API would refuse it anyway).
     if (isTerminal(proxy) && desired.phase !== proxy.status?.phase) return false;
+    // A delegate the member is removing (its node was lost, it was evicted) is not finished: if it will be created
+    // again, its Failed phase is not the proxy's. Only restartPolicy Never makes the loss the pod's end.
+    const running = this.#provider.getPod(proxy.metadata!.namespace!, proxy.metadata!.name!);
+    if (desired.phase === 'Failed' && (running?.terminating || running?.disruption)
+      && (proxy.spec?.restartPolicy ?? 'Always') !== 'Never') return false;
     if (statusEqual(desired, proxy.status) || !pendingStatusInformative(desired, proxy.status)) return false;
     // The Offloaded condition is the lifecycle's to write: never send a (possibly stale) copy of it.
     await this.#patchStatus(proxy, proxyStatusPatch(desired, proxy.status, OWN_CONDITIONS));

@@ -4,13 +4,18 @@
 import type { Observable } from 'rxjs';
 import type { CoreV1Event, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 
-/** Why the back end refused a pod: shown on the proxy (condition + Warning event) and retried. */
+/**
+ * Why the back end refused a pod: shown on the proxy (condition + Warning event) and retried with capped backoff,
+ * unless `retry` is false (nothing but a change of configuration can make it work: the pod waits for an update).
+ */
 export class PodRejectedError extends Error {
   readonly reason: string;
-  constructor(reason: string, message: string, options?: { cause?: unknown }) {
+  readonly retry: boolean;
+  constructor(reason: string, message: string, options?: { cause?: unknown; retry?: boolean }) {
     super(message, options);
     this.name = 'PodRejectedError';
     this.reason = reason;
+    this.retry = options?.retry ?? true;
   }
 }
 
@@ -22,6 +27,8 @@ export interface ProviderPod {
   terminating: boolean;
   /** Its last phase, and why, as the back end reports them (for pods lost or evicted). */
   phase?: string;
+  /** The back end is removing it (pod GC of a lost node, eviction, preemption): a Failed phase is not the pod's end. */
+  disruption?: string;
   reason?: string;
   message?: string;
 }
@@ -38,12 +45,17 @@ export interface PodEvent {
 /** Something worth telling the proxy's owner about a pod that was created anyway (an event on the proxy). */
 export interface PodNotice { type: 'Normal' | 'Warning'; reason: string; message: string }
 
+export interface CreateOptions {
+  /** The pod replaces one that was lost: restarts so far per container, so the proxy's count goes on. */
+  restarts?: Record<string, number>;
+}
+
 export interface PodLifecycleHandler {
   /**
    * Creates what runs `proxy` (and what it needs). Throws PodRejectedError when the back end refuses it
    * or something it needs is missing; resolves with notices for the proxy's events.
    */
-  createPod(proxy: V1Pod): Promise<PodNotice[]>;
+  createPod(proxy: V1Pod, opts?: CreateOptions): Promise<PodNotice[]>;
   /** Brings a running pod in line with the proxy's mutable fields; a no-op when nothing differs. */
   updatePod(proxy: V1Pod): Promise<void>;
   /** Deletes the pod for `key` with the given grace period, if it exists; resolves once the delete is accepted. */
@@ -75,6 +87,11 @@ export interface PodNotifier {
   readonly podChanges$: Observable<PodChange>;
   /** Events about pods, to mirror onto their proxies. */
   readonly podEvents$: Observable<PodEvent>;
+  /**
+   * The back end answers again after it could not be reached: what it reported before may be stale and what the
+   * host wrote meanwhile (the node-lifecycle controller marks pods NotReady) wrong, so every pod is synced again.
+   */
+  readonly resync$: Observable<void>;
 }
 
 export interface PodProvider extends PodLifecycleHandler, PodNotifier {
@@ -82,4 +99,9 @@ export interface PodProvider extends PodLifecycleHandler, PodNotifier {
   hasSynced(): boolean;
   /** Resolves when hasSynced() becomes true. */
   waitSynced(): Promise<void>;
+  /**
+   * Whether the back end answers now. While it does not, what the provider reports is its last word, not the
+   * truth: the controller writes no status from it.
+   */
+  available(): boolean;
 }

@@ -12,10 +12,11 @@ import { listWatch } from '../kube/listwatch.ts';
 import { ignoreGone, toKubeError } from '../kube/errors.ts';
 import { WorkQueue } from '../util/workqueue.ts';
 import {
-  forgeMirroredConfigMap, forgeMirroredSecret, forgeServiceAccount, isHostCredential, isOurs, mirrorMatches,
+  forgeMirroredConfigMap, forgeMirroredSecret, forgeServiceAccount, isHostCredential, mirrorMatches,
   podReferences, type MirrorContext, type ObjectRef, type RefKind,
 } from '../forge/refs.ts';
 import { NODE_LABEL, ORIGIN_LABEL, PROXY_NAMESPACE_ANNOTATION } from '../forge/labels.ts';
+import { fromHost, ownedBy } from '../forge/owner.ts';
 import { PodRejectedError } from '../provider/types.ts';
 import type { HostObjectCache } from './hostcache.ts';
 import type { Logger } from '../log.ts';
@@ -60,7 +61,6 @@ export class ObjectMirror {
   readonly wake$: Observable<string>;
   #member: MemberCluster;
   #caches: HostCaches;
-  #nodeName: string;
   #log: Logger;
   #ops: Record<RefKind, KindOps>;
   #queues: Record<RefKind, WorkQueue>;
@@ -68,6 +68,13 @@ export class ObjectMirror {
   #refs = new Map<string, Set<string>>();
   /** member pod key → the mirror keys it refers to (to undo on change/deletion). */
   #podRefs = new Map<string, string[]>();
+  /**
+   * Copies in member coordinates (`<Kind>/<memberNamespace>/<name>`) → the delegates of this host, of any of its
+   * virtual nodes, that refer to them: a copy another node's delegate uses is never removed from under it.
+   */
+  #hostRefs = new Map<string, Set<string>>();
+  /** member pod key → its entries in #hostRefs, and the host namespace it came from. */
+  #hostPodRefs = new Map<string, { keys: string[]; hostNs: string }>();
   #inflight = new Map<string, number>();
   /** member pod key → in-flight keys held for its delegate until the delegate is seen. */
   #pending = new Map<string, { keys: string[]; timer: NodeJS.Timeout }>();
@@ -80,10 +87,9 @@ export class ObjectMirror {
   #accounts = new LRUCache<string, true>({ max: 10_000, ttl: 60_000 });
   #subs: Subscription[] = [];
 
-  constructor(member: MemberCluster, caches: HostCaches, nodeName: string, log: Logger) {
+  constructor(member: MemberCluster, caches: HostCaches, log: Logger) {
     this.#member = member;
     this.#caches = caches;
-    this.#nodeName = nodeName;
     this.#log = log;
     this.wake$ = this.#wake.asObservable();
     const c = member.client;
@@ -270,9 +276,9 @@ export class ObjectMirror {
   }
 
   #trackDelegate(memberKey: string, pod: V1Pod | undefined): void {
+    this.#trackHostDelegate(memberKey, pod);
     const before = this.#podRefs.get(memberKey) ?? [];
-    const ours = pod && pod.metadata?.labels?.[ORIGIN_LABEL] === this.#member.hostName
-      && pod.metadata?.labels?.[NODE_LABEL] === this.#nodeName;
+    const ours = pod && ownedBy(pod.metadata, this.#member.owner);
     const hostNs = pod?.metadata?.annotations?.[PROXY_NAMESPACE_ANNOTATION];
     const after = ours && hostNs ? podReferences(pod!.spec).map((r) => mirrorKey(r.kind, hostNs, r.name)) : [];
     if (before.length === 0 && after.length === 0) return;
@@ -296,6 +302,35 @@ export class ObjectMirror {
     }
   }
 
+  /** Keeps #hostRefs: what every delegate of this host (whatever its node) refers to, in member coordinates. */
+  #trackHostDelegate(memberKey: string, pod: V1Pod | undefined): void {
+    const before = this.#hostPodRefs.get(memberKey);
+    const hostNs = pod?.metadata?.annotations?.[PROXY_NAMESPACE_ANNOTATION];
+    const memberNs = pod?.metadata?.namespace;
+    const after = pod && hostNs && memberNs && fromHost(pod.metadata, this.#member.hostName)
+      && pod.metadata?.labels?.[NODE_LABEL] !== undefined
+      ? podReferences(pod.spec).map((r) => `${r.kind}/${memberNs}/${r.name}`) : [];
+    if (!before && after.length === 0) return;
+    if (before && before.keys.join('\n') === after.join('\n')) return;
+    for (const k of before?.keys ?? []) {
+      const s = this.#hostRefs.get(k);
+      s?.delete(memberKey);
+      if (s?.size === 0) {
+        this.#hostRefs.delete(k);
+        // The last delegate using it went: the node that owns the copy may remove it now.
+        const [kind, , name] = k.split('/');
+        this.#enqueue(mirrorKey(kind as RefKind, before!.hostNs, name));
+      }
+    }
+    for (const k of after) {
+      let s = this.#hostRefs.get(k);
+      if (!s) this.#hostRefs.set(k, s = new Set());
+      s.add(memberKey);
+    }
+    if (after.length) this.#hostPodRefs.set(memberKey, { keys: after, hostNs: hostNs! });
+    else this.#hostPodRefs.delete(memberKey);
+  }
+
   #needed(key: string): boolean {
     return (this.#refs.get(key)?.size ?? 0) > 0 || (this.#inflight.get(key) ?? 0) > 0;
   }
@@ -311,8 +346,10 @@ export class ObjectMirror {
     const copy = this.#ops[kind].store.get(`${memberNs}/${name}`);
     if (!this.#needed(key)) {
       this.#unhold(key);
-      // The member's own "default" ServiceAccount is recreated by its controller anyway: leave it.
-      if (copy && isOurs(copy.metadata, this.#member.hostName) && !(kind === 'ServiceAccount' && name === 'default')) {
+      // Only the node that owns a copy removes it, and only once no delegate of this host uses it. The member's own
+      // "default" ServiceAccount is recreated by its controller anyway: leave it.
+      if (copy && this.#mine(copy) && !this.#hostRefs.has(`${kind}/${memberNs}/${name}`)
+        && !(kind === 'ServiceAccount' && name === 'default')) {
         await this.#ops[kind].remove(memberNs, name, copy.metadata!.uid!).catch(ignoreGone);
         this.#log.debug({ kind, namespace: memberNs, name }, 'removed a copy no delegate needs');
       }
@@ -333,10 +370,9 @@ export class ObjectMirror {
     // Deleted on the host: the copy stays while a delegate needs it, and goes with the last one.
     if (!host) return undefined;
     if (kind === 'Secret' && isHostCredential(host as V1Secret)) return undefined;
-    const ctx: MirrorContext = { originCluster: this.#member.hostName, memberNamespace: memberNs, hostNamespace };
-    const desired = kind === 'ConfigMap' ? forgeMirroredConfigMap(host as V1ConfigMap, ctx) : forgeMirroredSecret(host as V1Secret, ctx);
     const ops = this.#ops[kind];
     let copy = ops.store.get(`${memberNs}/${name}`) as V1ConfigMap | V1Secret | undefined;
+    const desired = this.#forgeCopy(kind, host, memberNs, hostNamespace, copy);
     if (!copy) {
       try {
         await ops.create(memberNs, desired);
@@ -348,21 +384,40 @@ export class ObjectMirror {
         if (!copy) return undefined;
       }
     }
-    if (!isOurs(copy.metadata, this.#member.hostName)) {
+    if (!fromHost(copy.metadata, this.#member.hostName)) {
       return `${kind.toLowerCase()} ${memberNs}/${name} exists in member ${this.#member.config.name} and was not created by clusterlet; it is left untouched`;
     }
-    if (mirrorMatches(desired, copy)) return undefined;
+    const wanted = this.#forgeCopy(kind, host, memberNs, hostNamespace, copy);
+    if (mirrorMatches(wanted, copy)) return undefined;
     try {
-      await ops.replace(memberNs, name, { ...desired, metadata: { ...desired.metadata, resourceVersion: copy.metadata?.resourceVersion } });
+      await ops.replace(memberNs, name, { ...wanted, metadata: { ...wanted.metadata, resourceVersion: copy.metadata?.resourceVersion } });
     } catch (err) {
       const k = toKubeError(err);
       // An immutable copy cannot change: replace it.
       if (k.kind !== 'Invalid') throw k;
       await ops.remove(memberNs, name, copy.metadata!.uid!).catch(ignoreGone);
-      await ops.create(memberNs, desired);
+      await ops.create(memberNs, wanted);
     }
     this.#log.debug({ kind, namespace: memberNs, name }, 'updated the member copy');
     return undefined;
+  }
+
+  /**
+   * The copy of a host object, owned by this node, or by the node of this host that already owns `existing` (a copy
+   * two virtual nodes of one host share in a member namespace keeps its owner; both keep its content current).
+   */
+  #forgeCopy(kind: RefKind, host: V1ConfigMap | V1Secret, memberNs: string, hostNamespace: string,
+    existing: V1ConfigMap | V1Secret | undefined): V1ConfigMap | V1Secret {
+    const otherNode = existing && fromHost(existing.metadata, this.#member.hostName) ? existing.metadata?.labels?.[NODE_LABEL] : undefined;
+    const ctx: MirrorContext = { originCluster: this.#member.hostName, nodeName: otherNode ?? this.#member.owner.node,
+      memberNamespace: memberNs, hostNamespace };
+    return kind === 'ConfigMap' ? forgeMirroredConfigMap(host as V1ConfigMap, ctx) : forgeMirroredSecret(host as V1Secret, ctx);
+  }
+
+  /** This node's copy: labelled for it, or one of this host's from before copies had an owning node (adopted). */
+  #mine(copy: Mirrored): boolean {
+    return ownedBy(copy.metadata, this.#member.owner)
+      || (fromHost(copy.metadata, this.#member.hostName) && copy.metadata?.labels?.[NODE_LABEL] === undefined);
   }
 
   async #read(kind: RefKind, ns: string, name: string): Promise<V1ConfigMap | V1Secret | undefined> {
@@ -380,7 +435,8 @@ export class ObjectMirror {
   async #ensureServiceAccount(name: string, hostNs: string, memberNs: string): Promise<void> {
     const key = `${memberNs}/${name}`;
     if (this.#accounts.has(key) || this.#ops.ServiceAccount.store.get(key)) return;
-    const body = forgeServiceAccount(name, { originCluster: this.#member.hostName, memberNamespace: memberNs, hostNamespace: hostNs });
+    const body = forgeServiceAccount(name, { originCluster: this.#member.hostName, nodeName: this.#member.owner.node,
+      memberNamespace: memberNs, hostNamespace: hostNs });
     try {
       await this.#ops.ServiceAccount.create(memberNs, body);
     } catch (err) {

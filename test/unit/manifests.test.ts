@@ -149,6 +149,7 @@ describe('manifests/host', { skip }, () => {
       'clusterlet:core/secrets': ['get'],
       'core/configmaps': ['create', 'delete', 'get', 'list', 'update', 'watch'],
       'core/events': ['create', 'get', 'patch'],
+      'core/namespaces': ['get'],
       'core/nodes': ['create', 'get', 'list', 'patch', 'watch'],
       'core/nodes/status': ['patch'],
       'core/pods': ['delete', 'list', 'watch'],
@@ -167,7 +168,7 @@ describe('manifests/member', { skip }, () => {
     assert.deepEqual(permissions(objs), {
       'core/configmaps': ['create', 'delete', 'get', 'list', 'update', 'watch'],
       'core/events': ['list', 'watch'],
-      'core/namespaces': ['create', 'list', 'watch'],
+      'core/namespaces': ['create', 'list', 'update', 'watch'],
       'core/nodes': ['list', 'watch'],
       'core/nodes/proxy': ['get'],
       'core/pods': ['create', 'delete', 'get', 'list', 'update', 'watch'],
@@ -176,7 +177,7 @@ describe('manifests/member', { skip }, () => {
       'core/pods/log': ['get'],
       'core/pods/portforward': ['create', 'get'],
       'core/secrets': ['create', 'delete', 'get', 'list', 'update', 'watch'],
-      'core/serviceaccounts': ['create', 'delete', 'list', 'watch'],
+      'core/serviceaccounts': ['create', 'delete', 'list', 'update', 'watch'],
       'metrics.k8s.io/pods': ['list'],
     });
   });

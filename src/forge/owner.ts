@@ -1,0 +1,44 @@
+// Who owns a member object: every object clusterlet creates in a member carries the host's identity
+// (`clusterlet.io/origin`) and the virtual node that created it (`clusterlet.io/node`). A process touches only
+// what its own (host, node) pair owns; delegates of other hosts or other nodes are other people's workloads.
+import type { V1ObjectMeta, V1Pod } from '@kubernetes/client-node';
+import { NODE_LABEL, ORIGIN_LABEL, PROXY_NAME_ANNOTATION, PROXY_NAMESPACE_ANNOTATION, PROXY_UID_LABEL } from './labels.ts';
+
+/** The owner of member objects: the host cluster's identity and the virtual node. */
+export interface Owner { host: string; node: string }
+
+/** The origin value clusterlet used when no host name was configured, before hosts had an identity. */
+export const LEGACY_DEFAULT_HOST = 'host';
+
+/** The labels that mark a member object as the owner's. */
+export function ownerLabels(owner: Owner): Record<string, string> {
+  return { [ORIGIN_LABEL]: owner.host, [NODE_LABEL]: owner.node };
+}
+
+/** Created by this host (any of its virtual nodes). */
+export function fromHost(meta: V1ObjectMeta | undefined, host: string): boolean {
+  return meta?.labels?.[ORIGIN_LABEL] === host;
+}
+
+/** Created by this host for this virtual node. */
+export function ownedBy(meta: V1ObjectMeta | undefined, owner: Owner): boolean {
+  return meta?.labels?.[ORIGIN_LABEL] === owner.host && meta.labels[NODE_LABEL] === owner.node;
+}
+
+/** The proxy a delegate stands for. */
+export interface HostRef { namespace: string; name: string; uid: string }
+
+/** Which proxy a member pod is the delegate of, when it is the owner's delegate; undefined otherwise. */
+export function hostRefOf(pod: V1Pod, owner: Owner): HostRef | undefined {
+  if (!ownedBy(pod.metadata, owner)) return undefined;
+  const a = pod.metadata?.annotations;
+  const namespace = a?.[PROXY_NAMESPACE_ANNOTATION];
+  const name = a?.[PROXY_NAME_ANNOTATION];
+  const uid = pod.metadata?.labels?.[PROXY_UID_LABEL];
+  return namespace && name && uid ? { namespace, name, uid } : undefined;
+}
+
+/** A pod that is a delegate of some clusterlet (any host, any node). */
+export function isAnyDelegate(pod: V1Pod): boolean {
+  return pod.metadata?.labels?.[ORIGIN_LABEL] !== undefined && pod.metadata.labels[PROXY_UID_LABEL] !== undefined;
+}

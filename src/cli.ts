@@ -3,6 +3,7 @@
 import type { Server } from 'node:http';
 import { config as rxConfig } from 'rxjs';
 import { ConfigError, HELP, parseConfig } from './config.ts';
+import { errorFields, installCrashHandlers } from './crash.ts';
 import { createLogger } from './log.ts';
 import { Manager } from './manager.ts';
 import { startHealthServer } from './health.ts';
@@ -24,7 +25,8 @@ async function main(): Promise<number> {
   if (parsed.kind === 'version') { process.stdout.write(`clusterlet ${VERSION}\n`); return 0; }
   const config = parsed.config;
   const log = createLogger(config.logLevel);
-  rxConfig.onUnhandledError = (err: unknown) => log.error({ err: (err as Error)?.message ?? String(err) }, 'unhandled stream error');
+  installCrashHandlers({ log });
+  rxConfig.onUnhandledError = (err: unknown) => log.error(errorFields(err), 'unhandled stream error');
 
   let manager: Manager;
   try {

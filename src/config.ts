@@ -112,7 +112,10 @@ Node and process:
 `;
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+// Node names are label values too (kubernetes.io/hostname, clusterlet.io/node); namespaces are DNS-1123 labels.
+const NAME_MAX = 63;
+const DNS_LABEL_RULE = 'lowercase letters, digits and "-", starting and ending with a letter or digit';
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
 const TAINT_EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
 
@@ -166,8 +169,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     requireFile('--member-kubeconfig', memberKubeconfig);
     const name = str('member-name') ?? 'member';
     if (!DNS_LABEL.test(name)) throw new ConfigError('--member-name', `"${name}" is not a DNS-1123 label`);
-    const nodeName = str('nodename') ?? `clusterlet-${name}`;
-    if (!DNS_SUBDOMAIN.test(nodeName)) throw new ConfigError('--nodename', `"${nodeName}" is not a valid node name`);
+    const nodeName = checkNodeName(str('nodename'), name, { name: '--member-name', nodeName: '--nodename' });
     members = [{
       name, kubeconfig: memberKubeconfig, nodeName, namespaceMapping: { template: '{namespace}', overrides: {} },
       labels: {}, taints: [], ...defaults,
@@ -222,6 +224,17 @@ function kubeletApiConfig(str: (k: string) => string | undefined):
     throw new ConfigError('--authentication-mode', `"${authenticationMode}" is not one of webhook, none`);
   }
   return { servingCert, tlsCertFile, tlsKeyFile, clientCAFile, authenticationMode };
+}
+
+// The node name given, or the default `clusterlet-<member>`; an error names the field that produced it.
+function checkNodeName(given: string | undefined, member: string, fields: { name: string; nodeName: string }, file?: string): string {
+  const nodeName = given ?? `clusterlet-${member}`;
+  let problem: string | undefined;
+  if (nodeName.length > NAME_MAX) problem = `${nodeName.length} characters: a node name is at most ${NAME_MAX} (it is a label value)`;
+  else if (!DNS_SUBDOMAIN.test(nodeName)) problem = 'not a DNS-1123 subdomain (lowercase letters, digits, "-" and ".")';
+  if (problem === undefined) return nodeName;
+  if (given !== undefined) throw new ConfigError(fields.nodeName, `node name "${nodeName}": ${problem}`, file);
+  throw new ConfigError(fields.name, `the default node name "${nodeName}": ${problem}; shorten the name or set ${fields.nodeName}`, file);
 }
 
 function requireFile(field: string, path: string, file?: string): void {
@@ -302,18 +315,13 @@ export function loadProviderConfig(file: string, defaults: { qps: number; burst:
       }
       kubeconfigSecret = { namespace: s.namespace, name: s.name, key: typeof s.key === 'string' ? s.key : 'kubeconfig' };
     }
-    const nodeName = m.nodeName ?? `clusterlet-${name}`;
-    if (typeof nodeName !== 'string' || !DNS_SUBDOMAIN.test(nodeName)) {
-      throw new ConfigError(`${f}.nodeName`, 'must be a valid node name', file);
-    }
+    if (m.nodeName !== undefined && typeof m.nodeName !== 'string') throw new ConfigError(`${f}.nodeName`, 'must be a string', file);
+    const nodeName = checkNodeName(m.nodeName, name, { name: `${f}.name`, nodeName: `${f}.nodeName` }, file);
     if (nodes.has(nodeName)) throw new ConfigError(`${f}.nodeName`, `duplicate node name "${nodeName}"`, file);
     nodes.add(nodeName);
     const nm = m.namespaceMapping;
     if (nm !== undefined && !isObj(nm)) throw new ConfigError(`${f}.namespaceMapping`, 'must be a map', file);
-    const template = (nm?.template as string | undefined) ?? '{namespace}';
-    if (typeof template !== 'string' || !template.includes('{namespace}')) {
-      throw new ConfigError(`${f}.namespaceMapping.template`, 'must contain "{namespace}"', file);
-    }
+    const namespaceMapping = checkNamespaceMapping(`${f}.namespaceMapping`, nm, file);
     const taints = m.taints ?? [];
     if (!Array.isArray(taints)) throw new ConfigError(`${f}.taints`, 'must be a list', file);
     taints.forEach((t: unknown, j: number) => {
@@ -323,7 +331,7 @@ export function loadProviderConfig(file: string, defaults: { qps: number; burst:
     });
     return {
       name, kubeconfig: hasFile ? m.kubeconfig as string : undefined, kubeconfigSecret, nodeName,
-      namespaceMapping: { template, overrides: stringMap(`${f}.namespaceMapping.overrides`, nm?.overrides, file) },
+      namespaceMapping,
       labels: stringMap(`${f}.labels`, m.labels, file),
       taints: taints as V1Taint[],
       qps: int(`${f}.qps`, m.qps as number | undefined, defaults.qps, 1, 100_000, file),
@@ -334,7 +342,86 @@ export function loadProviderConfig(file: string, defaults: { qps: number; burst:
   return { members, settings };
 }
 
+// What can be told from the mapping alone: a template whose fixed part makes every name invalid, overrides
+// that are not namespace names or that send two host namespaces to one member namespace.
+function checkNamespaceMapping(field: string, nm: Raw | undefined, file: string): NamespaceMapping {
+  const template = nm?.template ?? '{namespace}';
+  if (typeof template !== 'string' || !template.includes('{namespace}')) {
+    throw new ConfigError(`${field}.template`, 'must contain "{namespace}"', file);
+  }
+  const parts = template.split('{namespace}');
+  const fixed = parts.join('');
+  let problem: string | undefined;
+  if (!/^[a-z0-9-]*$/.test(fixed)) problem = `has characters a namespace name cannot hold (${DNS_LABEL_RULE})`;
+  else if (template.startsWith('-') || template.endsWith('-')) problem = `makes names that start or end with "-" (${DNS_LABEL_RULE})`;
+  else if (fixed.length + parts.length - 1 > NAME_MAX) {
+    problem = `makes names of at least ${fixed.length + parts.length - 1} characters: a namespace name is at most ${NAME_MAX}`;
+  }
+  if (problem !== undefined) throw new ConfigError(`${field}.template`, `"${template}" ${problem}`, file);
+  const overrides = stringMap(`${field}.overrides`, nm?.overrides, file);
+  const owners = new Map<string, string>();
+  for (const [host, member] of Object.entries(overrides)) {
+    if (!DNS_LABEL.test(member)) {
+      throw new ConfigError(`${field}.overrides.${host}`, `"${member}" is not a namespace name: a DNS-1123 label (${DNS_LABEL_RULE}, at most ${NAME_MAX})`, file);
+    }
+    const other = owners.get(member);
+    if (other !== undefined) {
+      throw new ConfigError(`${field}.overrides.${host}`, `maps to "${member}" as "${other}" does: two host namespaces cannot share one member namespace`, file);
+    }
+    owners.set(member, host);
+  }
+  return { template, overrides };
+}
+
 /** The member namespace for a host namespace. */
 export function memberNamespace(mapping: NamespaceMapping, hostNamespace: string): string {
-  return mapping.overrides[hostNamespace] ?? mapping.template.replaceAll('{namespace}', hostNamespace);
+  // hasOwn: a namespace named "constructor" is not Object.prototype's.
+  return Object.hasOwn(mapping.overrides, hostNamespace) ? mapping.overrides[hostNamespace]
+    : mapping.template.replaceAll('{namespace}', hostNamespace);
+}
+
+export type MemberNamespaceCheck =
+  | { namespace: string; error?: undefined }
+  | { namespace: string; error: string; reason: 'NamespaceTooLong' | 'InvalidNamespace' };
+
+/**
+ * The member namespace for a host namespace, or why it cannot exist (too long, not a DNS-1123 label): the error
+ * names the host namespace, the mapping that produced the name and the rule.
+ */
+export function checkMemberNamespace(mapping: NamespaceMapping, hostNamespace: string): MemberNamespaceCheck {
+  const namespace = memberNamespace(mapping, hostNamespace);
+  if (DNS_LABEL.test(namespace)) return { namespace };
+  const via = Object.hasOwn(mapping.overrides, hostNamespace)
+    ? `override "${hostNamespace}": "${namespace}"` : `template "${mapping.template}"`;
+  const tooLong = namespace.length > NAME_MAX;
+  const problem = tooLong ? `${namespace.length} characters: a namespace name is at most ${NAME_MAX}`
+    : `not a DNS-1123 label (${DNS_LABEL_RULE})`;
+  return {
+    namespace,
+    reason: tooLong ? 'NamespaceTooLong' : 'InvalidNamespace',
+    error: `host namespace "${hostNamespace}" maps to member namespace "${namespace}" (${via}), ${problem}`,
+  };
+}
+
+/**
+ * The host namespaces that map to a member namespace: the overrides naming it, and the namespace the template
+ * turns into it unless an override takes that one elsewhere. More than one means they would share it.
+ */
+export function hostNamespacesOf(mapping: NamespaceMapping, memberNs: string): string[] {
+  const hosts = Object.entries(mapping.overrides).filter(([, member]) => member === memberNs).map(([host]) => host);
+  const parts = mapping.template.split('{namespace}');
+  const length = (memberNs.length - parts.join('').length) / (parts.length - 1);
+  if (Number.isInteger(length) && length > 0) {
+    const host = memberNs.slice(parts[0].length, parts[0].length + length);
+    if (DNS_LABEL.test(host) && !Object.hasOwn(mapping.overrides, host) && memberNamespace(mapping, host) === memberNs) {
+      hosts.push(host);
+    }
+  }
+  return hosts;
+}
+
+/** The host namespaces of `inUse`, other than `hostNamespace`, that map to the same member namespace. */
+export function collidingHostNamespaces(mapping: NamespaceMapping, hostNamespace: string, inUse: Iterable<string>): string[] {
+  const same = new Set(hostNamespacesOf(mapping, memberNamespace(mapping, hostNamespace)));
+  return [...inUse].filter((h) => h !== hostNamespace && same.has(h));
 }

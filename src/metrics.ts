@@ -49,6 +49,10 @@ export const metrics = {
     name: 'clusterlet_kubelet_api_requests_total', help: 'Kubelet API requests served, by endpoint and HTTP code (101: upgraded).',
     labelNames: ['endpoint', 'code'] as const, registers: [registry],
   }),
+  crashes: new Counter({
+    name: 'clusterlet_crashes_total', help: 'Unhandled rejections and uncaught exceptions, each logged before exit 1, by kind.',
+    labelNames: ['kind'] as const, registers: [registry],
+  }),
   memberReady: new Gauge({
     name: 'clusterlet_member_ready', help: '1 when the member answers and has a Ready node.',
     labelNames: ['member'] as const, registers: [registry],

@@ -42,6 +42,12 @@ export interface DelegateContext {
   memberNamespace: string;
   /** Restarts so far per container, when this delegate replaces a lost one (see restartsAfterLoss). */
   restarts?: Record<string, number>;
+  /**
+   * The labels configured on the virtual node (`labels` of the member in the provider config). Selector terms
+   * on them only chose the virtual node: they are stripped like its built-in identity labels, except the
+   * well-known labels member nodes carry themselves (see MEMBER_NODE_LABELS).
+   */
+  nodeLabels?: Record<string, string>;
 }
 
 export interface ProxyStatusContext {
@@ -107,16 +113,16 @@ export function forgeDelegatePod(proxy: V1Pod, ctx: DelegateContext): V1Pod {
         ...(ctx.restarts && Object.keys(ctx.restarts).length > 0 ? { [RESTARTS_ANNOTATION]: JSON.stringify(ctx.restarts) } : {}),
       },
     },
-    spec: forgeDelegateSpec(proxy.spec ?? { containers: [] }, ctx.nodeName),
+    spec: forgeDelegateSpec(proxy.spec ?? { containers: [] }, virtualNodeIdentity(ctx)),
   };
 }
 
-function forgeDelegateSpec(proxySpec: V1PodSpec, nodeName: string): V1PodSpec {
+function forgeDelegateSpec(proxySpec: V1PodSpec, node: VirtualNodeIdentity): V1PodSpec {
   const spec = structuredClone(proxySpec);
   for (const field of HOST_ONLY_SPEC_FIELDS) delete spec[field];
   setOrDelete(spec, 'tolerations', nonEmpty(spec.tolerations?.filter((t) => !isHostOnlyToleration(t))));
-  setOrDelete(spec, 'nodeSelector', stripNodeSelector(spec.nodeSelector, nodeName));
-  setOrDelete(spec, 'affinity', stripAffinity(spec.affinity, nodeName));
+  setOrDelete(spec, 'nodeSelector', stripNodeSelector(spec.nodeSelector, node.labels));
+  setOrDelete(spec, 'affinity', stripAffinity(spec.affinity, node));
   stripHostToken(spec);
   return spec;
 }
@@ -132,23 +138,43 @@ function isHostOnlyToleration(t: V1Toleration): boolean {
   );
 }
 
+// Well-known labels the member's own nodes carry (set by their kubelets, cloud providers, node feature and
+// GPU discovery): the member's scheduler evaluates terms on them against its nodes, even when the same label is
+// configured on the virtual node.
+const MEMBER_NODE_LABELS = [
+  'kubernetes.io/os', 'kubernetes.io/arch', 'beta.kubernetes.io/os', 'beta.kubernetes.io/arch',
+  'node.kubernetes.io/instance-type', 'beta.kubernetes.io/instance-type',
+];
+const MEMBER_NODE_LABEL_PREFIXES = ['topology.kubernetes.io/', 'failure-domain.beta.kubernetes.io/', 'feature.node.kubernetes.io/',
+  'nvidia.com/'];
+
+function isMemberNodeLabel(key: string): boolean {
+  return MEMBER_NODE_LABELS.includes(key) || MEMBER_NODE_LABEL_PREFIXES.some((p) => key.startsWith(p));
+}
+
 // The virtual node's identity labels and fields; `undefined` stands for a value not known here (any value).
-function virtualNodeLabels(nodeName: string): Map<string, string | undefined> {
-  return new Map([
+interface VirtualNodeIdentity {
+  labels: Map<string, string | undefined>;
+  fields: Map<string, string | undefined>;
+}
+
+function virtualNodeIdentity(ctx: DelegateContext): VirtualNodeIdentity {
+  const labels = new Map<string, string | undefined>([
     [VIRTUAL_NODE_TYPE_LABEL, VIRTUAL_NODE_TYPE],
     [ROLE_LABEL, VIRTUAL_NODE_ROLE],
-    [HOSTNAME_LABEL, nodeName],
+    [HOSTNAME_LABEL, ctx.nodeName],
     [MEMBER_LABEL, undefined],
   ]);
+  // Configured labels come last on the node too (forgeNodeLabels): one of them may replace a built-in value.
+  for (const [key, value] of Object.entries(ctx.nodeLabels ?? {})) {
+    if (!isMemberNodeLabel(key)) labels.set(key, value);
+  }
+  return { labels, fields: new Map([['metadata.name', ctx.nodeName]]) };
 }
 
-function virtualNodeFields(nodeName: string): Map<string, string | undefined> {
-  return new Map([['metadata.name', nodeName]]);
-}
-
-function stripNodeSelector(selector: Record<string, string> | undefined, nodeName: string): Record<string, string> | undefined {
+function stripNodeSelector(selector: Record<string, string> | undefined, identity: Map<string, string | undefined>):
+  Record<string, string> | undefined {
   if (!selector) return undefined;
-  const identity = virtualNodeLabels(nodeName);
   const kept = Object.entries(selector).filter(([key, value]) => {
     if (!identity.has(key)) return true;
     const own = identity.get(key);
@@ -176,13 +202,11 @@ function targetsVirtualNode(req: V1NodeSelectorRequirement, identity: Map<string
 }
 
 // The term without its virtual-node requirements; `undefined` when nothing else was left in it.
-function stripTerm(term: V1NodeSelectorTerm, nodeName: string): V1NodeSelectorTerm | undefined {
-  const labels = virtualNodeLabels(nodeName);
-  const fields = virtualNodeFields(nodeName);
+function stripTerm(term: V1NodeSelectorTerm, node: VirtualNodeIdentity): V1NodeSelectorTerm | undefined {
   const expressions = term.matchExpressions ?? [];
   const matchFields = term.matchFields ?? [];
-  const keptExpressions = expressions.filter((r) => !targetsVirtualNode(r, labels));
-  const keptFields = matchFields.filter((r) => !targetsVirtualNode(r, fields));
+  const keptExpressions = expressions.filter((r) => !targetsVirtualNode(r, node.labels));
+  const keptFields = matchFields.filter((r) => !targetsVirtualNode(r, node.fields));
   const removed = expressions.length + matchFields.length - keptExpressions.length - keptFields.length;
   if (removed > 0 && keptExpressions.length + keptFields.length === 0) return undefined;
   const result: V1NodeSelectorTerm = {};
@@ -191,22 +215,22 @@ function stripTerm(term: V1NodeSelectorTerm, nodeName: string): V1NodeSelectorTe
   return result;
 }
 
-function stripRequired(selector: V1NodeSelector | undefined, nodeName: string): V1NodeSelector | undefined {
+function stripRequired(selector: V1NodeSelector | undefined, node: VirtualNodeIdentity): V1NodeSelector | undefined {
   if (!selector) return undefined;
-  const terms = selector.nodeSelectorTerms.map((t) => stripTerm(t, nodeName));
+  const terms = selector.nodeSelectorTerms.map((t) => stripTerm(t, node));
   // Terms are ORed: one that only selected the virtual node admits every member node, so nothing is required.
   if (terms.some((t) => t === undefined)) return undefined;
   return { nodeSelectorTerms: terms.filter((t) => t !== undefined) };
 }
 
-function stripAffinity(affinity: V1Affinity | undefined, nodeName: string): V1Affinity | undefined {
+function stripAffinity(affinity: V1Affinity | undefined, node: VirtualNodeIdentity): V1Affinity | undefined {
   if (!affinity) return undefined;
   const result: V1Affinity = { ...affinity };
   const nodeAffinity = { ...affinity.nodeAffinity };
-  const required = stripRequired(nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution, nodeName);
+  const required = stripRequired(nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution, node);
   setOrDelete(nodeAffinity, 'requiredDuringSchedulingIgnoredDuringExecution', required);
   const preferred = (nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution ?? []).flatMap((p) => {
-    const preference = stripTerm(p.preference, nodeName);
+    const preference = stripTerm(p.preference, node);
     return preference ? [{ ...p, preference }] : [];
   });
   setOrDelete(nodeAffinity, 'preferredDuringSchedulingIgnoredDuringExecution', nonEmpty(preferred));

@@ -4,13 +4,13 @@ import { Subject, distinctUntilChanged, filter, from, map, merge, mergeMap, of, 
 import { LRUCache } from 'lru-cache';
 import type { CoreV1Event, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { MemberCluster } from './cluster.ts';
-import { memberNamespace } from '../config.ts';
+import { checkMemberNamespace } from '../config.ts';
 import { listWatch, type ListWatchEvent } from '../kube/listwatch.ts';
 import { objectKey } from '../kube/informer.ts';
 import { ignoreGone, toKubeError } from '../kube/errors.ts';
 import { delegateUpdate, deletionDisruption, forgeDelegatePod, forgeProxyStatus, type DelegateContext } from '../forge/pod.ts';
 import { PROXY_NAMESPACE_ANNOTATION, PROXY_UID_LABEL } from '../forge/labels.ts';
-import { hostRefOf, ownerLabels, type HostRef } from '../forge/owner.ts';
+import { fromHost, hostRefOf, ownerLabels, type HostRef } from '../forge/owner.ts';
 import { PodRejectedError, type CreateOptions, type PodChange, type PodEvent, type PodNotice, type PodProvider, type ProviderPod } from '../provider/types.ts';
 import type { ObjectMirror } from '../reflection/mirror.ts';
 import type { Logger } from '../log.ts';
@@ -37,7 +37,8 @@ export class MemberPodProvider implements PodProvider {
   /** Member events (uid and resourceVersion) already passed on, so that a relist does not repeat them. */
   #seenEvents = new LRUCache<string, true>({ max: 20_000 });
   #changes = new Subject<PodChange>();
-  #namespaces = new Set<string>();
+  /** Member namespaces known to exist → the host namespace they hold. */
+  #namespaces = new Map<string, string>();
   #mirror: ObjectMirror;
   #subs: Subscription[] = [];
 
@@ -77,7 +78,7 @@ export class MemberPodProvider implements PodProvider {
   }
 
   get #ctxBase(): Omit<DelegateContext, 'memberNamespace'> {
-    return { originCluster: this.#member.hostName, nodeName: this.#opts.nodeName };
+    return { originCluster: this.#member.hostName, nodeName: this.#opts.nodeName, nodeLabels: this.#member.config.labels };
   }
 
   start(): void {
@@ -131,7 +132,10 @@ export class MemberPodProvider implements PodProvider {
   }
 
   async createPod(proxy: V1Pod, opts: CreateOptions = {}): Promise<PodNotice[]> {
-    const ns = memberNamespace(this.#member.config.namespaceMapping, proxy.metadata!.namespace!);
+    const check = checkMemberNamespace(this.#member.config.namespaceMapping, proxy.metadata!.namespace!);
+    // A namespace that cannot exist is a configuration matter: retrying changes nothing.
+    if (check.error) throw new PodRejectedError(check.reason ?? 'InvalidNamespace', check.error, { retry: false });
+    const ns = check.namespace;
     await this.#ensureNamespace(ns, proxy.metadata!.namespace!);
     // What the pod refers to goes first, so the delegate finds it when it starts.
     const { notices, release } = await this.#mirror.prepare(proxy, ns);
@@ -167,17 +171,32 @@ export class MemberPodProvider implements PodProvider {
   }
 
   async #ensureNamespace(ns: string, hostNamespace: string): Promise<void> {
-    if (this.#namespaces.has(ns)) return;
-    try {
-      await this.#member.client.core.createNamespace({ body: { metadata: {
-        name: ns, labels: ownerLabels(this.#member.owner),
-        annotations: { [PROXY_NAMESPACE_ANNOTATION]: hostNamespace },
-      } } });
-    } catch (err) {
-      const k = toKubeError(err);
-      if (k.kind !== 'AlreadyExists') throw k;
+    const known = this.#namespaces.get(ns);
+    if (known === undefined) {
+      try {
+        await this.#member.client.core.createNamespace({ body: { metadata: {
+          name: ns, labels: ownerLabels(this.#member.owner),
+          annotations: { [PROXY_NAMESPACE_ANNOTATION]: hostNamespace },
+        } } });
+        this.#namespaces.set(ns, hostNamespace);
+        return;
+      } catch (err) {
+        const k = toKubeError(err);
+        if (k.kind !== 'AlreadyExists') throw k;
+      }
+      const existing = (await this.#member.client.core.listNamespace({ fieldSelector: `metadata.name=${ns}`, limit: 1 })).items[0];
+      // A namespace of the member's own holds any host namespace mapped onto it; one this host made holds its own.
+      const holder = existing && fromHost(existing.metadata, this.#member.hostName)
+        ? existing.metadata?.annotations?.[PROXY_NAMESPACE_ANNOTATION] ?? hostNamespace : hostNamespace;
+      this.#namespaces.set(ns, holder);
     }
-    this.#namespaces.add(ns);
+    const holder = this.#namespaces.get(ns)!;
+    if (holder !== hostNamespace) {
+      throw new PodRejectedError('MemberNamespaceConflict',
+        `host namespace "${hostNamespace}" maps to member namespace "${ns}" (namespace mapping of member `
+        + `${this.#member.config.name}), which already holds host namespace "${holder}": two host namespaces cannot share one`,
+      { retry: false });
+    }
   }
 
   async updatePod(proxy: V1Pod): Promise<void> {

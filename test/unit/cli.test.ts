@@ -76,6 +76,10 @@ describe('clusterlet CLI', () => {
       /port\.yaml: members\[0\]\.kubeletPort: "70000" must be an integer from 1 to 65535/],
     ['a namespace template without {namespace}', ['--provider-config', config('tpl.yaml', `members:\n- name: a\n  kubeconfig: ${kubeconfig}\n  namespaceMapping: { template: fixed }\n`)],
       /tpl\.yaml: members\[0\]\.namespaceMapping\.template/],
+    ['a member name whose default node name is too long', ['--member-kubeconfig', kubeconfig, '--member-name', 'm'.repeat(60)],
+      /--member-name: the default node name "clusterlet-m{60}": 71 characters: a node name is at most 63/],
+    ['a namespace override that is no namespace name', ['--provider-config', config('ovr.yaml', `members:\n- name: a\n  kubeconfig: ${kubeconfig}\n  namespaceMapping: { overrides: { team-a: Team_A } }\n`)],
+      /ovr\.yaml: members\[0\]\.namespaceMapping\.overrides\.team-a: "Team_A" is not a namespace name/],
   ];
   for (const [what, args, message] of cases) {
     it(`exits 2 naming the field for ${what}`, () => {

@@ -396,6 +396,63 @@ describe('forgeDelegatePod', () => {
     });
   }
 
+  // The member configured with `labels: { example.com/region: eu, ... }`: the virtual node carries them.
+  const labelled: DelegateContext = {
+    ...ctx,
+    nodeLabels: { 'example.com/region': 'eu', 'example.com/tier': 'burst', type: 'gpu-box', 'topology.kubernetes.io/zone': 'eu-1a' },
+  };
+  const configuredSelectorCases: { name: string; in: Record<string, string>; out: Record<string, string> | undefined }[] = [
+    { name: 'a configured label is dropped', in: { 'example.com/region': 'eu' }, out: undefined },
+    { name: 'a configured label goes, the rest stays', in: { 'example.com/region': 'eu', disk: 'ssd' }, out: { disk: 'ssd' } },
+    { name: 'a configured key with another value stays', in: { 'example.com/region': 'us' }, out: { 'example.com/region': 'us' } },
+    { name: 'a configured value replaces the built-in one', in: { type: 'gpu-box' }, out: undefined },
+    { name: 'the replaced built-in value stays', in: { type: 'virtual-kubelet' }, out: { type: 'virtual-kubelet' } },
+    { name: 'a configured topology label stays (member nodes carry it)', in: { 'topology.kubernetes.io/zone': 'eu-1a' },
+      out: { 'topology.kubernetes.io/zone': 'eu-1a' } },
+    { name: 'built-in identity labels still go', in: { 'kubernetes.io/hostname': 'clusterlet-eu1', 'clusterlet.io/member': 'eu1' }, out: undefined },
+  ];
+  for (const c of configuredSelectorCases) {
+    it(`nodeSelector with configured node labels: ${c.name}`, () => {
+      assert.deepEqual(forgeDelegatePod(specWith({ nodeSelector: c.in }), labelled).spec!.nodeSelector, c.out);
+    });
+  }
+  it('nodeSelector: a configured label is kept when the context does not know it', () => {
+    assert.deepEqual(forgedSpec({ nodeSelector: { 'example.com/region': 'eu' } }).nodeSelector, { 'example.com/region': 'eu' });
+  });
+
+  const region = (operator: string, values?: string[]) => ({ key: 'example.com/region', operator, ...(values ? { values } : {}) });
+  const required = (...matchExpressions: { key: string; operator: string; values?: string[] }[]): V1Affinity => ({
+    nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions }] } },
+  });
+  const configuredAffinityCases: { name: string; in: V1Affinity; out: V1Affinity | undefined }[] = [
+    { name: 'In with the configured value goes', in: required(region('In', ['eu', 'us'])), out: undefined },
+    { name: 'In without the configured value stays', in: required(region('In', ['us'])), out: required(region('In', ['us'])) },
+    { name: 'NotIn without the configured value goes', in: required(region('NotIn', ['us'])), out: undefined },
+    { name: 'NotIn with the configured value stays', in: required(region('NotIn', ['eu'])), out: required(region('NotIn', ['eu'])) },
+    { name: 'Exists goes', in: required(region('Exists')), out: undefined },
+    { name: 'DoesNotExist stays', in: required(region('DoesNotExist')), out: required(region('DoesNotExist')) },
+    { name: 'a zone term stays, the configured one beside it goes', in: required(zone, region('In', ['eu'])), out: required(zone) },
+    {
+      name: 'a configured topology label stays', in: required({ key: 'topology.kubernetes.io/zone', operator: 'Exists' }),
+      out: required({ key: 'topology.kubernetes.io/zone', operator: 'Exists' }),
+    },
+    {
+      name: 'instance type and GPU terms stay',
+      in: required({ key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['m5.large'] }, { key: 'nvidia.com/gpu.present', operator: 'Exists' }),
+      out: required({ key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['m5.large'] }, { key: 'nvidia.com/gpu.present', operator: 'Exists' }),
+    },
+    {
+      name: 'preferred terms on configured labels go',
+      in: { nodeAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 1, preference: { matchExpressions: [region('In', ['eu'])] } }] } },
+      out: undefined,
+    },
+  ];
+  for (const c of configuredAffinityCases) {
+    it(`affinity with configured node labels: ${c.name}`, () => {
+      assert.deepEqual(forgeDelegatePod(specWith({ affinity: c.in }), labelled).spec!.affinity, c.out);
+    });
+  }
+
   const legacyToken: V1Volume = { name: 'web-token-x9z8q', secret: { secretName: 'web-token-x9z8q', defaultMode: 420 } };
   const userToken: V1Volume = {
     name: 'vault-token',
@@ -769,6 +826,15 @@ describe('delegateUpdate', () => {
     assert.deepEqual(updated?.spec!.tolerations!.at(-1), {
       key: 'dedicated', operator: 'Equal', value: 'batch', effect: 'NoSchedule', tolerationSeconds: 60,
     });
+  });
+
+  it('with configured node labels, finds nothing to do for a delegate forged with them', () => {
+    const labelled: DelegateContext = { ...ctx, nodeLabels: { 'example.com/region': 'eu' } };
+    const proxy = hostPod();
+    proxy.spec!.nodeSelector = { ...proxy.spec!.nodeSelector, 'example.com/region': 'eu' };
+    const actual = forgeDelegatePod(proxy, labelled);
+    assert.equal(actual.spec!.nodeSelector!['example.com/region'], undefined);
+    assert.equal(delegateUpdate(proxy, actual, labelled), undefined);
   });
 
   it('ignores changes the API would refuse and a virtual-node toleration', () => {

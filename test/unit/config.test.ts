@@ -1,0 +1,153 @@
+// Config checks that need no process: node names, namespace mappings and their inverse.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  ConfigError,
+  checkMemberNamespace,
+  collidingHostNamespaces,
+  hostNamespacesOf,
+  loadProviderConfig,
+  memberNamespace,
+  parseConfig,
+  type NamespaceMapping,
+} from '../../src/config.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'clusterlet-config-'));
+const kubeconfig = join(dir, 'kc.yaml');
+writeFileSync(kubeconfig, 'apiVersion: v1\nkind: Config\n');
+const defaults = { qps: 1, burst: 1 };
+const long = (n: number, c = 'a'): string => c.repeat(n);
+
+function providerFile(member: string): string {
+  const p = join(dir, `c${Math.random().toString(36).slice(2)}.yaml`);
+  writeFileSync(p, `members:\n- name: a\n  kubeconfig: ${kubeconfig}\n${member}`);
+  return p;
+}
+
+function configError(fn: () => unknown): ConfigError {
+  try {
+    fn();
+  } catch (err) {
+    assert.ok(err instanceof ConfigError, String(err));
+    return err;
+  }
+  assert.fail('no ConfigError');
+}
+
+describe('node names', () => {
+  const flags = (...extra: string[]) => () => parseConfig(['--member-kubeconfig', kubeconfig, ...extra], {});
+
+  it('accepts a default of 63 characters', () => {
+    const r = parseConfig(['--member-kubeconfig', kubeconfig, '--member-name', long(52)], {});
+    assert.equal(r.kind === 'run' && r.config.members[0].nodeName, `clusterlet-${long(52)}`);
+  });
+
+  it('a long member name whose default node name is too long names --member-name', () => {
+    const err = configError(flags('--member-name', long(60)));
+    assert.equal(err.field, '--member-name');
+    assert.match(err.message, /default node name "clusterlet-a{60}": 71 characters: a node name is at most 63.*set --nodename/);
+  });
+
+  it('a --nodename too long or not a DNS subdomain names --nodename', () => {
+    assert.match(configError(flags('--nodename', long(64))).message, /^--nodename: node name "a{64}": 64 characters/);
+    assert.match(configError(flags('--nodename', 'Node_1')).message, /^--nodename: .*not a DNS-1123 subdomain/);
+    assert.match(configError(flags('--nodename', 'a..b')).message, /^--nodename: .*not a DNS-1123 subdomain/);
+  });
+
+  it('in the provider config: the default names members[i].name, a given one members[i].nodeName', () => {
+    const byName = configError(() => loadProviderConfig(providerFile(`- name: ${long(60, 'b')}\n  kubeconfig: ${kubeconfig}\n`), defaults));
+    assert.equal(byName.field, 'members[1].name');
+    assert.match(byName.message, /71 characters.*set members\[1\]\.nodeName/);
+    const byNode = configError(() => loadProviderConfig(providerFile(`  nodeName: ${long(64)}\n`), defaults));
+    assert.equal(byNode.field, 'members[0].nodeName');
+    const ok = loadProviderConfig(providerFile(`- name: ${long(60, 'b')}\n  kubeconfig: ${kubeconfig}\n  nodeName: short\n`), defaults);
+    assert.equal(ok.members[1].nodeName, 'short');
+  });
+});
+
+describe('namespace mapping at load time', () => {
+  const cases: [string, string, RegExp][] = [
+    ['an override that is not a DNS-1123 label', '  namespaceMapping: { overrides: { team-a: Team_A } }\n',
+      /members\[0\]\.namespaceMapping\.overrides\.team-a: "Team_A" is not a namespace name/],
+    ['an override longer than 63', `  namespaceMapping: { overrides: { team-a: ${long(64)} } }\n`,
+      /overrides\.team-a: "a{64}" is not a namespace name/],
+    ['two overrides onto one member namespace', '  namespaceMapping: { overrides: { team-a: shared, team-b: shared } }\n',
+      /overrides\.team-b: maps to "shared" as "team-a" does/],
+    ['a template with uppercase characters', '  namespaceMapping: { template: "{namespace}-FromProd" }\n',
+      /namespaceMapping\.template: "\{namespace\}-FromProd" has characters a namespace name cannot hold/],
+    ['a template with a dot', '  namespaceMapping: { template: "prod.{namespace}" }\n', /namespaceMapping\.template: .*cannot hold/],
+    ['a template starting with "-"', '  namespaceMapping: { template: "-{namespace}" }\n', /namespaceMapping\.template: .*start or end with "-"/],
+    ['a template whose fixed part is too long', `  namespaceMapping: { template: "{namespace}-${long(62)}" }\n`,
+      /namespaceMapping\.template: .*at least 64 characters: a namespace name is at most 63/],
+  ];
+  for (const [what, yaml, message] of cases) {
+    it(`refuses ${what}`, () => {
+      assert.match(configError(() => loadProviderConfig(providerFile(yaml), defaults)).message, message);
+    });
+  }
+
+  it('accepts a valid mapping', () => {
+    const { members } = loadProviderConfig(
+      providerFile('  namespaceMapping: { template: "{namespace}-from-prod", overrides: { team-a: team-a-eu } }\n'), defaults);
+    assert.deepEqual(members[0].namespaceMapping, { template: '{namespace}-from-prod', overrides: { 'team-a': 'team-a-eu' } });
+  });
+});
+
+describe('checkMemberNamespace', () => {
+  const suffix: NamespaceMapping = { template: '{namespace}-from-hostcluster', overrides: { short: 'short-eu', odd: 'Odd' } };
+
+  it('maps a host namespace whose member namespace can exist', () => {
+    assert.deepEqual(checkMemberNamespace(suffix, 'team-a'), { namespace: 'team-a-from-hostcluster' });
+    assert.deepEqual(checkMemberNamespace(suffix, 'short'), { namespace: 'short-eu' });
+  });
+
+  it('reports a member namespace too long, naming the host namespace, the template and the limit', () => {
+    const host = long(55);
+    assert.deepEqual(checkMemberNamespace(suffix, host), {
+      namespace: `${host}-from-hostcluster`,
+      reason: 'NamespaceTooLong',
+      error: `host namespace "${host}" maps to member namespace "${host}-from-hostcluster" (template "{namespace}-from-hostcluster"), ` +
+        '72 characters: a namespace name is at most 63',
+    });
+  });
+
+  it('reports an invalid name, naming the override', () => {
+    const r = checkMemberNamespace(suffix, 'odd');
+    assert.equal(r.error !== undefined && r.reason, 'InvalidNamespace');
+    assert.match(r.error ?? '', /^host namespace "odd" maps to member namespace "Odd" \(override "odd": "Odd"\), not a DNS-1123 label/);
+  });
+
+  it('a host namespace named like an Object.prototype property uses the template', () => {
+    assert.equal(memberNamespace(suffix, 'constructor'), 'constructor-from-hostcluster');
+    assert.deepEqual(hostNamespacesOf(suffix, 'constructor-from-hostcluster'), ['constructor']);
+  });
+});
+
+describe('hostNamespacesOf and collidingHostNamespaces', () => {
+  const identity: NamespaceMapping = { template: '{namespace}', overrides: { 'team-a': 'team-b', 'team-c': 'team-c' } };
+  const cases: [string, NamespaceMapping, string, string[]][] = [
+    ['the template inverted', { template: 'prod-{namespace}-x', overrides: {} }, 'prod-web-x', ['web']],
+    ['a name the template cannot make', { template: 'prod-{namespace}-x', overrides: {} }, 'web-x', []],
+    ['an empty host part', { template: 'prod-{namespace}', overrides: {} }, 'prod-', []],
+    ['an invalid host part', { template: 'p{namespace}', overrides: {} }, 'p-web', []],
+    ['the template used twice', { template: '{namespace}-{namespace}', overrides: {} }, 'ab-ab', ['ab']],
+    ['an override and the template onto one name', identity, 'team-b', ['team-a', 'team-b']],
+    ['an overridden namespace no longer maps through the template', identity, 'team-a', []],
+    ['an override onto its own name', identity, 'team-c', ['team-c']],
+  ];
+  for (const [what, mapping, memberNs, hosts] of cases) {
+    it(`hostNamespacesOf: ${what}`, () => {
+      assert.deepEqual(hostNamespacesOf(mapping, memberNs), hosts);
+      for (const h of hosts) assert.equal(memberNamespace(mapping, h), memberNs);
+    });
+  }
+
+  it('collidingHostNamespaces: the other host namespaces in use that share the member namespace', () => {
+    assert.deepEqual(collidingHostNamespaces(identity, 'team-b', ['team-a', 'team-b', 'team-c']), ['team-a']);
+    assert.deepEqual(collidingHostNamespaces(identity, 'team-a', new Set(['team-b'])), ['team-b']);
+    assert.deepEqual(collidingHostNamespaces(identity, 'team-c', ['team-a', 'team-b']), []);
+  });
+});

@@ -65,6 +65,10 @@ export interface Config {
   hostBurst: number;
   /** How long a watch may stay silent before it is restarted. */
   watchSilenceSeconds: number;
+  /** How often each member's API server is probed (/readyz). */
+  probePeriodSeconds: number;
+  /** Consecutive failed probes before a member's node turns NotReady and its lease stops. */
+  probeFailureThreshold: number;
 }
 
 export const HELP = `clusterlet — a virtual kubelet that makes each member cluster one node of the host cluster.
@@ -106,6 +110,10 @@ Node and process:
   --health-port N            plain-HTTP port for /healthz, /readyz, /metrics (default 10255; 0 disables)
   --pod-sync-workers N       pods synced concurrently per member (default 10)
   --watch-silence-seconds N  restart a watch that received nothing for this long (default 90)
+  --probe-period-seconds N   probe each member's API server (/readyz) this often (default 10)
+  --probe-failure-threshold N
+                             consecutive failed probes before the member's node turns NotReady and its lease
+                             stops (default 3): a shorter outage changes nothing on the host
   --log-level LEVEL          trace|debug|info|warn|error (default: $LOG_LEVEL or info)
   -h, --help                 this text
   --version                  print the version
@@ -137,6 +145,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
         'serving-cert': { type: 'string' }, 'tls-cert-file': { type: 'string' }, 'tls-key-file': { type: 'string' },
         'client-ca-file': { type: 'string' }, 'authentication-mode': { type: 'string' },
         'pod-sync-workers': { type: 'string' }, 'watch-silence-seconds': { type: 'string' },
+        'probe-period-seconds': { type: 'string' }, 'probe-failure-threshold': { type: 'string' },
         'log-level': { type: 'string' }, help: { type: 'boolean', short: 'h' }, version: { type: 'boolean' },
       },
     }));
@@ -198,6 +207,8 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
       hostQPS: int('--host-qps', str('host-qps'), 200, 1),
       hostBurst: int('--host-burst', str('host-burst'), 400, 1),
       watchSilenceSeconds: int('--watch-silence-seconds', str('watch-silence-seconds'), 90, 1),
+      probePeriodSeconds: int('--probe-period-seconds', str('probe-period-seconds'), 10, 1, 3600),
+      probeFailureThreshold: int('--probe-failure-threshold', str('probe-failure-threshold'), 3, 1, 100),
     },
   };
 }

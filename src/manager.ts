@@ -92,7 +92,8 @@ export class Manager implements NodeDirectory {
       const client = new ClusterClient(access, { cluster: m.config.name, qps: m.config.qps, burst: m.config.burst });
       const silence = this.config.watchSilenceSeconds * 1000;
       m.cluster = new MemberCluster(m.config, client, this.#hostName!, log,
-        { watchSilenceMs: silence, ...this.#opts.member });
+        { watchSilenceMs: silence, probeIntervalMs: this.config.probePeriodSeconds * 1000,
+          probeFailureThreshold: this.config.probeFailureThreshold, ...this.#opts.member });
       m.node = new NodeController(this.host, {
         member: m.config, nodeIP: this.config.nodeIP, kubeletPort: m.config.kubeletPort ?? this.config.kubeletPort,
       }, m.cluster, log, { watchSilenceMs: silence, ...this.#opts.node });

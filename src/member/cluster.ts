@@ -80,12 +80,11 @@ export class MemberCluster {
     this.probe$ = timer(0, this.#opts.probeIntervalMs).pipe(
       exhaustMap(() => from(this.#probe())),
       scan<ProbeResult, ProbeResult | undefined>((prev, p) => {
-        if (p.reachable) return { ...p, failures: 0 };
-        const failures = (prev?.failures ?? 0) + 1;
-        // Until the member has answered once, it is not known to be reachable: no grace.
-        const reachable = prev !== undefined && prev.reachable && failures < threshold;
-        if (reachable) this.#log.info({ err: p.reason, failures, threshold }, 'member probe failed; not unreachable yet');
-        return reachable ? { reachable, at: p.at, failures } : { ...p, failures };
+        const next = withThreshold(prev, p, threshold);
+        if (next.reachable && !p.reachable) {
+          this.#log.info({ err: p.reason, failures: next.failures, threshold }, 'member probe failed; not unreachable yet');
+        }
+        return next;
       }, undefined),
       filter((p): p is ProbeResult => p !== undefined),
       shareReplay({ bufferSize: 1, refCount: true }),
@@ -168,6 +167,17 @@ export class MemberCluster {
       return { reachable: false, reason, at, failures: 1 };
     }
   }
+}
+
+/**
+ * The member's health after one more probe: unreachable only after `threshold` consecutive failures, and at
+ * once while it has never answered (nothing says it is reachable then).
+ */
+export function withThreshold(prev: ProbeResult | undefined, probe: ProbeResult, threshold: number): ProbeResult {
+  if (probe.reachable) return { ...probe, failures: 0 };
+  const failures = (prev?.failures ?? 0) + 1;
+  const reachable = prev !== undefined && prev.reachable && failures < threshold;
+  return reachable ? { reachable, at: probe.at, failures } : { ...probe, failures };
 }
 
 /** The innermost cause of a (fetch) error, e.g. "connect ECONNREFUSED 127.0.0.1:6443". */

@@ -46,6 +46,8 @@ export class Harness {
   readonly host: LocalCluster;
   readonly member: LocalCluster;
   readonly extraMembers: LocalCluster[] = [];
+  /** Other host clusters, for tests of hosts sharing a member. */
+  readonly extraHosts: LocalCluster[] = [];
   /** Where node-like servers listen: KWOK's kubelet endpoints, and clusterlet's `--node-ip` in tests. */
   readonly network: TestNetwork;
   #etcd: Proc;
@@ -74,7 +76,7 @@ export class Harness {
   pids(): Map<string, number> {
     const out = new Map<string, number>();
     if (!this.#etcd.exited() && this.#etcd.child.pid !== undefined) out.set('etcd', this.#etcd.child.pid);
-    for (const c of [this.host, this.member, ...this.extraMembers]) {
+    for (const c of [this.host, this.member, ...this.extraMembers, ...this.extraHosts]) {
       for (const [name, pid] of c.pids()) out.set(`${c.name}/${name}`, pid);
     }
     return out;
@@ -125,10 +127,21 @@ export class Harness {
     return c;
   }
 
+  /** Starts another host cluster (its own control plane and two local KWOK nodes) on the same etcd. */
+  async addHost(name: string, netPrefix: string): Promise<LocalCluster> {
+    const nodes = HOST_NODES.map((n) => ({ ...n, name: n.name.replace(/^host/, name) }));
+    const c = new LocalCluster({ name, nodes, netPrefix, componentQPS: this.#opts.componentQPS, nodeAddress: this.network.address },
+      this.bin, this.#etcdURL, this.dir);
+    this.extraHosts.push(c);
+    await c.start();
+    return c;
+  }
+
   async stop(): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
-    await Promise.all([this.host.stop(), this.member.stop(), ...this.extraMembers.map((m) => m.stop())]);
+    await Promise.all([this.host.stop(), this.member.stop(), ...this.extraMembers.map((m) => m.stop()),
+      ...this.extraHosts.map((m) => m.stop())]);
     await this.#etcd.stop();
     await this.network.remove();
     if (!process.env.CLUSTERLET_KEEP_HARNESS) await rm(this.dir, { recursive: true, force: true });

@@ -3,7 +3,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { AppsV1Api, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import {
-  client, clusterletArgs, deleteNamespaceAndWait, harness, namespaces, startClusterlet, startSuiteClusterlet, type ClusterletProcess,
+  client, clusterID, clusterletArgs, deleteNamespaceAndWait, harness, namespaces, startClusterlet, startSuiteClusterlet, type ClusterletProcess,
 } from '../support/env.ts';
 import { waitUntil } from '../support/wait.ts';
 import { condition, deployment, isReady, podSpec, podsSpec, waitVirtualNodeSchedulable } from '../support/objects.ts';
@@ -40,7 +40,7 @@ describe('pod offloading', () => {
       const proxy = proxies.find((p) => p.metadata!.name === d.metadata!.name)!;
       assert.ok(proxy, 'same name as its proxy');
       assert.equal(d.metadata!.labels!['clusterlet.io/proxy-uid'], proxy.metadata!.uid);
-      assert.equal(d.metadata!.labels!['clusterlet.io/origin'], 'host');
+      assert.equal(d.metadata!.labels!['clusterlet.io/origin'], await clusterID(host), 'the host cluster ID');
       assert.equal(d.metadata!.labels!.app, 'web', 'user labels unchanged');
       assert.equal(d.metadata!.annotations!['clusterlet.io/proxy-namespace'], ns);
       assert.equal(proxy.status!.podIP, d.status!.podIP, 'podIP mirrored');

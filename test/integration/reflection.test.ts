@@ -4,12 +4,11 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { CoreV1Event, V1ConfigMap, V1Pod, V1Secret } from '@kubernetes/client-node';
-import { harness, namespaces, startSuiteClusterlet, type ClusterletProcess } from '../support/env.ts';
+import type { V1Pod } from '@kubernetes/client-node';
+import { clusterID, harness, namespaces, startSuiteClusterlet, type ClusterletProcess } from '../support/env.ts';
 import { waitUntil } from '../support/wait.ts';
-import { condition, podsSpec, VIRTUAL_TOLERATION } from '../support/objects.ts';
+import { cmSpec, condition, eventSpec, podsSpec, secretSpec, VIRTUAL_TOLERATION } from '../support/objects.ts';
 import { PATCH, type ClusterClient } from '../../src/kube/client.ts';
-import type { ListWatchSpec } from '../../src/kube/listwatch.ts';
 
 const NODE = 'clusterlet-member';
 const merge = { contentType: PATCH.merge };
@@ -23,19 +22,6 @@ function secretValue(): string {
 }
 
 const b64 = (s: string | Buffer): string => Buffer.from(s).toString('base64');
-
-function cmSpec(c: ClusterClient, ns: string): ListWatchSpec<V1ConfigMap> {
-  return { path: `/api/v1/namespaces/${ns}/configmaps`, model: 'V1ConfigMap', resource: 'configmaps',
-    list: (p) => c.core.listNamespacedConfigMap({ namespace: ns, ...p }) };
-}
-function secretSpec(c: ClusterClient, ns: string): ListWatchSpec<V1Secret> {
-  return { path: `/api/v1/namespaces/${ns}/secrets`, model: 'V1Secret', resource: 'secrets',
-    list: (p) => c.core.listNamespacedSecret({ namespace: ns, ...p }) };
-}
-function eventSpec(c: ClusterClient, ns: string): ListWatchSpec<CoreV1Event> {
-  return { path: `/api/v1/namespaces/${ns}/events`, model: 'CoreV1Event', resource: 'events',
-    list: (p) => c.core.listNamespacedEvent({ namespace: ns, ...p }) };
-}
 
 function pod(name: string, ns: string, spec: Partial<NonNullable<V1Pod['spec']>>, container: Partial<NonNullable<V1Pod['spec']>['containers'][number]> = {}): V1Pod {
   return { metadata: { name, namespace: ns }, spec: {
@@ -83,7 +69,7 @@ describe('ConfigMaps, Secrets and ServiceAccounts follow their pods', () => {
       assert.ok(m, `${name} mirrored`);
       assert.deepEqual(m.data, h.data);
       assert.deepEqual(m.binaryData, h.binaryData);
-      assert.equal(m.metadata!.labels!['clusterlet.io/origin'], 'host');
+      assert.equal(m.metadata!.labels!['clusterlet.io/origin'], await clusterID(host));
     }
     assert.equal(named(memberCMs.items, 'app-config')!.metadata!.labels!.team, 'a', 'user labels copied');
     const [hostSecrets, memberSecrets] = [await host.core.listNamespacedSecret({ namespace: ns }), await member.core.listNamespacedSecret({ namespace: ns })];
@@ -101,7 +87,7 @@ describe('ConfigMaps, Secrets and ServiceAccounts follow their pods', () => {
     assert.equal(rootCA.metadata!.labels?.['clusterlet.io/origin'], undefined, 'kube-root-ca.crt is the member\'s, not a copy');
     assert.notEqual(rootCA.data!['ca.crt'], named(hostCMs.items, 'kube-root-ca.crt')!.data!['ca.crt']);
     const sa = await member.core.readNamespacedServiceAccount({ namespace: ns, name: 'builder' });
-    assert.equal(sa.metadata!.labels!['clusterlet.io/origin'], 'host');
+    assert.equal(sa.metadata!.labels!['clusterlet.io/origin'], await clusterID(host));
   });
 
   it('follows updates, keeps what another pod still uses, and removes what no pod uses', async (t) => {

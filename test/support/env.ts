@@ -126,14 +126,23 @@ export async function setUpIdentities(h: Harness): Promise<void> {
 /** The kubeconfig clusterlet uses for a cluster of the harness: the manifests' ServiceAccount, never the admin. */
 export function clusterletKubeconfig(cluster: LocalCluster): Promise<string> {
   const h = harness();
-  return identity(cluster, cluster === h.host ? 'host' : 'member', h.bin.kubectl);
+  return identity(cluster, cluster === h.host || h.extraHosts.includes(cluster) ? 'host' : 'member', h.bin.kubectl);
 }
 
-/** Flags that run clusterlet between the harness's host and a member, under the manifests' RBAC identities. */
+/**
+ * Flags that run clusterlet between the harness's host and a member, under the manifests' RBAC identities.
+ * Members are probed every 2 s (3 failures make an outage), so fault tests stay short; `extra` may override.
+ */
 export function clusterletArgs(member: LocalCluster, extra: string[] = []): string[] {
   return ['--host-kubeconfig', identityKubeconfig(harness().host, 'host'),
     '--member-kubeconfig', identityKubeconfig(member, 'member'),
-    '--member-name', member.name, '--health-port', '0', '--watch-silence-seconds', '30', ...extra];
+    '--member-name', member.name, '--health-port', '0', '--watch-silence-seconds', '30',
+    '--probe-period-seconds', '2', ...extra];
+}
+
+/** A host cluster's identity as clusterlet stamps it by default: the UID of its kube-system namespace. */
+export async function clusterID(c: ClusterClient): Promise<string> {
+  return (await c.core.readNamespace({ name: 'kube-system' })).metadata!.uid!;
 }
 
 /** Starts a clusterlet between the harness's host and member, and waits until its virtual node takes pods. */

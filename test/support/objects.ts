@@ -1,5 +1,5 @@
 // Small builders and predicates for test objects.
-import type { V1Deployment, V1Node, V1Pod, V1ResourceRequirements } from '@kubernetes/client-node';
+import type { CoreV1Event, V1ConfigMap, V1Deployment, V1Node, V1Pod, V1ResourceRequirements, V1Secret } from '@kubernetes/client-node';
 import type { ClusterClient } from '../../src/kube/client.ts';
 import { waitUntil } from './wait.ts';
 import type { ListWatchSpec } from '../../src/kube/listwatch.ts';
@@ -10,7 +10,8 @@ export function isReady(o: V1Node | V1Pod | undefined): boolean {
   return !!o?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
 }
 
-export function condition(o: V1Node | V1Pod | undefined, type: string): { status?: string; reason?: string; message?: string } | undefined {
+export function condition(o: V1Node | V1Pod | undefined, type: string):
+  { status?: string; reason?: string; message?: string; lastTransitionTime?: Date | string } | undefined {
   return o?.status?.conditions?.find((c) => c.type === type);
 }
 
@@ -68,4 +69,19 @@ export function podsSpec(c: ClusterClient, namespace: string, labelSelector?: st
 export async function waitVirtualNodeSchedulable(host: ClusterClient, name = 'clusterlet-member'): Promise<void> {
   await waitUntil(host, nodeSpec(host, name), (ns) => ns.length === 1 && isReady(ns[0])
     && !(ns[0].spec?.taints ?? []).some((t) => t.key.startsWith('node.kubernetes.io/')), 90_000, `${name} Ready and untainted`);
+}
+
+export function cmSpec(c: ClusterClient, ns: string): ListWatchSpec<V1ConfigMap> {
+  return { path: `/api/v1/namespaces/${ns}/configmaps`, model: 'V1ConfigMap', resource: 'configmaps',
+    list: (p) => c.core.listNamespacedConfigMap({ namespace: ns, ...p }) };
+}
+
+export function secretSpec(c: ClusterClient, ns: string): ListWatchSpec<V1Secret> {
+  return { path: `/api/v1/namespaces/${ns}/secrets`, model: 'V1Secret', resource: 'secrets',
+    list: (p) => c.core.listNamespacedSecret({ namespace: ns, ...p }) };
+}
+
+export function eventSpec(c: ClusterClient, ns: string): ListWatchSpec<CoreV1Event> {
+  return { path: `/api/v1/namespaces/${ns}/events`, model: 'CoreV1Event', resource: 'events',
+    list: (p) => c.core.listNamespacedEvent({ namespace: ns, ...p }) };
 }

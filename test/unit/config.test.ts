@@ -151,3 +151,25 @@ describe('hostNamespacesOf and collidingHostNamespaces', () => {
     assert.deepEqual(collidingHostNamespaces(identity, 'team-c', ['team-a', 'team-b']), []);
   });
 });
+
+describe('host identity and member probes', () => {
+  const run = (args: string[]) => {
+    const r = parseConfig(['--member-kubeconfig', kubeconfig, ...args], {});
+    assert.equal(r.kind, 'run');
+    return (r as Extract<typeof r, { kind: 'run' }>).config;
+  };
+  it('no host name given: undefined, resolved at start to the host cluster ID', () => {
+    assert.equal(run([]).hostName, undefined);
+    assert.equal(run(['--host-name', 'prod-eu']).hostName, 'prod-eu');
+  });
+  it('a host name that cannot be a label value exits 2 naming the flag', () => {
+    assert.equal(configError(() => run(['--host-name', 'Prod_EU'])).field, '--host-name');
+  });
+  it('probes: every 10 s, unreachable after 3 failures, unless the flags say otherwise', () => {
+    assert.deepEqual([run([]).probePeriodSeconds, run([]).probeFailureThreshold], [10, 3]);
+    const c = run(['--probe-period-seconds', '2', '--probe-failure-threshold', '5']);
+    assert.deepEqual([c.probePeriodSeconds, c.probeFailureThreshold], [2, 5]);
+    assert.equal(configError(() => run(['--probe-failure-threshold', '0'])).field, '--probe-failure-threshold');
+    assert.equal(configError(() => run(['--probe-period-seconds', 'x'])).field, '--probe-period-seconds');
+  });
+});

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import type { V1Affinity, V1Pod, V1PodSpec, V1PodStatus, V1Toleration, V1Volume } from '@kubernetes/client-node';
 import {
   delegateUpdate,
+  deletionDisruption,
   forgeDelegatePod,
   forgeProxyStatus,
   forgeProxyStatusForLostDelegate,
@@ -11,6 +12,7 @@ import {
   statusEqual,
   pendingStatusInformative,
   proxyStatusPatch,
+  restartsAfterLoss,
 } from '../../../src/forge/pod.ts';
 import type { DelegateContext } from '../../../src/forge/pod.ts';
 
@@ -979,4 +981,49 @@ describe('proxyStatusPatch', () => {
     const patch = proxyStatusPatch(desired, desired);
     assert.deepEqual(patch, { phase: 'Running', podIP: '10.0.0.1', conditions: [{ type: 'Ready', status: 'True' }] });
   });
+});
+
+describe('a lost delegate created again', () => {
+  const proxy: V1Pod = {
+    metadata: { name: 'web-1', namespace: 'web', uid: 'u1' },
+    spec: { containers: [{ name: 'app', image: 'a' }, { name: 'side', image: 's' }] },
+    status: { phase: 'Running', containerStatuses: [
+      { name: 'app', image: 'a', imageID: '', ready: true, restartCount: 2 },
+    ] },
+  };
+  it('restartsAfterLoss: what the proxy shows plus one, per container', () => {
+    assert.deepEqual(restartsAfterLoss(proxy), { app: 3, side: 1 });
+  });
+  it('the new delegate carries them and the proxy status adds them to what it reports', () => {
+    const d = forgeDelegatePod(proxy, { ...ctx, restarts: { app: 3, side: 1 } });
+    assert.equal(d.metadata!.annotations!['clusterlet.io/restarts'], '{"app":3,"side":1}');
+    d.status = { phase: 'Running', containerStatuses: [
+      { name: 'app', image: 'a', imageID: '', ready: true, restartCount: 0 },
+      { name: 'side', image: 's', imageID: '', ready: true, restartCount: 4 },
+    ] };
+    d.spec!.nodeName = 'm1';
+    const s = forgeProxyStatus(d, { hostIP: '10.0.0.1', proxy });
+    assert.deepEqual(s.containerStatuses!.map((c) => [c.name, c.restartCount]), [['app', 3], ['side', 5]]);
+  });
+  it('a first delegate carries no restarts annotation, and a garbled one is ignored', () => {
+    assert.equal(forgeDelegatePod(proxy, ctx).metadata!.annotations!['clusterlet.io/restarts'], undefined);
+    const d = forgeDelegatePod(proxy, ctx);
+    d.metadata!.annotations!['clusterlet.io/restarts'] = '{not json';
+    d.spec!.nodeName = 'm1';
+    d.status = { phase: 'Running', containerStatuses: [{ name: 'app', image: 'a', imageID: '', ready: true, restartCount: 1 }] };
+    assert.equal(forgeProxyStatus(d, { hostIP: '10.0.0.1', proxy }).containerStatuses![0].restartCount, 1);
+  });
+});
+
+describe('deletionDisruption', () => {
+  const cases: [string, V1PodStatus, string | undefined][] = [
+    ['pod GC of a lost node', { phase: 'Failed', conditions: [{ type: 'DisruptionTarget', status: 'True', reason: 'DeletionByPodGC' }] }, 'DeletionByPodGC'],
+    ['taint eviction', { phase: 'Running', conditions: [{ type: 'DisruptionTarget', status: 'True', reason: 'DeletionByTaintManager' }] }, 'DeletionByTaintManager'],
+    ['the kubelet ended it (stays Failed, not deleted)', { phase: 'Failed', conditions: [{ type: 'DisruptionTarget', status: 'True', reason: 'TerminationByKubelet' }] }, undefined],
+    ['a condition that is False', { phase: 'Failed', conditions: [{ type: 'DisruptionTarget', status: 'False', reason: 'DeletionByPodGC' }] }, undefined],
+    ['no disruption', { phase: 'Failed' }, undefined],
+  ];
+  for (const [name, status, want] of cases) {
+    it(name, () => assert.equal(deletionDisruption({ metadata: {}, status }), want));
+  }
 });

@@ -49,7 +49,7 @@ export async function adoptLegacyObjects(member: ClusterClient, owner: Owner, lo
       const node = o.metadata?.labels?.[NODE_LABEL];
       // Another node's delegate (or copy) stays that node's to adopt.
       if (node !== undefined && node !== owner.node) continue;
-      const body = { ...o, metadata: { ...o.metadata, labels: { ...o.metadata?.labels, [ORIGIN_LABEL]: owner.host, [NODE_LABEL]: owner.node } } };
+      const body = { ...o, apiVersion: 'v1', kind, metadata: { ...o.metadata, labels: { ...o.metadata?.labels, [ORIGIN_LABEL]: owner.host, [NODE_LABEL]: owner.node } } };
       const name = o.metadata!.name!;
       const namespace = o.metadata!.namespace!;
       try {

@@ -1,6 +1,6 @@
 // The member-cluster provider: runs each proxy pod as a delegate pod in the member (PodLifecycleHandler)
 // and reports delegate changes and member events in host coordinates (PodNotifier).
-import { Subject, distinctUntilChanged, filter, from, map, merge, mergeMap, of, skip, type Observable, type Subscription } from 'rxjs';
+import { Subject, distinctUntilChanged, filter, from, map, merge, mergeMap, of, type Observable, type Subscription } from 'rxjs';
 import { LRUCache } from 'lru-cache';
 import type { CoreV1Event, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { MemberCluster } from './cluster.ts';
@@ -49,11 +49,11 @@ export class MemberPodProvider implements PodProvider {
     this.#opts = { eventReplayWindowMs: 120_000, ...opts };
     // A delegate changed, or an object a waiting pod needs appeared.
     this.podChanges$ = merge(this.#changes, mirror.wake$.pipe(map((key) => ({ key, lifecycle: true }))));
-    // The member answers again: everything is synced again (see PodNotifier.resync$).
+    // The member answers (at start, or again): everything is synced again (see PodNotifier.resync$). Status is not
+    // written before the first probe answers, so the first answer counts too.
     this.resync$ = member.probe$.pipe(
       map((p) => p.reachable),
       distinctUntilChanged(),
-      skip(1),
       filter((reachable) => reachable),
       map(() => undefined),
     );

@@ -103,13 +103,15 @@ export class Manager implements NodeDirectory {
       m.pods = new PodController(this.host, m.provider, log, {
         nodeName: m.config.nodeName, member: m.config.name, workers: this.config.podSyncWorkers, watchSilenceMs: silence,
       });
-      m.cluster.start();
+      // The node registers (NotReady until the member's caches sync) whatever happens next.
       m.node.start();
       m.setupError = undefined;
       // Objects an earlier version labelled with the old default origin are this host's: adopted before any
       // controller judges what is ours (else its delegates would be taken for someone else's).
       if (this.config.hostName === undefined) await this.#adoptLegacy(m, client, log);
       if (this.#stopped) return;
+      // The member's informers start in the same tick as everything that indexes their events.
+      m.cluster.start();
       m.mirror.start();
       m.exporter.start();
       m.provider.start();

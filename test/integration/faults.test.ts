@@ -13,9 +13,10 @@ import {
 import { identityKubeconfig } from '../support/identity.ts';
 import { waitUntil } from '../support/wait.ts';
 import { cmSpec, condition, deployment, eventSpec, isReady, nodeSpec, podSpec, podsSpec, waitVirtualNodeSchedulable } from '../support/objects.ts';
-import { freePort } from '../harness/net.ts';
+import { freePort, pollUntil } from '../harness/net.ts';
 import { fakeNode } from '../harness/cluster.ts';
-import type { ClusterClient } from '../../src/kube/client.ts';
+import { PATCH, type ClusterClient } from '../../src/kube/client.ts';
+import { parseQuantity } from '../../src/forge/quantity.ts';
 
 const NODE = 'clusterlet-member';
 
@@ -59,7 +60,12 @@ describe('member outages', () => {
       await harness().member.stopApiServer();
       try {
         await waitNode(host, NODE, (n) => condition(n, 'Ready')?.reason === 'MemberUnreachable', `round ${round}: NotReady`, 30_000);
-        // The host's node-lifecycle controller marks the pods of a NotReady node NotReady: the fault is real.
+        // The host's node-lifecycle controller marks the pods of a NotReady node NotReady whenever they change:
+        // anything touching them (here a label) makes the fault real.
+        for (const p of before) {
+          await host.core.patchNamespacedPod({ namespace: ns, name: p.metadata!.name!, body: { metadata: { labels: { outage: String(round) } } } },
+            { contentType: PATCH.merge });
+        }
         await waitUntil(host, podsSpec(host, ns), (ps) => ps.length === 5 && ps.every((p) => !isReady(p)), 60_000,
           `round ${round}: proxies marked NotReady by the node-lifecycle controller`);
       } finally {
@@ -151,9 +157,15 @@ describe('a member API restart shorter than the probe threshold', () => {
       }
       const before = await waitUntil(host, podsSpec(host, ns), (ps) => ps.length === 2 && ps.every(isReady), 60_000, 'proxies Ready');
       const nodeBefore = await waitNode(host, NODE, isReady, 'Ready');
+      const logAt = cl.logs().length;
       const restarted = Date.now();
       await harness().member.stopApiServer();
-      await harness().member.startApiServer();
+      try {
+        // Down long enough for clusterlet to see a probe fail (the log says so), and not much longer.
+        await pollUntil('a failed member probe', async () => cl.logs().slice(logAt).includes('member probe failed') || undefined, 30_000, 200);
+      } finally {
+        await harness().member.startApiServer();
+      }
       const downMs = Date.now() - restarted;
       // Wait until clusterlet has probed the member since it came back: the lease is renewed after the restart.
       await waitUntil(host, {
@@ -211,10 +223,15 @@ describe('one member shared by two virtual nodes', () => {
       assert.equal(uid(updated, 'cm-b'), copyB.metadata!.uid, 'cm-b never removed');
       const delegates = await member.core.listNamespacedPod({ namespace: ns });
       assert.deepEqual(delegates.items.map((p) => p.metadata!.labels!['clusterlet.io/node']).sort(), [NODE, 'clusterlet-shared2']);
-      // pb (the other node's delegate, 1 pod) counts against clusterlet-member's allocatable pods, and pa against shared2's.
-      for (const [node, other] of [[NODE, 'pb'], ['clusterlet-shared2', 'pa']]) {
-        const nodeView = await waitNode(host, node, (n) => Number(n.status?.allocatable?.pods) < Number(n.status?.capacity?.pods), `${other} counted`, 30_000);
-        assert.ok(Number(nodeView.status!.allocatable!.pods) < Number(nodeView.status!.capacity!.pods));
+      // Allocatable pods = capacity minus every member pod but the node's own delegates: pb (the other node's
+      // delegate) counts against clusterlet-member, and pa against clusterlet-shared2.
+      const all = (await member.core.listPodForAllNamespaces()).items.filter((p) => p.spec?.nodeName
+        && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed');
+      const pods = (q: string | undefined) => Number(parseQuantity(q ?? '0').nanos / 1_000_000_000n);
+      for (const node of [NODE, 'clusterlet-shared2']) {
+        const others = all.filter((p) => p.metadata?.labels?.['clusterlet.io/node'] !== node).length;
+        await waitNode(host, node, (n) => pods(n.status?.capacity?.pods) - pods(n.status?.allocatable?.pods) === others,
+          `allocatable pods leave out only its own delegates (${others} others)`, 30_000);
       }
     } finally {
       await a.stop();

@@ -1,0 +1,118 @@
+// A fake host API for controller unit tests: pods in memory, served to the controller's list-watch, with the
+// writes a pod controller makes (status patches, deletes, events) applied and recorded. Not a Kubernetes: just
+// enough of one to drive the controller through its protocol, fast and without a cluster.
+import type { CoreV1Event, V1Pod, V1PodCondition } from '@kubernetes/client-node';
+import { KubeError } from '../../../src/kube/errors.ts';
+import type { ClusterClient, WatchHandlers } from '../../../src/kube/client.ts';
+
+type Patch = { $patch?: string; type?: string; [k: string]: unknown };
+
+export class FakeHost {
+  readonly pods = new Map<string, V1Pod>();
+  readonly events = new Map<string, CoreV1Event>();
+  readonly statusPatches: { key: string; body: Record<string, unknown> }[] = [];
+  readonly deletes: { key: string; grace?: number }[] = [];
+  #rv = 1;
+  #watchers = new Set<WatchHandlers>();
+
+  /** Adds or replaces a pod (as another writer would) and tells the watchers. */
+  put(pod: V1Pod): V1Pod {
+    const key = `${pod.metadata!.namespace}/${pod.metadata!.name}`;
+    const old = this.pods.get(key);
+    const next = structuredClone(pod);
+    next.metadata!.uid ??= old?.metadata?.uid ?? `uid-${pod.metadata!.name}`;
+    next.metadata!.resourceVersion = String(++this.#rv);
+    this.pods.set(key, next);
+    this.#emit(old ? 'MODIFIED' : 'ADDED', next);
+    return next;
+  }
+
+  get(namespace: string, name: string): V1Pod | undefined { return this.pods.get(`${namespace}/${name}`); }
+
+  condition(namespace: string, name: string, type: string): V1PodCondition | undefined {
+    return this.get(namespace, name)?.status?.conditions?.find((c) => c.type === type);
+  }
+
+  eventReasons(): string[] { return [...this.events.values()].map((e) => e.reason ?? ''); }
+
+  #emit(type: string, object: unknown): void {
+    for (const w of this.#watchers) w.onEvent(type, structuredClone(object));
+  }
+
+  /** The ClusterClient the controller sees. */
+  client(): ClusterClient {
+    const notFound = (what: string) => new KubeError('NotFound', 404, 'NotFound', `${what} not found`);
+    const core = {
+      listPodForAllNamespaces: async (p: { fieldSelector?: string }) => {
+        const node = /spec\.nodeName=(.+)/.exec(p.fieldSelector ?? '')?.[1];
+        const items = [...this.pods.values()].filter((x) => !node || x.spec?.nodeName === node).map((x) => structuredClone(x));
+        return { items, metadata: { resourceVersion: String(this.#rv) } };
+      },
+      patchNamespacedPodStatus: async (p: { namespace: string; name: string; body: { status: Record<string, unknown> } }) => {
+        const key = `${p.namespace}/${p.name}`;
+        const pod = this.pods.get(key);
+        if (!pod) throw notFound(`pod ${key}`);
+        this.statusPatches.push({ key, body: structuredClone(p.body) });
+        const next = structuredClone(pod);
+        next.status = applyStatusPatch((next.status ?? {}) as Record<string, unknown>, p.body.status);
+        return this.put(next);
+      },
+      deleteNamespacedPod: async (p: { namespace: string; name: string; gracePeriodSeconds?: number }) => {
+        const key = `${p.namespace}/${p.name}`;
+        const pod = this.pods.get(key);
+        if (!pod) throw notFound(`pod ${key}`);
+        this.deletes.push({ key, grace: p.gracePeriodSeconds });
+        this.pods.delete(key);
+        this.#emit('DELETED', pod);
+        return pod;
+      },
+      createNamespacedEvent: async (p: { namespace: string; body: CoreV1Event }) => {
+        const key = `${p.namespace}/${p.body.metadata!.name}`;
+        if (this.events.has(key)) throw new KubeError('AlreadyExists', 409, 'AlreadyExists', 'exists');
+        this.events.set(key, structuredClone(p.body));
+        return p.body;
+      },
+      readNamespacedEvent: async (p: { namespace: string; name: string }) => {
+        const e = this.events.get(`${p.namespace}/${p.name}`);
+        if (!e) throw notFound('event');
+        return structuredClone(e);
+      },
+      patchNamespacedEvent: async (p: { namespace: string; name: string; body: Partial<CoreV1Event> }) => {
+        const key = `${p.namespace}/${p.name}`;
+        const e = { ...this.events.get(key)!, ...p.body };
+        this.events.set(key, e);
+        return e;
+      },
+    };
+    const fake = {
+      name: 'host',
+      core,
+      watch: (_path: string, _query: unknown, h: WatchHandlers) => new Promise<void>((resolve) => {
+        this.#watchers.add(h);
+        h.signal.addEventListener('abort', () => { this.#watchers.delete(h); resolve(); });
+      }),
+    };
+    return fake as unknown as ClusterClient;
+  }
+}
+
+/** A strategic merge patch of a pod status, as far as the controller uses it. */
+function applyStatusPatch(status: Record<string, unknown>, patch: Record<string, unknown>): V1Pod['status'] {
+  const out: Record<string, unknown> = { ...status };
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) { delete out[k]; continue; }
+    if (k === 'conditions' && Array.isArray(v)) {
+      const conds = [...((status.conditions as V1PodCondition[] | undefined) ?? [])];
+      for (const c of v as Patch[]) {
+        const i = conds.findIndex((x) => x.type === c.type);
+        if (c.$patch === 'delete') { if (i >= 0) conds.splice(i, 1); continue; }
+        if (i >= 0) conds[i] = { ...conds[i], ...(c as unknown as V1PodCondition) }; else conds.push(c as unknown as V1PodCondition);
+      }
+      out.conditions = conds;
+      continue;
+    }
+    if (Array.isArray(v) && (v[0] as Patch | undefined)?.$patch === 'replace') { out[k] = v.slice(1); continue; }
+    out[k] = v;
+  }
+  return out as V1Pod['status'];
+}

@@ -1,0 +1,63 @@
+// A fake PodProvider: pods it "runs" in memory, every call recorded, and the notifier streams driven by the test.
+import { Subject } from 'rxjs';
+import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import {
+  PodRejectedError, type CreateOptions, type PodChange, type PodEvent, type PodNotice, type PodProvider, type ProviderPod,
+} from '../../../src/provider/types.ts';
+
+export interface FakePod extends ProviderPod { status: V1PodStatus }
+
+export class FakeProvider implements PodProvider {
+  readonly changes = new Subject<PodChange>();
+  readonly podChanges$ = this.changes.asObservable();
+  readonly events = new Subject<PodEvent>();
+  readonly podEvents$ = this.events.asObservable();
+  readonly resyncs = new Subject<void>();
+  readonly resync$ = this.resyncs.asObservable();
+  readonly pods = new Map<string, FakePod>();
+  readonly calls: { op: string; key: string; arg?: unknown }[] = [];
+  reachable = true;
+  synced = true;
+  /** What the next createPod calls throw (taken in order), if anything. */
+  createErrors: Error[] = [];
+
+  hasSynced(): boolean { return this.synced; }
+  waitSynced(): Promise<void> { return Promise.resolve(); }
+  available(): boolean { return this.reachable; }
+  listPodKeys(): string[] { return [...this.pods.keys()]; }
+  podCount(): number { return this.pods.size; }
+  forgetPod(): void { /* nothing to forget */ }
+  getPod(namespace: string, name: string): ProviderPod | undefined { return this.pods.get(`${namespace}/${name}`); }
+  getPodStatus(proxy: V1Pod): V1PodStatus | undefined {
+    return structuredClone(this.pods.get(`${proxy.metadata!.namespace}/${proxy.metadata!.name}`)?.status);
+  }
+
+  async createPod(proxy: V1Pod, opts: CreateOptions = {}): Promise<PodNotice[]> {
+    const key = `${proxy.metadata!.namespace}/${proxy.metadata!.name}`;
+    this.calls.push({ op: 'create', key, arg: opts });
+    const err = this.createErrors.shift();
+    if (err) throw err;
+    this.pods.set(key, { proxyUID: proxy.metadata!.uid!, terminating: false, phase: 'Pending', status: { phase: 'Pending' } });
+    return [];
+  }
+  async updatePod(proxy: V1Pod): Promise<void> { this.calls.push({ op: 'update', key: `${proxy.metadata!.namespace}/${proxy.metadata!.name}` }); }
+  async deletePod(namespace: string, name: string, grace?: number): Promise<void> {
+    this.calls.push({ op: 'delete', key: `${namespace}/${name}`, arg: grace });
+    const p = this.pods.get(`${namespace}/${name}`);
+    if (p) p.terminating = true;
+  }
+
+  /** The back end's pod for `key` changed: set it and notify. */
+  set(key: string, pod: FakePod, lifecycle = false): void {
+    this.pods.set(key, pod);
+    this.changes.next({ key, lifecycle });
+  }
+  /** The back end's pod for `key` is gone. */
+  lose(key: string): void {
+    this.pods.delete(key);
+    this.changes.next({ key, lifecycle: true });
+  }
+  count(op: string): number { return this.calls.filter((c) => c.op === op).length; }
+}
+
+export { PodRejectedError };

@@ -3,8 +3,9 @@
 import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
 import type { Config, MemberConfig } from './config.ts';
 import { ClusterClient } from './kube/client.ts';
-import { type ClusterAccess, inClusterAccess, loadKubeconfigFile, parseKubeconfig } from './kube/kubeconfig.ts';
+import { type ClusterAccess, inClusterAccess, loadKubeconfigFile } from './kube/kubeconfig.ts';
 import { MemberCluster, type MemberOptions } from './member/cluster.ts';
+import { followMemberAccess, memberAccessSource, type AccessWatcher } from './member/credentials.ts';
 import { NodeController, type NodeControllerOptions } from './node/controller.ts';
 import { MemberPodProvider } from './member/provider.ts';
 import { PodController } from './pod/controller.ts';
@@ -33,6 +34,8 @@ export interface MemberRuntime {
   pods?: PodController;
   /** Set while the member could not be set up (e.g. its kubeconfig Secret is missing); retried. */
   setupError?: string;
+  /** Re-reads the kubeconfig file or Secret and moves the member's client to new credentials. */
+  credentials?: AccessWatcher;
 }
 
 export class Manager implements NodeDirectory {
@@ -105,6 +108,8 @@ export class Manager implements NodeDirectory {
       });
       // The node registers (NotReady until the member's caches sync) whatever happens next.
       m.node.start();
+      // A rewritten kubeconfig (file or Secret) is used from then on, without a restart.
+      m.credentials = followMemberAccess(m.config, this.host, client, log);
       m.setupError = undefined;
       // Objects an earlier version labelled with the old default origin are this host's: adopted before any
       // controller judges what is ours (else its delegates would be taken for someone else's).
@@ -140,15 +145,7 @@ export class Manager implements NodeDirectory {
 
   /** From the file, or from the Secret in the host cluster. */
   async #memberAccess(m: MemberConfig, loaded: ClusterAccess | undefined): Promise<ClusterAccess> {
-    if (loaded) return loaded;
-    const ref = m.kubeconfigSecret!;
-    const secret = await this.host.core.readNamespacedSecret({ name: ref.name, namespace: ref.namespace });
-    const data = secret.data?.[ref.key];
-    if (!data) throw new Error(`Secret ${ref.namespace}/${ref.name} has no key "${ref.key}"`);
-    // File paths in a kubeconfig from a Secret resolve against the working directory.
-    return parseKubeconfig(Buffer.from(data, 'base64').toString('utf8'), {
-      source: `Secret ${ref.namespace}/${ref.name} key ${ref.key}`, baseDir: process.cwd(),
-    });
+    return loaded ?? memberAccessSource(m, this.host).read();
   }
 
   /** The virtual nodes whose member and pod controller run, for the kubelet API. */
@@ -173,6 +170,7 @@ export class Manager implements NodeDirectory {
     this.hostCaches.configMaps.stop();
     this.hostCaches.secrets.stop();
     for (const m of this.members) {
+      m.credentials?.stop();
       m.pods?.stop();
       m.provider?.stop();
       m.exporter?.stop();

@@ -1,5 +1,6 @@
 // One API client per cluster: plain HTTPS with a keep-alive connection pool, a client-side rate limit, and
-// every request counted by verb and status code for /metrics.
+// every request counted by verb and status code for /metrics. Its access (server, CA, credentials) can be
+// swapped while it runs (setAccess), so a rotated kubeconfig needs no new client.
 //
 // The typed surface (`core.createNamespacedPod({ namespace, body })`, …) has client-node's method names and
 // parameter objects, checked against client-node's own type declarations, but no client-node code runs:
@@ -109,7 +110,6 @@ export interface WatchHandlers {
 
 export class ClusterClient {
   readonly name: string;
-  readonly access: ClusterAccess;
   readonly limiter: TokenBucket;
   readonly core: Api<CoreV1Api>;
   readonly coordination: Api<CoordinationV1Api>;
@@ -117,13 +117,17 @@ export class ClusterClient {
   readonly certificates: Api<CertificatesV1Api>;
   readonly authentication: Api<AuthenticationV1Api>;
   readonly authorization: Api<AuthorizationV1Api>;
-  /** Made at the first request, with the credentials' client certificate; remade when an exec plugin rotates it. */
+  #access: ClusterAccess;
+  /**
+   * Made at the first request, with the credentials' client certificate; remade when an exec plugin rotates
+   * it or the access is replaced.
+   */
   #agent: HttpsAgent | HttpAgent | undefined;
   #agentCert: Buffer | undefined;
 
   constructor(access: ClusterAccess, opts: ClientOptions) {
     this.name = opts.cluster;
-    this.access = access;
+    this.#access = access;
     this.limiter = new TokenBucket(opts.qps, opts.burst);
     this.core = this.#api(GROUPS.core);
     this.coordination = this.#api(GROUPS.coordination);
@@ -133,21 +137,32 @@ export class ClusterClient {
     this.authorization = this.#api(GROUPS.authorization);
   }
 
-  get server(): string { return this.access.server; }
+  get access(): ClusterAccess { return this.#access; }
+  get server(): string { return this.#access.server; }
+
+  /**
+   * Uses `access` from now on: every request and watch that starts after this call goes to its server with its
+   * CA and credentials. Requests and watches under way finish on their connections, which are then closed
+   * instead of reused (a watch that then fails, e.g. with 401, is restarted by its caller on the new access).
+   */
+  setAccess(access: ClusterAccess): void {
+    if (access === this.#access) return;
+    this.#access = access;
+    this.#retireAgent();
+  }
 
   /** One request; resolves with the parsed, revived body (text when the response is not JSON). */
   async request<T>(method: string, path: string, opts: RequestOptions & { body?: unknown } = {}): Promise<T> {
     await this.limiter.take();
-    const url = this.access.server + path;
-    const verb = verbOf(method, url);
+    const verb = verbOf(method, this.#access.server + path);
     metrics.apiRequests.inc({ cluster: this.name, verb });
     const end = metrics.apiLatency.startTimer({ cluster: this.name, verb });
     const body = opts.body === undefined ? undefined : JSON.stringify(opts.body);
     const contentType = method === 'PATCH' ? (opts.contentType ?? PATCH.json) : 'application/json';
-    let res = await this.#send(method, url, body, contentType, opts.signal);
+    let res = await this.#send(method, path, body, contentType, opts.signal);
     if (res.status === 401) {
-      this.access.invalidate();
-      res = await this.#send(method, url, body, contentType, opts.signal);
+      res.access.invalidate();
+      res = await this.#send(method, path, body, contentType, opts.signal);
     }
     end();
     if (res.status >= 400) {
@@ -165,12 +180,12 @@ export class ClusterClient {
   async watch(path: string, query: Record<string, unknown>, h: WatchHandlers): Promise<void> {
     await this.limiter.take();
     metrics.apiRequests.inc({ cluster: this.name, verb: 'watch' });
-    const url = `${this.access.server}${path}${queryOf({ ...query, watch: true })}`;
-    const { req, res } = await this.#open('GET', url, undefined, 'application/json', h.signal);
+    const { req, res, access } = await this.#open('GET', `${path}${queryOf({ ...query, watch: true })}`, undefined,
+      'application/json', h.signal);
     if (res.statusCode !== 200) {
       const text = await readBody(res);
       metrics.apiErrors.inc({ cluster: this.name, code: String(res.statusCode) });
-      if (res.statusCode === 401) this.access.invalidate();
+      if (res.statusCode === 401) access.invalidate();
       throw statusError(res.statusCode ?? 0, text);
     }
     return new Promise<void>((resolve, reject) => {
@@ -206,8 +221,9 @@ export class ClusterClient {
 
   /** TLS and auth options for a raw node:https or WebSocket connection to this cluster (streaming calls). */
   async connectOptions(): Promise<HttpsRequestOptions & { headers: Record<string, string> }> {
-    const creds = await this.access.credentials();
-    return { ...this.#tls(creds), headers: authHeaders(creds) };
+    const access = this.#access;
+    const creds = await access.credentials();
+    return { ...tlsOptions(access, creds), headers: authHeaders(creds) };
   }
 
   #api<T>(group: Group): Api<T> {
@@ -222,23 +238,30 @@ export class ClusterClient {
     }) as Api<T>;
   }
 
-  async #send(method: string, url: string, body: string | undefined, contentType: string, signal?: AbortSignal):
-    Promise<{ status: number; text: string; json: boolean }> {
+  async #send(method: string, path: string, body: string | undefined, contentType: string, signal?: AbortSignal):
+    Promise<{ status: number; text: string; json: boolean; access: ClusterAccess }> {
     // A request never waits forever on a server that went away without closing the connection.
     const timeout = AbortSignal.timeout(REQUEST_TIMEOUT_MS);
-    const { res } = await this.#open(method, url, body, contentType, signal ? AbortSignal.any([signal, timeout]) : timeout);
+    const { res, access } = await this.#open(method, path, body, contentType, signal ? AbortSignal.any([signal, timeout]) : timeout);
     const text = await readBody(res);
-    return { status: res.statusCode ?? 0, text, json: String(res.headers['content-type'] ?? '').includes('json') };
+    return { status: res.statusCode ?? 0, text, json: String(res.headers['content-type'] ?? '').includes('json'), access };
   }
 
-  async #open(method: string, url: string, body: string | undefined, contentType: string, signal?: AbortSignal):
-    Promise<{ req: ClientRequest; res: IncomingMessage }> {
-    const creds = await this.access.credentials();
+  /** Sends one request on the current access; resolves with the response head and the access it went with. */
+  async #open(method: string, path: string, body: string | undefined, contentType: string, signal?: AbortSignal):
+    Promise<{ req: ClientRequest; res: IncomingMessage; access: ClusterAccess }> {
+    let access: ClusterAccess;
+    let creds: Credentials;
+    do {
+      access = this.#access;
+      creds = await access.credentials();
+    } while (access !== this.#access); // replaced while its credentials were read: use the new one
     if (!this.#agent || (creds.cert && !creds.cert.equals(this.#agentCert ?? Buffer.alloc(0)))) {
-      this.#agent?.destroy();
-      this.#agent = this.#newAgent(creds);
+      this.#retireAgent();
+      this.#agent = this.#newAgent(access, creds);
     }
     const agent = this.#agent;
+    const url = access.server + path;
     const headers: Record<string, string> = { accept: 'application/json', ...authHeaders(creds) };
     if (body !== undefined) {
       headers['content-type'] = contentType;
@@ -246,29 +269,37 @@ export class ClusterClient {
     }
     const send = url.startsWith('https:') ? httpsRequest : httpRequest;
     return new Promise((resolve, reject) => {
-      const req = send(url, { method, headers, agent, signal }, (res) => resolve({ req, res }));
+      const req = send(url, { method, headers, agent, signal }, (res) => resolve({ req, res, access }));
       req.on('error', (err) => reject(new KubeError('Unavailable', 0, (err as NodeJS.ErrnoException).code ?? err.name,
         `${method} ${url}: ${err.message}`, { cause: err })));
       req.end(body);
     });
   }
 
-  #newAgent(creds: Credentials): HttpsAgent | HttpAgent {
+  #newAgent(access: ClusterAccess, creds: Credentials): HttpsAgent | HttpAgent {
     this.#agentCert = creds.cert;
     const opts = { keepAlive: true, maxSockets: 128, maxFreeSockets: 32 };
-    return this.access.server.startsWith('https:') ? new HttpsAgent({ ...opts, ...this.#tls(creds) }) : new HttpAgent(opts);
+    return access.server.startsWith('https:') ? new HttpsAgent({ ...opts, ...tlsOptions(access, creds) }) : new HttpAgent(opts);
   }
 
-  #tls(creds: Credentials | undefined): TLSOptions {
-    const a = this.access;
-    return {
-      ca: a.ca, cert: creds?.cert, key: creds?.key, servername: a.tlsServerName,
-      rejectUnauthorized: !a.insecureSkipTLSVerify,
-    };
+  /** Stops using the pool: its idle connections are closed now, the busy ones when their request ends. */
+  #retireAgent(): void {
+    const old = this.#agent;
+    [this.#agent, this.#agentCert] = [undefined, undefined];
+    if (!old) return;
+    old.keepSocketAlive = () => false;
+    for (const sockets of Object.values(old.freeSockets)) for (const s of sockets ?? []) s.destroy();
   }
 }
 
 interface TLSOptions { ca?: Buffer; cert?: Buffer; key?: Buffer; servername?: string; rejectUnauthorized: boolean }
+
+function tlsOptions(a: ClusterAccess, creds: Credentials): TLSOptions {
+  return {
+    ca: a.ca, cert: creds.cert, key: creds.key, servername: a.tlsServerName,
+    rejectUnauthorized: !a.insecureSkipTLSVerify,
+  };
+}
 
 function authHeaders(c: Credentials): Record<string, string> {
   if (c.token) return { authorization: `Bearer ${c.token}` };

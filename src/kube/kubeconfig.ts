@@ -1,6 +1,7 @@
 // Kubeconfig and in-cluster loading with kubectl / client-go semantics, without @kubernetes/client-node
 // (whose index alone costs ~85 MB RSS). Secrets (tokens, keys, passwords, plugin stdout) never reach a message.
 import { execFile, type ExecFileException } from 'node:child_process';
+import { createHash, type Hash } from 'node:crypto';
 import { readFileSync, statSync, type Stats } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
@@ -33,6 +34,11 @@ export interface ClusterAccess {
   credentials(): Promise<Credentials>;
   /** After a 401: forget cached exec credentials and re-read token files on the next credentials(). */
   invalidate(): void;
+  /**
+   * Of a parsed kubeconfig: a digest of its text and of the files it names (CA, client certificate and key;
+   * not token files, which are re-read on their own). Equal digests, the same access.
+   */
+  readonly digest?: string;
 }
 
 /** Test seams: the clock behind token-file checks and exec expiry, and the exec plugin timeout. */
@@ -43,7 +49,7 @@ const EXEC_EXPIRY_MARGIN_MS = 10_000;
 const EXEC_API_VERSIONS = ['client.authentication.k8s.io/v1', 'client.authentication.k8s.io/v1beta1'];
 
 type Obj = Record<string, unknown>;
-interface Ctx { source: string; baseDir: string; now: () => number; execTimeoutMs: number }
+interface Ctx { source: string; baseDir: string; now: () => number; execTimeoutMs: number; hash: Hash }
 
 function fail(ctx: Ctx, field: string, problem: string): never {
   throw new KubeconfigError(`kubeconfig ${ctx.source}: ${field}: ${problem}`);
@@ -67,7 +73,9 @@ function bool(ctx: Ctx, o: Obj, key: string, path: string): boolean {
 function readField(ctx: Ctx, field: string, file: string): Buffer {
   const path = resolve(ctx.baseDir, file);
   try {
-    return readFileSync(path);
+    const data = readFileSync(path);
+    ctx.hash.update(`\0${field}\0`).update(data);
+    return data;
   } catch (e) {
     return fail(ctx, field, `file ${path} not readable (${errCode(e)})`);
   }
@@ -299,12 +307,13 @@ function userSource(ctx: Ctx, u: Obj | undefined, path: string, cluster: Obj): S
 }
 
 function makeCtx(source: string, baseDir: string, opts: AccessOptions): Ctx {
-  return { source, baseDir, now: opts.now ?? Date.now, execTimeoutMs: opts.execTimeoutMs ?? 60_000 };
+  return { source, baseDir, now: opts.now ?? Date.now, execTimeoutMs: opts.execTimeoutMs ?? 60_000, hash: createHash('sha256') };
 }
 
 /** Parse kubeconfig YAML text. `baseDir` resolves relative file paths; `context` overrides current-context. */
 export function parseKubeconfig(text: string, opts: { source: string; baseDir: string; context?: string } & AccessOptions): ClusterAccess {
   const ctx = makeCtx(opts.source, opts.baseDir, opts);
+  ctx.hash.update(`${opts.context ?? ''}\0${text}`);
   const root = parseYaml(ctx, text);
   const ref = opts.context ? 'context (override)' : 'current-context';
   const contextName = opts.context || (str(ctx, root, 'current-context', '') ?? fail(ctx, ref, 'not set and no context given'));
@@ -324,7 +333,10 @@ export function parseKubeconfig(text: string, opts: { source: string; baseDir: s
     'certificate-authority-data': ca?.toString('base64'), 'proxy-url': proxyURL, config: execExt?.extension };
   const { credentials, invalidate } = userSource(ctx, u?.body, u?.path ?? '', execCluster);
   const namespace = str(ctx, c.body, 'namespace', c.path);
-  return { source: ctx.source, contextName, server, namespace, ca, insecureSkipTLSVerify, tlsServerName, proxyURL, credentials, invalidate };
+  return {
+    source: ctx.source, contextName, server, namespace, ca, insecureSkipTLSVerify, tlsServerName, proxyURL, credentials, invalidate,
+    digest: ctx.hash.digest('hex'),
+  };
 }
 
 export function loadKubeconfigFile(path: string, context?: string, opts: AccessOptions = {}): ClusterAccess {

@@ -34,6 +34,11 @@ async function rbacOf(kubectlBin: string, side: Side): Promise<Rbac> {
   return { objects, serviceAccount: { namespace: sas[0].metadata!.namespace!, name: sas[0].metadata!.name! } };
 }
 
+/** The ServiceAccount of clusterlet's identity on one side, as manifests/<side> defines it. */
+export async function identityServiceAccount(kubectlBin: string, side: Side): Promise<{ namespace: string; name: string }> {
+  return (await rbacOf(kubectlBin, side)).serviceAccount;
+}
+
 const identities = new Map<string, Promise<string>>();
 const ready = new Map<string, string>();
 /** Every cluster with an identity, and the ServiceAccount's user there, for lastingDenials. */

@@ -1,6 +1,13 @@
-import { describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { GROUPS, queryOf, route, verbOf } from '../../../src/kube/client.ts';
+import { once } from 'node:events';
+import type { ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { TLSSocket } from 'node:tls';
+import { ClusterClient, GROUPS, queryOf, route, verbOf } from '../../../src/kube/client.ts';
+import { parseKubeconfig, type ClusterAccess } from '../../../src/kube/kubeconfig.ts';
+import type { KubeError } from '../../../src/kube/errors.ts';
+import { newServingKey, selfSignedCertificate } from '../../../src/api/x509.ts';
 
 const H = 'https://h';
 
@@ -176,5 +183,126 @@ describe('queryOf', () => {
 
   it('is empty when there is nothing to send', () => {
     assert.equal(queryOf({ namespace: 'ns', name: 'p' }), '');
+  });
+});
+
+/** A fake API server with its own self-signed certificate: answers who asked, and holds watches open. */
+interface FakeServer {
+  url: string;
+  ca: string;
+  /** Every request: its path, bearer token, client certificate CN, and the connection it came on. */
+  seen: { path: string; token?: string; cn?: string; socket: TLSSocket }[];
+  /** The next watch request to arrive (or one that arrived and was not taken yet): write event lines, end it. */
+  nextWatch(): Promise<ServerResponse>;
+  close(): void;
+}
+
+async function fakeServer(name: string, opts: { token?: string } = {}): Promise<FakeServer> {
+  const k = newServingKey();
+  const cert = selfSignedCertificate(k.keyObject, { subject: { commonName: name }, dns: ['localhost'], ips: ['127.0.0.1'] });
+  const watches: ServerResponse[] = [];
+  const waiters: ((w: ServerResponse) => void)[] = [];
+  const f = { ca: cert, seen: [] as FakeServer['seen'],
+    nextWatch: () => new Promise<ServerResponse>((r) => { const w = watches.shift(); if (w) r(w); else waiters.push(r); }),
+  } as FakeServer;
+  const server = createHttpsServer({ key: k.key, cert, requestCert: true, rejectUnauthorized: false }, (req, res) => {
+    const socket = req.socket as TLSSocket;
+    const token = /^Bearer (.*)$/.exec(req.headers.authorization ?? '')?.[1];
+    const cn = socket.getPeerCertificate().subject?.CN;
+    f.seen.push({ path: req.url!, token, cn: typeof cn === 'string' ? cn : undefined, socket });
+    if (opts.token !== undefined && token !== opts.token) {
+      res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ kind: 'Status', code: 401, reason: 'Unauthorized', message: 'Unauthorized' }));
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    if (req.url!.includes('watch=true')) {
+      res.flushHeaders();
+      const waiter = waiters.shift();
+      if (waiter) waiter(res);
+      else watches.push(res);
+      return;
+    }
+    res.end(JSON.stringify({ kind: 'NamespaceList', metadata: { resourceVersion: name }, items: [] }));
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  f.url = `https://127.0.0.1:${(server.address() as { port: number }).port}`;
+  f.close = () => { server.closeAllConnections(); server.close(); };
+  return f;
+}
+
+function access(server: FakeServer, user: Record<string, unknown>): ClusterAccess {
+  return parseKubeconfig(JSON.stringify({
+    apiVersion: 'v1', kind: 'Config', 'current-context': 'c',
+    clusters: [{ name: 'c', cluster: { server: server.url, 'certificate-authority-data': Buffer.from(server.ca).toString('base64') } }],
+    users: [{ name: 'u', user }], contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
+  }), { source: 'test', baseDir: '.' });
+}
+
+/** A client certificate (PEM pair as kubeconfig data) whose subject is `cn`. */
+function clientCert(cn: string): Record<string, string> {
+  const k = newServingKey();
+  const cert = selfSignedCertificate(k.keyObject, { subject: { commonName: cn }, dns: [], ips: [] });
+  return { 'client-certificate-data': Buffer.from(cert).toString('base64'), 'client-key-data': Buffer.from(k.key).toString('base64') };
+}
+
+const list = (c: ClusterClient) => c.request<{ metadata: { resourceVersion: string } }>('GET', '/api/v1/namespaces');
+
+describe('ClusterClient#setAccess', { timeout: 10_000 }, () => {
+  let a: FakeServer;
+  let b: FakeServer;
+  before(async () => { [a, b] = await Promise.all([fakeServer('a'), fakeServer('b', { token: 'tok-b' })]); });
+  after(() => { a.close(); b.close(); });
+
+  it('sends new requests to the new server, verified with the new CA, with the new token', async () => {
+    const c = new ClusterClient(access(a, { token: 'tok-a' }), { cluster: 'm', qps: 100, burst: 100 });
+    assert.equal((await list(c)).metadata.resourceVersion, 'a');
+    const oldSocket = a.seen.at(-1)!.socket;
+    const next = access(b, { token: 'tok-b' });
+    c.setAccess(next);
+    assert.equal(c.access, next);
+    assert.equal(c.server, b.url);
+    // b's certificate is not signed by a's CA: this request verifies with b's.
+    assert.equal((await list(c)).metadata.resourceVersion, 'b');
+    assert.equal(b.seen.at(-1)!.token, 'tok-b');
+    // The old pool is dropped: its idle connection to a is closed.
+    if (!oldSocket.destroyed) await once(oldSocket, 'close');
+  });
+
+  it('on the same server, uses a new connection with the new client certificate', async () => {
+    const c = new ClusterClient(access(a, clientCert('one')), { cluster: 'm', qps: 100, burst: 100 });
+    await list(c);
+    await list(c);
+    const [first, second] = a.seen.slice(-2);
+    assert.equal(first.cn, 'one');
+    assert.equal(second.socket, first.socket, 'keep-alive reuses the connection');
+    c.setAccess(access(a, clientCert('two')));
+    await list(c);
+    const third = a.seen.at(-1)!;
+    assert.equal(third.cn, 'two');
+    assert.notEqual(third.socket, first.socket, 'a connection of the old pool is not reused');
+  });
+
+  it('lets a watch under way finish on the old access; a watch refused with 401 works again once restarted on the new one', async () => {
+    const c = new ClusterClient(access(a, { token: 'tok-a' }), { cluster: 'm', qps: 100, burst: 100 });
+    const events: string[] = [];
+    const onEvent = (type: string, o: unknown) => events.push(`${type} ${(o as { metadata: { name: string } }).metadata.name}`);
+    const watching = c.watch('/api/v1/pods', {}, { onEvent, signal: new AbortController().signal, idleMs: 10_000 });
+    const old = await a.nextWatch();
+    c.setAccess(access(b, { token: 'wrong' }));
+    // Still delivering on a's connection, and ending normally.
+    old.end(`${JSON.stringify({ type: 'ADDED', object: { metadata: { name: 'p1' } } })}\n`);
+    await watching;
+    assert.deepEqual(events, ['ADDED p1']);
+    // The next watch goes to b with the rotated (here: wrong) token and is refused.
+    await assert.rejects(c.watch('/api/v1/pods', {}, { onEvent, signal: new AbortController().signal, idleMs: 10_000 }),
+      (err: KubeError) => err.kind === 'Unauthorized');
+    c.setAccess(access(b, { token: 'tok-b' }));
+    const again = c.watch('/api/v1/pods', {}, { onEvent, signal: new AbortController().signal, idleMs: 10_000 });
+    const w = await b.nextWatch();
+    assert.equal(b.seen.at(-1)!.token, 'tok-b');
+    w.end(`${JSON.stringify({ type: 'ADDED', object: { metadata: { name: 'p2' } } })}\n`);
+    await again;
+    assert.deepEqual(events, ['ADDED p1', 'ADDED p2']);
   });
 });

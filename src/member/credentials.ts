@@ -1,0 +1,172 @@
+// A member's kubeconfig, followed while clusterlet runs: the file or host Secret it came from is read again
+// when it changes, and the member's one ClusterClient is switched to the new access (server, CA, client
+// certificate, token) without a restart. A change that cannot be used is reported and the last good access kept:
+// a runtime rotation never stops clusterlet.
+import { watch, type FSWatcher } from 'node:fs';
+import { basename, dirname, resolve } from 'node:path';
+import type { MemberConfig, SecretRef } from '../config.ts';
+import type { ClusterClient } from '../kube/client.ts';
+import { type ClusterAccess, loadKubeconfigFile, parseKubeconfig } from '../kube/kubeconfig.ts';
+import type { Logger } from '../log.ts';
+
+/** How often the source is read again without a file event: Secrets, files a kubeconfig names, missed events. */
+export const ACCESS_CHECK_MS = 10_000;
+/** File events come in bursts (truncate then write; a Secret volume's symlink swap): read once they settle. */
+const SETTLE_MS = 200;
+
+export interface AccessSource {
+  /** For messages: the file, or the Secret and key. */
+  readonly name: string;
+  /** Reads and parses it now; rejects with a message naming the source and the field when it cannot be used. */
+  read(): Promise<ClusterAccess>;
+  /** For a file: its absolute path, whose directory is watched for changes. */
+  readonly file?: string;
+}
+
+export function fileSource(path: string): AccessSource {
+  const file = resolve(path);
+  return { name: file, file, read: async () => loadKubeconfigFile(file) };
+}
+
+export function secretSource(host: ClusterClient, ref: SecretRef): AccessSource {
+  const name = `Secret ${ref.namespace}/${ref.name} key ${ref.key}`;
+  return {
+    name,
+    async read() {
+      const secret = await host.core.readNamespacedSecret({ name: ref.name, namespace: ref.namespace });
+      const data = secret.data?.[ref.key];
+      if (!data) throw new Error(`Secret ${ref.namespace}/${ref.name} has no key "${ref.key}"`);
+      // File paths in a kubeconfig from a Secret resolve against the working directory.
+      return parseKubeconfig(Buffer.from(data, 'base64').toString('utf8'), { source: name, baseDir: process.cwd() });
+    },
+  };
+}
+
+/** Where a member's kubeconfig comes from: its file, or its Secret in the host. */
+export function memberAccessSource(m: MemberConfig, host: ClusterClient): AccessSource {
+  return m.kubeconfig !== undefined ? fileSource(m.kubeconfig) : secretSource(host, m.kubeconfigSecret!);
+}
+
+export interface AccessHandlers {
+  /** The source now parses to a different access. */
+  changed(access: ClusterAccess): void;
+  /** The source cannot be read or parsed (reported once per distinct message). */
+  failed(err: Error): void;
+  /** The file's directory cannot be watched: changes are seen by the periodic reads only. */
+  unwatched(err: Error): void;
+}
+
+export interface AccessWatcherOptions { intervalMs?: number; settleMs?: number }
+
+/** Reads a source again on file events and every `intervalMs`; calls `changed` when its digest differs. */
+export class AccessWatcher {
+  readonly source: AccessSource;
+  #handlers: AccessHandlers;
+  #digest: string | undefined;
+  #intervalMs: number;
+  #settleMs: number;
+  #timer: NodeJS.Timeout | undefined;
+  #settle: NodeJS.Timeout | undefined;
+  #fsWatcher: FSWatcher | undefined;
+  #running: Promise<void> | undefined;
+  #again = false;
+  #lastError: string | undefined;
+  #stopped = false;
+
+  /** `current`: the access in use, read from this source. */
+  constructor(source: AccessSource, current: ClusterAccess, handlers: AccessHandlers, opts: AccessWatcherOptions = {}) {
+    this.source = source;
+    this.#handlers = handlers;
+    this.#digest = current.digest;
+    this.#intervalMs = opts.intervalMs ?? ACCESS_CHECK_MS;
+    this.#settleMs = opts.settleMs ?? SETTLE_MS;
+  }
+
+  start(): this {
+    this.#timer = setInterval(() => void this.check(), this.#intervalMs).unref();
+    if (this.source.file) this.#watchDir(this.source.file);
+    return this;
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    clearInterval(this.#timer);
+    clearTimeout(this.#settle);
+    this.#fsWatcher?.close();
+  }
+
+  /** Reads the source now; a call while a read is under way makes one more read after it. */
+  check(): Promise<void> {
+    if (this.#running) {
+      this.#again = true;
+      return this.#running;
+    }
+    const run = (async () => {
+      do {
+        this.#again = false;
+        await this.#checkOnce();
+      } while (this.#again && !this.#stopped);
+    })().finally(() => { this.#running = undefined; });
+    return (this.#running = run);
+  }
+
+  async #checkOnce(): Promise<void> {
+    let next: ClusterAccess;
+    try {
+      next = await this.source.read();
+    } catch (err) {
+      const e = err instanceof Error ? err : new Error(String(err));
+      if (!this.#stopped && e.message !== this.#lastError) this.#handlers.failed(e);
+      this.#lastError = e.message;
+      return;
+    }
+    this.#lastError = undefined;
+    if (this.#stopped || (next.digest !== undefined && next.digest === this.#digest)) return;
+    this.#digest = next.digest;
+    this.#handlers.changed(next);
+  }
+
+  /**
+   * The file's directory, not the file: editors and Kubernetes replace files rather than write them in place
+   * (a Secret volume swaps its `..data` symlink), which a watch on the file itself would miss.
+   */
+  #watchDir(file: string): void {
+    const name = basename(file);
+    try {
+      this.#fsWatcher = watch(dirname(file), { persistent: false }, (_event, changed) => {
+        if (changed && changed !== name && !changed.startsWith('..')) return;
+        clearTimeout(this.#settle);
+        this.#settle = setTimeout(() => void this.check(), this.#settleMs).unref();
+      });
+      this.#fsWatcher.on('error', (err) => this.#watchFailed(err));
+    } catch (err) {
+      this.#watchFailed(err as Error);
+    }
+  }
+
+  #watchFailed(err: Error): void {
+    this.#fsWatcher?.close();
+    this.#fsWatcher = undefined;
+    this.#handlers.unwatched(new Error(`cannot watch ${dirname(this.source.file!)} (${err.message}); `
+      + `reading ${this.source.name} every ${this.#intervalMs / 1000} s instead`));
+  }
+}
+
+/** Follows a member's kubeconfig and moves its client to each new access; `stop()` it with the member. */
+export function followMemberAccess(m: MemberConfig, host: ClusterClient, client: ClusterClient, log: Logger,
+  opts: AccessWatcherOptions = {}): AccessWatcher {
+  const source = memberAccessSource(m, host);
+  return new AccessWatcher(source, client.access, {
+    changed(access) {
+      client.setAccess(access);
+      log.info({ source: source.name, server: access.server, context: access.contextName },
+        'member kubeconfig changed: new requests and watches use the new credentials');
+    },
+    failed(err) {
+      log.error({ source: source.name, err: err.message }, 'member kubeconfig cannot be used; keeping the credentials in use');
+    },
+    unwatched(err) {
+      log.warn({ source: source.name, err: err.message }, 'member kubeconfig not watched for changes');
+    },
+  }, opts).start();
+}

@@ -33,11 +33,18 @@ function podWithConfig(name: string, ns: string, node: string, cm: string): V1Po
   return p;
 }
 
+/** What the node-lifecycle controller writes on the pods of a node it finds unhealthy: Ready False. */
+async function markNotReady(host: ClusterClient, namespace: string, name: string): Promise<void> {
+  await host.core.patchNamespacedPodStatus({ namespace, name, body: { status: { conditions: [{ type: 'Ready', status: 'False' }] } } },
+    { contentType: PATCH.strategic });
+}
+
 const live = (ps: V1Pod[]): V1Pod[] => ps.filter((p) => !p.metadata?.deletionTimestamp);
 const running = (p: V1Pod): boolean => p.status?.phase === 'Running';
 
 describe('member outages', () => {
   let cl: ClusterletProcess;
+  const args = (): string[] => clusterletArgs(harness().member, ['--probe-period-seconds', '1', '--probe-failure-threshold', '2']);
   let host: ClusterClient;
   let member: ClusterClient;
 
@@ -45,7 +52,7 @@ describe('member outages', () => {
     host = client(harness().host);
     member = client(harness().member);
     // Probed every second, unreachable after 2 failures: the outages below stay short.
-    cl = startClusterlet(clusterletArgs(harness().member, ['--probe-period-seconds', '1', '--probe-failure-threshold', '2']));
+    cl = startClusterlet(args());
     await waitVirtualNodeSchedulable(host);
   });
   after(async () => { await cl.stop(); });
@@ -60,14 +67,11 @@ describe('member outages', () => {
       await harness().member.stopApiServer();
       try {
         await waitNode(host, NODE, (n) => condition(n, 'Ready')?.reason === 'MemberUnreachable', `round ${round}: NotReady`, 30_000);
-        // The host's node-lifecycle controller marks the pods of a NotReady node NotReady whenever they change:
-        // anything touching them (here a label) makes the fault real.
-        for (const p of before) {
-          await host.core.patchNamespacedPod({ namespace: ns, name: p.metadata!.name!, body: { metadata: { labels: { outage: String(round) } } } },
-            { contentType: PATCH.merge });
-        }
-        await waitUntil(host, podsSpec(host, ns), (ps) => ps.length === 5 && ps.every((p) => !isReady(p)), 60_000,
-          `round ${round}: proxies marked NotReady by the node-lifecycle controller`);
+        // Something else writes the proxies meanwhile: marked NotReady as the host's node-lifecycle controller
+        // marks the pods of a node it finds unhealthy (its MarkPodsNotReady).
+        for (const p of before) await markNotReady(host, ns, p.metadata!.name!);
+        await waitUntil(host, podsSpec(host, ns), (ps) => ps.length === 5 && ps.every((p) => !isReady(p)), 30_000,
+          `round ${round}: proxies NotReady, and left so while the member does not answer`);
       } finally {
         await harness().member.startApiServer();
       }
@@ -78,6 +82,17 @@ describe('member outages', () => {
     }
     const delegates = await member.core.listNamespacedPod({ namespace: ns });
     assert.equal(delegates.items.length, 5, 'still 5 delegates');
+
+    // clusterlet itself gone past the node-monitor grace period (40 s here): the node-lifecycle controller finds
+    // the node unknown and marks every proxy NotReady; a new clusterlet sets them back.
+    await cl.kill();
+    await waitNode(host, NODE, (n) => condition(n, 'Ready')?.status === 'Unknown', 'Unknown: clusterlet gone', 90_000);
+    await waitUntil(host, podsSpec(host, ns), (ps) => ps.length === 5 && ps.every((p) => !isReady(p)), 30_000,
+      'proxies marked NotReady by the node-lifecycle controller');
+    cl = startClusterlet(args());
+    await waitNode(host, NODE, isReady, 'Ready with the new clusterlet', 60_000);
+    await waitUntil(host, podsSpec(host, ns), (ps) => ps.length === 5 && ps.every(isReady), 15_000,
+      '5 proxies Ready within 15 s of the node, after a restart');
   });
 
   it('past the pods\' eviction toleration, the evicted proxies\' delegates are removed when the member returns: only the replacements run', async (t) => {

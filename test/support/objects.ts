@@ -19,7 +19,7 @@ export function condition(o: { status?: { conditions?: Condition[] } } | undefin
 export function podSpec(name: string, opts: {
   namespace: string; nodeName?: string; tolerate?: boolean; resources?: V1ResourceRequirements;
   annotations?: Record<string, string>; labels?: Record<string, string>; restartPolicy?: string;
-  nodeSelector?: Record<string, string>;
+  nodeSelector?: Record<string, string>; terminationGracePeriodSeconds?: number;
 }): V1Pod {
   return {
     apiVersion: 'v1', kind: 'Pod',
@@ -28,6 +28,7 @@ export function podSpec(name: string, opts: {
       nodeName: opts.nodeName,
       nodeSelector: opts.nodeSelector,
       restartPolicy: opts.restartPolicy,
+      terminationGracePeriodSeconds: opts.terminationGracePeriodSeconds,
       tolerations: opts.tolerate ? [VIRTUAL_TOLERATION] : undefined,
       containers: [{ name: 'main', image: 'registry.example/app:1', resources: opts.resources }],
     },

@@ -4,14 +4,14 @@ import { spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
+import { AppsV1Api, BatchV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { Harness } from '../test/harness/harness.ts';
 import { ensureBinaries } from '../test/harness/binaries.ts';
 import { ClusterClient } from '../src/kube/client.ts';
 import { loadKubeconfigFile } from '../src/kube/kubeconfig.ts';
 import { NODE_FLAGS } from '../src/nodeflags.ts';
 import { waitUntil } from '../test/support/wait.ts';
-import { isReady } from '../test/support/objects.ts';
+import { condition, isReady, job, jobsSpec } from '../test/support/objects.ts';
 import { execFileSync } from 'node:child_process';
 
 const say = (s: string): void => { process.stdout.write(`${s}\n`); };
@@ -52,7 +52,7 @@ try {
   await waitUntil(host, { path: '/api/v1/nodes', model: 'V1Node', resource: 'nodes', fieldSelector: `metadata.name=${NODE}`,
     list: (p) => host.core.listNode(p) }, (ns) => ns.length === 1 && isReady(ns[0]), 120_000, 'the virtual node Ready');
 
-  say('Step 4/4: deploying a sample workload (a Deployment of 3 tolerating the virtual node, with a ConfigMap).');
+  say('Step 4/4: a sample workload: a Deployment of 3 tolerating the virtual node, with a ConfigMap, and a Job of 2 pods.');
   const ns = 'demo';
   const hostCore = h.host.kubeConfig().makeApiClient(CoreV1Api);
   await hostCore.createNamespace({ body: { metadata: { name: ns } } });
@@ -70,17 +70,23 @@ try {
       } },
     },
   } });
-  await waitUntil(host, { path: `/api/v1/namespaces/${ns}/pods`, model: 'V1Pod', resource: 'pods',
+  // A Job too: its pods complete in the member (KWOK completes a Job's pods), so it completes on the host.
+  const batch = h.host.kubeConfig().makeApiClient(BatchV1Api);
+  await batch.createNamespacedJob({ namespace: ns, body: job('once', ns, 2, 2, { virtualNode: NODE }) });
+  await waitUntil(host, { path: `/api/v1/namespaces/${ns}/pods`, model: 'V1Pod', resource: 'pods', labelSelector: 'app=hello',
     list: (p) => host.core.listNamespacedPod({ namespace: ns, ...p }) },
   (ps) => ps.length === 3 && ps.every(isReady), 120_000, '3 offloaded pods Ready');
-  await waitUntil(member, { path: `/api/v1/namespaces/${ns}/pods`, model: 'V1Pod', resource: 'pods',
+  await waitUntil(member, { path: `/api/v1/namespaces/${ns}/pods`, model: 'V1Pod', resource: 'pods', labelSelector: 'app=hello',
     list: (p) => member.core.listNamespacedPod({ namespace: ns, ...p }) },
   (ps) => ps.length === 3, 30_000, '3 delegates');
+  await waitUntil(host, jobsSpec(batch, ns), (js) => condition(js[0], 'Complete')?.status === 'True', 120_000, 'the offloaded Job Complete');
 
   const { kubectl } = await ensureBinaries();
   const k = (kc: string, ...args: string[]): string => execFileSync(kubectl, ['--kubeconfig', kc, ...args], { encoding: 'utf8' });
   say('\n=== host: kubectl get nodes (the virtual node aggregates the member\'s 3 KWOK nodes)');
   say(k(h.host.kubeconfig, 'get', 'nodes', '-o', 'custom-columns=NAME:.metadata.name,STATUS:.status.conditions[?(@.type=="Ready")].type,ROLE:.metadata.labels.kubernetes\\.io/role,CPU:.status.capacity.cpu,MEMORY:.status.capacity.memory,PODS:.status.capacity.pods,GPU:.status.capacity.nvidia\\.com/gpu,VERSION:.status.nodeInfo.kubeletVersion'));
+  say(`=== host: kubectl get jobs -n ${ns} (the offloaded Job, complete)`);
+  say(k(h.host.kubeconfig, 'get', 'jobs', '-n', ns));
   say(`=== host: kubectl get pods -n ${ns} -o wide (proxy pods, bound to the virtual node)`);
   say(k(h.host.kubeconfig, 'get', 'pods', '-n', ns, '-o', 'wide'));
   say(`=== member: kubectl get pods -n ${ns} -o wide (their delegates, on the member's nodes)`);

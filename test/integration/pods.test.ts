@@ -5,7 +5,7 @@ import { AppsV1Api, PatchStrategy, setHeaderOptions, type V1Pod } from '@kuberne
 import {
   client, clusterID, clusterletArgs, deleteNamespaceAndWait, harness, namespaces, startClusterlet, startSuiteClusterlet, type ClusterletProcess,
 } from '../support/env.ts';
-import { waitUntil } from '../support/wait.ts';
+import { deletionGraces, waitUntil } from '../support/wait.ts';
 import { condition, deployment, isReady, podSpec, podsSpec, waitVirtualNodeSchedulable } from '../support/objects.ts';
 import { PATCH, type ClusterClient } from '../../src/kube/client.ts';
 
@@ -92,12 +92,19 @@ describe('pod offloading', () => {
 
   it('graceful delete waits for the delegate; force delete still removes it', async (t) => {
     const ns = await namespaces(t, 'del', [host]);
-    await host.core.createNamespacedPod({ namespace: ns, body: offloaded('graceful', ns) });
-    await host.core.createNamespacedPod({ namespace: ns, body: offloaded('forced', ns) });
+    // The pods' own grace period (60 s) is not the one of the delete (30 s): the delegate must get the latter.
+    await host.core.createNamespacedPod({ namespace: ns, body: offloaded('graceful', ns, { terminationGracePeriodSeconds: 60 }) });
+    await host.core.createNamespacedPod({ namespace: ns, body: offloaded('forced', ns, { terminationGracePeriodSeconds: 60 }) });
     await waitUntil(member, podsSpec(member, ns), (ps) => ps.length === 2 && ps.every((p) => p.status?.phase === 'Running'), 60_000, 'delegates Running');
-    await host.core.deleteNamespacedPod({ namespace: ns, name: 'graceful', gracePeriodSeconds: 30 });
-    await host.core.deleteNamespacedPod({ namespace: ns, name: 'forced', gracePeriodSeconds: 0 });
-    await waitUntil(member, podsSpec(member, ns), (ps) => ps.length === 0, 60_000, 'both delegates gone');
+    // KWOK removes a terminating pod at once: the watch sees the version the delete wrote all the same.
+    const graces = await deletionGraces(member, podsSpec(member, ns), ['graceful', 'forced'], async () => {
+      await host.core.deleteNamespacedPod({ namespace: ns, name: 'graceful', gracePeriodSeconds: 30 });
+      await host.core.deleteNamespacedPod({ namespace: ns, name: 'forced', gracePeriodSeconds: 0 });
+    }, 60_000);
+    t.diagnostic(`delegates' deletion grace periods seen: ${JSON.stringify(Object.fromEntries(graces))}`);
+    assert.equal(graces.get('graceful')![0], 30, 'the graceful delegate was deleted with the proxy\'s grace period');
+    // The forced delegate is gone too (deletionGraces waited for it). Its grace period is 0 when clusterlet saw
+    // the proxy terminating, the pod's own (60 s) when it found the proxy already gone: not asserted.
     await waitUntil(host, podsSpec(host, ns), (ps) => ps.length === 0, 60_000, 'both proxies gone');
   });
 

@@ -1,5 +1,7 @@
 // Small builders and predicates for test objects.
-import type { CoreV1Event, V1ConfigMap, V1Deployment, V1Node, V1Pod, V1ResourceRequirements, V1Secret } from '@kubernetes/client-node';
+import type {
+  BatchV1Api, CoreV1Event, V1ConfigMap, V1Deployment, V1Job, V1Node, V1Pod, V1PodSpec, V1ResourceRequirements, V1Secret,
+} from '@kubernetes/client-node';
 import type { ClusterClient } from '../../src/kube/client.ts';
 import { waitUntil } from './wait.ts';
 import type { ListWatchSpec } from '../../src/kube/listwatch.ts';
@@ -10,15 +12,16 @@ export function isReady(o: V1Node | V1Pod | undefined): boolean {
   return !!o?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
 }
 
-export function condition(o: V1Node | V1Pod | undefined, type: string):
-  { status?: string; reason?: string; message?: string; lastTransitionTime?: Date | string } | undefined {
+interface Condition { type: string; status: string; reason?: string; message?: string; lastTransitionTime?: Date | string }
+
+export function condition(o: { status?: { conditions?: Condition[] } } | undefined, type: string): Condition | undefined {
   return o?.status?.conditions?.find((c) => c.type === type);
 }
 
 export function podSpec(name: string, opts: {
   namespace: string; nodeName?: string; tolerate?: boolean; resources?: V1ResourceRequirements;
   annotations?: Record<string, string>; labels?: Record<string, string>; restartPolicy?: string;
-  nodeSelector?: Record<string, string>;
+  nodeSelector?: Record<string, string>; terminationGracePeriodSeconds?: number;
 }): V1Pod {
   return {
     apiVersion: 'v1', kind: 'Pod',
@@ -27,9 +30,22 @@ export function podSpec(name: string, opts: {
       nodeName: opts.nodeName,
       nodeSelector: opts.nodeSelector,
       restartPolicy: opts.restartPolicy,
+      terminationGracePeriodSeconds: opts.terminationGracePeriodSeconds,
       tolerations: opts.tolerate ? [VIRTUAL_TOLERATION] : undefined,
       containers: [{ name: 'main', image: 'registry.example/app:1', resources: opts.resources }],
     },
+  };
+}
+
+/** A pod template's spec: one container; with `virtualNode`, tolerating and selecting that node. */
+function templateSpec(opts: { virtualNode?: string; restartPolicy?: string }): V1PodSpec {
+  return {
+    restartPolicy: opts.restartPolicy,
+    containers: [{ name: 'main', image: 'registry.example/app:1' }],
+    ...(opts.virtualNode ? {
+      tolerations: [VIRTUAL_TOLERATION],
+      nodeSelector: { 'kubernetes.io/hostname': opts.virtualNode },
+    } : {}),
   };
 }
 
@@ -41,16 +57,20 @@ export function deployment(name: string, namespace: string, replicas: number, op
     spec: {
       replicas,
       selector: { matchLabels: labels },
-      template: {
-        metadata: { labels },
-        spec: {
-          containers: [{ name: 'main', image: 'registry.example/app:1' }],
-          ...(opts.virtualNode ? {
-            tolerations: [VIRTUAL_TOLERATION],
-            nodeSelector: { 'kubernetes.io/hostname': opts.virtualNode },
-          } : {}),
-        },
-      },
+      template: { metadata: { labels }, spec: templateSpec(opts) },
+    },
+  };
+}
+
+/** A Job of `completions` pods run `parallelism` at a time, failing at the first pod that fails. */
+export function job(name: string, namespace: string, completions: number, parallelism: number,
+  opts: { virtualNode?: string } = {}): V1Job {
+  return {
+    apiVersion: 'batch/v1', kind: 'Job',
+    metadata: { name, namespace },
+    spec: {
+      completions, parallelism, backoffLimit: 0,
+      template: { spec: templateSpec({ ...opts, restartPolicy: 'Never' }) },
     },
   };
 }
@@ -63,6 +83,12 @@ export function nodeSpec(c: ClusterClient, name?: string): ListWatchSpec<V1Node>
 export function podsSpec(c: ClusterClient, namespace: string, labelSelector?: string): ListWatchSpec<V1Pod> {
   return { path: `/api/v1/namespaces/${namespace}/pods`, model: 'V1Pod', resource: 'pods', labelSelector,
     list: (p) => c.core.listNamespacedPod({ namespace, ...p }) };
+}
+
+/** The Jobs of a namespace, through the batch API of the cluster's admin. */
+export function jobsSpec(batch: BatchV1Api, namespace: string): ListWatchSpec<V1Job> {
+  return { path: `/apis/batch/v1/namespaces/${namespace}/jobs`, model: 'V1Job', resource: 'jobs',
+    list: (p) => batch.listNamespacedJob({ namespace, ...p }) };
 }
 
 /** Waits until the virtual node is Ready and carries no not-ready/unreachable taint, so pods can land on it. */

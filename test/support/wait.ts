@@ -37,6 +37,53 @@ export async function waitUntil<T extends KubernetesObject>(client: ClusterClien
   }
 }
 
+/**
+ * Watches the objects, runs `act` once the watch has listed them, and records for each of `names` the
+ * `metadata.deletionGracePeriodSeconds` of every version seen with a deletionTimestamp (the versions a
+ * graceful delete writes before the object goes, however soon it goes). Resolves once each of `names` is
+ * gone; fails with what was seen when the time is up.
+ */
+export async function deletionGraces<T extends KubernetesObject>(client: ClusterClient, spec: ListWatchSpec<T>,
+  names: string[], act: () => Promise<void>, timeoutMs: number): Promise<Map<string, (number | undefined)[]>> {
+  const graces = new Map<string, (number | undefined)[]>(names.map((n) => [n, []]));
+  const gone = new Set<string>();
+  let acting = false;
+  let acted = false;
+  const note = (o: T): void => {
+    const m = o.metadata;
+    if (m?.deletionTimestamp && m.name && graces.has(m.name)) graces.get(m.name)!.push(m.deletionGracePeriodSeconds);
+  };
+  return await new Promise((resolve, reject) => {
+    const finish = (settle: () => void): void => {
+      clearTimeout(timer);
+      sub.unsubscribe();
+      settle();
+    };
+    const check = (): void => { if (acted && names.every((n) => gone.has(n))) finish(() => resolve(graces)); };
+    const sub = listWatch<T>(client, spec, { silenceMs: 30_000 }).subscribe({
+      next: (e) => {
+        if (e.type !== 'SYNC') {
+          note(e.object);
+          if (e.type === 'DELETED' && e.object.metadata?.name) gone.add(e.object.metadata.name);
+        } else {
+          for (const o of e.items) note(o);
+          // After `act`, a relist that lacks an object means it went while the watch was down.
+          if (acting) for (const n of names) if (!e.items.some((o) => o.metadata?.name === n)) gone.add(n);
+          if (!acting) {
+            acting = true;
+            act().then(() => { acted = true; check(); }, (err: unknown) => finish(() => reject(err as Error)));
+            return;
+          }
+        }
+        check();
+      },
+      error: (err: unknown) => finish(() => reject(err as Error)),
+    });
+    const timer = setTimeout(() => finish(() => reject(new Error(`timed out after ${timeoutMs} ms waiting for ${names.join(', ')} `
+      + `to be deleted; gone: ${[...gone].join(', ') || 'none'}; grace periods seen: ${JSON.stringify(Object.fromEntries(graces))}`))), timeoutMs);
+  });
+}
+
 function summarize(o: KubernetesObject): string {
   const s = o as KubernetesObject & { status?: { phase?: string; conditions?: { type?: string; status?: string; reason?: string }[] } };
   const conds = (s.status?.conditions ?? []).map((c) => `${c.type}=${c.status}${c.reason ? `(${c.reason})` : ''}`).join(',');

@@ -53,6 +53,7 @@ export class KubeletServer {
   #bound = new Set<number>();
   /** The client CA bundle each open connection's TLS handshake verifies against (auth.ts holds it to the current one). */
   #handshakeCA = new Map<string, readonly X509Certificate[]>();
+  #noCA: readonly X509Certificate[] = [];
 
   constructor(opts: KubeletServerOptions) {
     this.#opts = opts;
@@ -81,7 +82,7 @@ export class KubeletServer {
       // tls.Server has just wrapped this socket with its current secure context, so the CA it verifies with is this one.
       server.on('connection', (raw: Socket) => {
         const key = connectionKey(raw);
-        this.#handshakeCA.set(key, o.clientCA?.certificates ?? []);
+        this.#handshakeCA.set(key, this.#clientCA);
         raw.once('close', () => this.#handshakeCA.delete(key));
       });
       server.on('request', (req: IncomingMessage, res: ServerResponse) => { void this.#onRequest(req, res); });
@@ -120,6 +121,16 @@ export class KubeletServer {
       s.close();
       s.closeAllConnections();
     }
+  }
+
+  get #clientCA(): readonly X509Certificate[] { return this.#opts.clientCA?.certificates ?? this.#noCA; }
+
+  /**
+   * Whether the connection's handshake verified client certificates against another client CA than the current
+   * one (the connection was made before the CA was loaded or changed): its TLS verdict cannot be redone.
+   */
+  #staleHandshake(socket: Socket): boolean {
+    return this.#handshakeCA.get(connectionKey(socket)) !== this.#clientCA;
   }
 
   /** Authenticates, routes, finds the node and authorises. */
@@ -191,6 +202,9 @@ export class KubeletServer {
       const e = toApiError(err);
       metrics.kubeletApiRequests.inc({ endpoint, code: String(e.status) });
       this.#opts.log.debug({ method: req.method, url: req.url, status: e.status, err: e.message }, 'kubelet API request failed');
+      // Refused on a connection made before the client CA was loaded or changed: the client's next request, on a
+      // new connection, gets a handshake with the current CA.
+      if (e.status === 401 && this.#staleHandshake(req.socket)) res.setHeader('Connection', 'close');
       sendError(res, e);
     }
   }

@@ -36,7 +36,7 @@ export async function startKubeletApi(config: Config, host: ClusterClient, dir: 
   if (clientCA) await Promise.race([clientCA.start(), new Promise((r) => setTimeout(r, 5000).unref())]);
   const server = new KubeletServer({
     ports: [config.kubeletPort, ...config.members.flatMap((m) => m.kubeletPort ?? [])], dir, serving, clientCA, log: alog,
-    auth: webhook ? new Auth(hostReviewClient(host)) : undefined,
+    auth: webhook ? new Auth(hostReviewClient(host), { clientCA }) : undefined,
     stats: parts.stats ?? new MemberUsage({ log: alog }), streams: parts.streams ?? new MemberStreams(alog),
   });
   server.start();

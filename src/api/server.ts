@@ -2,8 +2,10 @@
 // node publishes as its daemon endpoint), also listening on the ports of members given one of their own. Each request is authenticated, routed, tied to the node it is
 // about (the node a pod is bound to; for node-level paths, the node the API server's node proxy names or
 // the only node), authorised on that node, then handled. Errors are answered in errors.ts.
+import type { X509Certificate } from 'node:crypto';
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '../log.ts';
 import { metrics } from '../metrics.ts';
@@ -49,6 +51,9 @@ export class KubeletServer {
   #retries = new Set<NodeJS.Timeout>();
   #stopped = false;
   #bound = new Set<number>();
+  /** The client CA bundle each open connection's TLS handshake verifies against (auth.ts holds it to the current one). */
+  #handshakeCA = new Map<string, readonly X509Certificate[]>();
+  #noCA: readonly X509Certificate[] = [];
 
   constructor(opts: KubeletServerOptions) {
     this.#opts = opts;
@@ -63,14 +68,23 @@ export class KubeletServer {
    */
   start(): void {
     const o = this.#opts;
-    const tls = (): { cert: string; key: string; ca?: string } => ({
-      cert: o.serving.current.cert, key: o.serving.current.key, ...(o.clientCA?.current ? { ca: o.clientCA.current } : {}),
+    // `ca` is never left out: without it Node verifies client certificates against its default roots
+    // (Mozilla's, NODE_EXTRA_CA_CERTS, the system store), so before the client CA is loaded any certificate
+    // from those would pass the handshake. Until then it trusts none (auth.ts refuses them as well).
+    const tls = (): { cert: string; key: string; ca: string | string[] } => ({
+      cert: o.serving.current.cert, key: o.serving.current.key, ca: o.clientCA?.current ?? [],
     });
     for (const port of new Set(o.ports)) {
       const server = createServer({ ...tls(), requestCert: true, rejectUnauthorized: false, minVersion: 'TLSv1.2' });
       const refresh = (): void => { server.setSecureContext({ ...tls(), minVersion: 'TLSv1.2' }); };
       o.serving.onChange(refresh);
       o.clientCA?.onChange(refresh);
+      // tls.Server has just wrapped this socket with its current secure context, so the CA it verifies with is this one.
+      server.on('connection', (raw: Socket) => {
+        const key = connectionKey(raw);
+        this.#handshakeCA.set(key, this.#clientCA);
+        raw.once('close', () => this.#handshakeCA.delete(key));
+      });
       server.on('request', (req: IncomingMessage, res: ServerResponse) => { void this.#onRequest(req, res); });
       server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => { void this.#onUpgrade(req, socket, head); });
       server.on('tlsClientError', (err) => o.log.debug({ err: err.message }, 'kubelet API: TLS handshake failed'));
@@ -109,11 +123,21 @@ export class KubeletServer {
     }
   }
 
+  get #clientCA(): readonly X509Certificate[] { return this.#opts.clientCA?.certificates ?? this.#noCA; }
+
+  /**
+   * Whether the connection's handshake verified client certificates against another client CA than the current
+   * one (the connection was made before the CA was loaded or changed): its TLS verdict cannot be redone.
+   */
+  #staleHandshake(socket: Socket): boolean {
+    return this.#handshakeCA.get(connectionKey(socket)) !== this.#clientCA;
+  }
+
   /** Authenticates, routes, finds the node and authorises. */
   async #admit(req: IncomingMessage): Promise<{ route: Route; node: VirtualNode; pod?: ResolvedPod; user?: UserInfo }> {
     const o = this.#opts;
     const path = new URL(req.url ?? '/', 'https://kubelet').pathname;
-    const user = o.auth ? await o.auth.authenticate(req) : undefined;
+    const user = o.auth ? await o.auth.authenticate(req, this.#handshakeCA.get(connectionKey(req.socket))) : undefined;
     const r = route(req.method, path);
     const hint = forwardedNode(req.headers['x-forwarded-uri']);
     let node: VirtualNode;
@@ -178,6 +202,9 @@ export class KubeletServer {
       const e = toApiError(err);
       metrics.kubeletApiRequests.inc({ endpoint, code: String(e.status) });
       this.#opts.log.debug({ method: req.method, url: req.url, status: e.status, err: e.message }, 'kubelet API request failed');
+      // Refused on a connection made before the client CA was loaded or changed: the client's next request, on a
+      // new connection, gets a handshake with the current CA.
+      if (e.status === 401 && this.#staleHandshake(req.socket)) res.setHeader('Connection', 'close');
       sendError(res, e);
     }
   }
@@ -199,4 +226,9 @@ export class KubeletServer {
       sendUpgradeError(socket, e);
     }
   }
+}
+
+/** One TCP connection to us: the same for the raw socket and the TLS socket over it. */
+function connectionKey(s: Socket): string {
+  return `${s.localPort}|${s.remoteAddress}|${s.remotePort}`;
 }

@@ -4,7 +4,8 @@
 //   node names and IP) and renewed at 70–90 % of its lifetime, or self-signed. Until a requested certificate
 //   is issued (someone must approve the CSR, as for kubelets), a self-signed one is served, with a warning;
 // - the client CA that verifies client certificates: from a file, or the host's
-//   kube-system/extension-apiserver-authentication ConfigMap (key client-ca-file), re-read periodically.
+//   kube-system/extension-apiserver-authentication ConfigMap (key client-ca-file), re-read periodically
+//   (every 5 min; every 10 s while it is not loaded), so a rotated CA is used without a restart.
 import { readFile, stat } from 'node:fs/promises';
 import { X509Certificate } from 'node:crypto';
 import type { V1CertificateSigningRequest } from '@kubernetes/client-node';
@@ -203,23 +204,44 @@ export interface ClientCAOptions {
   file?: string;
   host: ClusterClient;
   log: Logger;
+  /** Re-read interval once loaded (5 min); until then it is re-read every 10 s, or this if shorter. */
   refreshMs?: number;
+}
+
+const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g;
+
+/** The certificates of a PEM bundle; throws when it holds none, or one that does not parse. */
+function parseCABundle(pem: string): X509Certificate[] {
+  const certs = (pem.match(PEM_CERTIFICATE) ?? []).map((block, i) => {
+    try {
+      return new X509Certificate(block);
+    } catch (err) {
+      throw new Error(`certificate ${i + 1} of the bundle does not parse: ${(err as Error).message}`, { cause: err });
+    }
+  });
+  if (!certs.length) throw new Error('no PEM certificate in the bundle');
+  return certs;
 }
 
 /**
  * The CA bundle that verifies client certificates: the file, else the host API server's own client CA as it
- * publishes it for delegated authentication. Undefined while unknown (then only bearer tokens authenticate).
+ * publishes it for delegated authentication. Empty while unknown: then no client certificate authenticates
+ * (only bearer tokens do). A bundle that cannot be read or parsed leaves the current one in place.
  */
 export class ClientCA {
   #opts: ClientCAOptions;
-  #current: string | undefined;
+  #pem: string | undefined;
+  #certs: readonly X509Certificate[] = [];
   #listeners: ((ca: string) => void)[] = [];
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
 
   constructor(opts: ClientCAOptions) { this.#opts = opts; }
 
-  get current(): string | undefined { return this.#current; }
+  /** The bundle as PEM (only its certificates), or undefined until loaded. */
+  get current(): string | undefined { return this.#pem; }
+  /** The bundle's certificates; empty until loaded. */
+  get certificates(): readonly X509Certificate[] { return this.#certs; }
   onChange(fn: (ca: string) => void): void { this.#listeners.push(fn); }
 
   async start(): Promise<void> {
@@ -233,24 +255,30 @@ export class ClientCA {
 
   async #refresh(): Promise<void> {
     const o = this.#opts;
-    let ok = true;
     try {
-      const ca = o.file ? await readFile(o.file, 'utf8') : await this.#fromHost();
-      if (ca && ca !== this.#current) {
-        this.#current = ca;
-        for (const fn of this.#listeners) fn(ca);
-        o.log.info({ source: o.file ?? 'kube-system/extension-apiserver-authentication' }, 'kubelet API: client CA loaded');
+      const read = o.file ? await readFile(o.file, 'utf8') : await this.#fromHost();
+      const certs = parseCABundle(read);
+      const pem = certs.map((c) => c.toString()).join('');
+      if (pem !== this.#pem) {
+        const rotated = this.#pem !== undefined;
+        this.#pem = pem;
+        this.#certs = certs;
+        for (const fn of this.#listeners) fn(pem);
+        o.log.info({ source: o.file ?? 'kube-system/extension-apiserver-authentication', subjects: certs.map((c) => c.subject) },
+          rotated ? 'kubelet API: client CA changed; the new one is used' : 'kubelet API: client CA loaded');
       }
     } catch (err) {
-      ok = false;
-      o.log.warn({ err: (err as Error).message }, 'kubelet API: could not read the client CA; client certificates are not accepted until it is read');
+      o.log.warn({ err: (err as Error).message }, this.#pem === undefined
+        ? 'kubelet API: could not read the client CA; client certificates are refused (401) until it is read'
+        : 'kubelet API: could not re-read the client CA; keeping the current one');
     }
     if (this.#stopped) return;
-    this.#timer = setTimeout(() => void this.#refresh(), ok || this.#current ? (o.refreshMs ?? 300_000) : 10_000);
+    const refresh = o.refreshMs ?? 300_000;
+    this.#timer = setTimeout(() => void this.#refresh(), this.#pem === undefined ? Math.min(10_000, refresh) : refresh);
     this.#timer.unref();
   }
 
-  async #fromHost(): Promise<string | undefined> {
+  async #fromHost(): Promise<string> {
     const cm = await this.#opts.host.core.readNamespacedConfigMap({ namespace: 'kube-system', name: 'extension-apiserver-authentication' });
     const ca = cm.data?.['client-ca-file'];
     if (!ca) throw new Error('kube-system/extension-apiserver-authentication has no client-ca-file');

@@ -1,9 +1,11 @@
 // Issue 7: the kubelet API of the virtual node — logs, exec, attach, port-forward, pods and usage — reached
-// through the HOST API server as a user would (kubectl), and its authentication and authorisation.
+// through the HOST API server as a user would (kubectl), and its authentication and authorisation, also
+// before its client CA is loaded.
 // The member's KWOK serves its nodes' kubelet API from files and local commands (test/harness/kwok-api.ts).
-import { describe, it, before, after } from 'node:test';
+import { describe, it, before, after, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { appendFile, writeFile } from 'node:fs/promises';
+import { appendFile, copyFile, mkdtemp, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { connect } from 'node:net';
 import { readFileSync } from 'node:fs';
@@ -17,6 +19,7 @@ import { kubectl } from '../support/kubectl.ts';
 import { waitUntil } from '../support/wait.ts';
 import { podSpec, podsSpec, waitVirtualNodeSchedulable } from '../support/objects.ts';
 import { freePort, pollUntil } from '../harness/net.ts';
+import { makeCA, signCert, type KeyPair } from '../harness/pki.ts';
 import { KWOK_ECHO_PORT } from '../harness/kwok-api.ts';
 import type { ClusterClient } from '../../src/kube/client.ts';
 import { toKubeError } from '../../src/kube/errors.ts';
@@ -105,6 +108,46 @@ function kubectlRun(args: string[], input?: string, timeoutMs = 30_000): Promise
     child.on('exit', (code) => { clearTimeout(timer); resolve({ code, stdout, stderr }); });
     child.stdin.end(input ?? '');
   });
+}
+
+/** A fresh token of service account `ns/name` (created if missing). */
+async function serviceAccountToken(host: ClusterClient, ns: string, name: string): Promise<string> {
+  await host.core.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name } } }).catch((err: unknown) => {
+    if (toKubeError(err).kind !== 'AlreadyExists') throw err;
+  });
+  return (await host.core.createNamespacedServiceAccountToken({
+    namespace: ns, name, body: { spec: { audiences: [], expirationSeconds: 600 } } })).status!.token!;
+}
+
+/**
+ * Grants service account `ns/name` `get nodes/proxy` until the test ends, and waits until the API server applies
+ * it (clusterlet would cache a denial for 30 s).
+ */
+async function grantNodesProxy(t: TestContext, host: ClusterClient, ns: string, name: string): Promise<void> {
+  const admin = harness().host.kubeConfig();
+  const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+  const role = `kapi-${ns}`;
+  await rbac.createClusterRole({ body: { metadata: { name: role }, rules: [{ apiGroups: [''], resources: ['nodes/proxy'], verbs: ['get'] }] } });
+  await rbac.createClusterRoleBinding({ body: { metadata: { name: role }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+    subjects: [{ kind: 'ServiceAccount', namespace: ns, name }] } });
+  t.after(async () => {
+    await rbac.deleteClusterRoleBinding({ name: role });
+    await rbac.deleteClusterRole({ name: role });
+  });
+  const authz = admin.makeApiClient(AuthorizationV1Api);
+  await pollUntil(`RBAC of ${name} in effect`, async () => (await authz.createSubjectAccessReview({ body: { spec: {
+    user: `system:serviceaccount:${ns}:${name}`, resourceAttributes: { resource: 'nodes', subresource: 'proxy', verb: 'get', name: NODE } } } }))
+    .status?.allowed ? true : undefined, 15_000);
+}
+
+/**
+ * A CA unrelated to the host, and a client certificate it signed for a would-be cluster admin (O=system:masters):
+ * what a stranger could bring.
+ */
+async function foreignAdmin(): Promise<{ ca: KeyPair; cert: KeyPair }> {
+  const dir = await mkdtemp(join(harness().dir, 'foreign-ca-'));
+  const ca = await makeCA(dir, 'foreign');
+  return { ca, cert: await signCert(dir, ca, { file: 'foreign-admin', cn: 'mallory', orgs: ['system:masters'], usage: 'client' }) };
 }
 
 describe('kubelet API through the host API server', () => {
@@ -232,24 +275,8 @@ describe('kubelet API through the host API server', () => {
 
   it('authenticates and authorises callers: none → 401, no nodes/proxy → 403, granted → 200', async (t) => {
     const ns = await namespaces(t, 'kapi-auth', [host]);
-    const admin = harness().host.kubeConfig();
-    const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
-    for (const name of ['nobody', 'prober']) await host.core.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name } } });
-    const role = `kapi-${ns}`;
-    await rbac.createClusterRole({ body: { metadata: { name: role }, rules: [{ apiGroups: [''], resources: ['nodes/proxy'], verbs: ['get'] }] } });
-    await rbac.createClusterRoleBinding({ body: { metadata: { name: role }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
-      subjects: [{ kind: 'ServiceAccount', namespace: ns, name: 'prober' }] } });
-    t.after(async () => {
-      await rbac.deleteClusterRoleBinding({ name: role });
-      await rbac.deleteClusterRole({ name: role });
-    });
-    const token = async (name: string): Promise<string> => (await host.core.createNamespacedServiceAccountToken({
-      namespace: ns, name, body: { spec: { audiences: [], expirationSeconds: 600 } } })).status!.token!;
-    // The binding is in effect in the API server before clusterlet asks (a denial would be cached for 30 s).
-    const authz = admin.makeApiClient(AuthorizationV1Api);
-    await pollUntil('RBAC of prober in effect', async () => (await authz.createSubjectAccessReview({ body: { spec: {
-      user: `system:serviceaccount:${ns}:prober`, resourceAttributes: { resource: 'nodes', subresource: 'proxy', verb: 'get', name: NODE } } } }))
-      .status?.allowed ? true : undefined, 15_000);
+    await grantNodesProxy(t, host, ns, 'prober');
+    const token = (name: string): Promise<string> => serviceAccountToken(host, ns, name);
 
     const url = `https://${nodeIP}:${port}/pods`;
     assert.equal((await httpsGet(url, {})).status, 401, 'no credentials');
@@ -271,6 +298,9 @@ describe('kubelet API through the host API server', () => {
     const k = newServingKey();
     const stranger = { cert: selfSignedCertificate(k.keyObject, { subject: { commonName: 'mallory', organizations: ['system:masters'] }, dns: [], ips: [] }), key: k.key };
     assert.equal((await httpsGet(url, { pem: stranger })).status, 401, 'a certificate the host did not sign');
+    const foreign = await foreignAdmin();
+    const refused = await httpsGet(url, { cert: foreign.cert });
+    assert.equal(refused.status, 401, `a certificate of a CA unrelated to the host: ${refused.body.slice(0, 200)}`);
   });
 
   it('kubectl exec runs a command with its output, exit status and stdin', async (t) => {
@@ -345,3 +375,50 @@ describe('kubelet API through the host API server', () => {
   });
 });
 
+describe('kubelet API before its client CA is loaded', () => {
+  let cl: ClusterletProcess;
+  let host: ClusterClient;
+  let port: number;
+  let caFile: string;
+  let foreign: { ca: KeyPair; cert: KeyPair };
+
+  before(async () => {
+    host = client(harness().host);
+    port = await freePort();
+    foreign = await foreignAdmin();
+    // The client CA file is there but still empty (as while whatever provisions it has not written it).
+    caFile = join(harness().dir, `client-ca-${port}.crt`);
+    await writeFile(caFile, '');
+    // NODE_EXTRA_CA_CERTS puts the foreign CA among the CAs Node trusts by default, as Mozilla's roots and the
+    // system store are: a certificate from any of them must not count as a client certificate of the host.
+    cl = startClusterlet(clusterletArgs(harness().member, ['--kubelet-port', String(port), '--node-ip', harness().nodeAddress,
+      '--client-ca-file', caFile]), { NODE_EXTRA_CA_CERTS: foreign.ca.cert });
+    await waitVirtualNodeSchedulable(host);
+  });
+  after(async () => {
+    await cl.stop();
+    await host.core.deleteNode({ name: NODE }).catch((err: unknown) => {
+      if (toKubeError(err).kind !== 'NotFound') throw err;
+    });
+  });
+
+  it('refuses client certificates (401) and accepts bearer tokens until the CA is loaded; then the host\'s certificates only', async (t) => {
+    const ns = await namespaces(t, 'kapi-noca', [host]);
+    await grantNodesProxy(t, host, ns, 'prober');
+    const url = `https://${harness().nodeAddress}:${port}/pods`;
+    const admin = await harness().host.clientCert(`kapi-admin-${ns}`, 'kapi-admin', ['system:masters']);
+
+    const before = await httpsGet(url, { cert: foreign.cert });
+    assert.equal(before.status, 401, `a certificate of a CA unrelated to the host, trusted by Node by default: ${before.body.slice(0, 200)}`);
+    assert.match(before.body, /not accepted until the client CA is loaded/);
+    assert.equal((await httpsGet(url, { cert: admin })).status, 401, 'even a host-signed certificate, until the CA is loaded');
+    const ok = await httpsGet(url, { token: await serviceAccountToken(host, ns, 'prober') });
+    assert.equal(ok.status, 200, `a bearer token with nodes/proxy: ${ok.body}`);
+
+    await copyFile(harness().host.caFile, caFile);
+    await pollUntil('the client CA loaded (a host-signed certificate accepted)', async () =>
+      (await httpsGet(url, { cert: admin })).status === 200 ? true : undefined, 30_000, 500);
+    const after = await httpsGet(url, { cert: foreign.cert });
+    assert.equal(after.status, 401, `the unrelated CA's certificate, once the CA is loaded: ${after.body.slice(0, 200)}`);
+  });
+});

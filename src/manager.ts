@@ -10,7 +10,7 @@ import { MemberPodProvider } from './member/provider.ts';
 import { PodController } from './pod/controller.ts';
 import { HostObjectCache } from './reflection/hostcache.ts';
 import { ObjectMirror, type HostCaches } from './reflection/mirror.ts';
-import { ExportReflector } from './reflection/export.ts';
+import { ExportConsent, ExportReflector } from './reflection/export.ts';
 import type { Logger } from './log.ts';
 import type { NodeDirectory, VirtualNode } from './api/nodes.ts';
 
@@ -42,6 +42,8 @@ export class Manager implements NodeDirectory {
   #retryTimers: NodeJS.Timeout[] = [];
   /** Referenced host ConfigMaps and Secrets, one watch per kind shared by every member. */
   readonly hostCaches: HostCaches;
+  /** Which host namespaces accept exports: one namespace watch shared by every member's ExportReflector. */
+  readonly exportConsent: ExportConsent;
   #stopped = false;
 
   constructor(config: Config, log: Logger, opts: ManagerOptions = {}) {
@@ -65,11 +67,13 @@ export class Manager implements NodeDirectory {
         list: (p) => h.core.listSecretForAllNamespaces(p), read: (namespace, name) => h.core.readNamespacedSecret({ namespace, name }),
       }, log),
     };
+    this.exportConsent = new ExportConsent(h, config.exportNamespaces, log);
   }
 
   start(): void {
     this.hostCaches.configMaps.start();
     this.hostCaches.secrets.start();
+    this.exportConsent.start();
     for (const m of this.members) void this.#startMember(m, 0);
   }
 
@@ -86,7 +90,7 @@ export class Manager implements NodeDirectory {
         member: m.config, nodeIP: this.config.nodeIP, kubeletPort: m.config.kubeletPort ?? this.config.kubeletPort,
       }, m.cluster, log, { watchSilenceMs: silence, ...this.#opts.node });
       m.mirror = new ObjectMirror(m.cluster, this.hostCaches, m.config.nodeName, log);
-      m.exporter = new ExportReflector(m.cluster, this.host, log);
+      m.exporter = new ExportReflector(m.cluster, this.host, this.exportConsent, log);
       m.provider = new MemberPodProvider(m.cluster, m.mirror, log, { nodeName: m.config.nodeName, hostIP: this.config.nodeIP });
       m.pods = new PodController(this.host, m.provider, log, {
         nodeName: m.config.nodeName, member: m.config.name, workers: this.config.podSyncWorkers, watchSilenceMs: silence,
@@ -141,6 +145,7 @@ export class Manager implements NodeDirectory {
     for (const t of this.#retryTimers) clearTimeout(t);
     this.hostCaches.configMaps.stop();
     this.hostCaches.secrets.stop();
+    this.exportConsent.stop();
     for (const m of this.members) {
       m.pods?.stop();
       m.provider?.stop();

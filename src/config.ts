@@ -69,6 +69,11 @@ export interface Config {
   probePeriodSeconds: number;
   /** Consecutive failed probes before a member's node turns NotReady and its lease stops. */
   probeFailureThreshold: number;
+  /**
+   * Host namespaces that accept member exports without their clusterlet.io/accept-exports annotation
+   * (--export-namespaces, else the file's exportNamespaces). Empty: only annotated namespaces.
+   */
+  exportNamespaces: string[];
 }
 
 export const HELP = `clusterlet — a virtual kubelet that makes each member cluster one node of the host cluster.
@@ -94,6 +99,11 @@ One member (flags):
 Several members:
   --provider-config FILE     YAML file listing members (see README: name, kubeconfig or kubeconfigSecret,
                              nodeName, namespaceMapping, labels, taints, qps, burst)
+
+Export (member → host):
+  --export-namespaces A,B    host namespaces that accept member objects labelled clusterlet.io/export=true,
+                             besides those annotated clusterlet.io/accept-exports: "true" (default: none;
+                             overrides the config file's exportNamespaces)
 
 Node and process:
   --node-ip IP               InternalIP of the virtual node(s) (default: $POD_IP, else 127.0.0.1)
@@ -140,7 +150,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
         'host-name': { type: 'string' }, 'host-qps': { type: 'string' }, 'host-burst': { type: 'string' },
         'member-kubeconfig': { type: 'string' }, 'member-name': { type: 'string' }, nodename: { type: 'string' },
         'member-qps': { type: 'string' }, 'member-burst': { type: 'string' },
-        'provider-config': { type: 'string' },
+        'provider-config': { type: 'string' }, 'export-namespaces': { type: 'string' },
         'node-ip': { type: 'string' }, 'kubelet-port': { type: 'string' }, 'health-port': { type: 'string' },
         'serving-cert': { type: 'string' }, 'tls-cert-file': { type: 'string' }, 'tls-key-file': { type: 'string' },
         'client-ca-file': { type: 'string' }, 'authentication-mode': { type: 'string' },
@@ -197,10 +207,13 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
   const nodeIP = str('node-ip') ?? env.POD_IP ?? '127.0.0.1';
   if (!/^[0-9a-fA-F:.]+$/.test(nodeIP)) throw new ConfigError('--node-ip', `"${nodeIP}" is not an IP address`);
   const kubeletApi = kubeletApiConfig(str);
+  const exportFlag = str('export-namespaces');
+  const exportNamespaces = exportFlag === undefined ? fileSettings.exportNamespaces ?? []
+    : namespaceList('--export-namespaces', exportFlag.split(',').map((n) => n.trim()).filter((n) => n !== ''));
   return {
     kind: 'run',
     config: {
-      hostKubeconfig, hostName, members, nodeIP, logLevel, ...kubeletApi,
+      hostKubeconfig, hostName, members, nodeIP, logLevel, exportNamespaces, ...kubeletApi,
       podSyncWorkers: int('--pod-sync-workers', str('pod-sync-workers'), fileSettings.podSyncWorkers ?? 10, 1),
       kubeletPort: int('--kubelet-port', str('kubelet-port'), 10250, 1, 65535),
       healthPort: int('--health-port', str('health-port'), 10255, 0, 65535),
@@ -262,7 +275,18 @@ function int(field: string, raw: string | number | undefined, def: number, min: 
   return n;
 }
 
-interface FileSettings { hostName?: string; podSyncWorkers?: number }
+interface FileSettings { hostName?: string; podSyncWorkers?: number; exportNamespaces?: string[] }
+
+/** Namespace names, each a DNS-1123 label; duplicates dropped. */
+function namespaceList(field: string, v: unknown, file?: string): string[] {
+  if (!Array.isArray(v)) throw new ConfigError(field, 'must be a list of namespace names', file);
+  v.forEach((n: unknown, i: number) => {
+    if (typeof n !== 'string' || !DNS_LABEL.test(n)) {
+      throw new ConfigError(file ? `${field}[${i}]` : field, `${JSON.stringify(n)} is not a DNS-1123 label`, file);
+    }
+  });
+  return [...new Set(v as string[])];
+}
 
 type Raw = Record<string, unknown>;
 const isObj = (v: unknown): v is Raw => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -279,7 +303,7 @@ function stringMap(field: string, v: unknown, file: string): Record<string, stri
 const MEMBER_KEYS = ['name', 'kubeconfig', 'kubeconfigSecret', 'nodeName', 'namespaceMapping', 'labels', 'taints', 'qps', 'burst',
   'kubeletPort'];
 
-/** Reads the provider config file: `hostName`, `podSyncWorkers` and `members`. */
+/** Reads the provider config file: `hostName`, `podSyncWorkers`, `exportNamespaces` and `members`. */
 export function loadProviderConfig(file: string, defaults: { qps: number; burst: number }):
   { members: MemberConfig[]; settings: FileSettings } {
   requireFile('--provider-config', file);
@@ -291,13 +315,14 @@ export function loadProviderConfig(file: string, defaults: { qps: number; burst:
   }
   if (!isObj(doc)) throw new ConfigError('(root)', 'must be a map with a "members" list', file);
   for (const k of Object.keys(doc)) {
-    if (!['hostName', 'podSyncWorkers', 'members'].includes(k)) throw new ConfigError(k, 'unknown field', file);
+    if (!['hostName', 'podSyncWorkers', 'exportNamespaces', 'members'].includes(k)) throw new ConfigError(k, 'unknown field', file);
   }
   if (doc.hostName !== undefined && typeof doc.hostName !== 'string') throw new ConfigError('hostName', 'must be a string', file);
   const settings: FileSettings = {
     hostName: doc.hostName as string | undefined,
     podSyncWorkers: doc.podSyncWorkers === undefined ? undefined
       : int('podSyncWorkers', doc.podSyncWorkers as number, 10, 1, 1000, file),
+    exportNamespaces: doc.exportNamespaces === undefined ? undefined : namespaceList('exportNamespaces', doc.exportNamespaces, file),
   };
   if (!Array.isArray(doc.members) || doc.members.length === 0) {
     throw new ConfigError('members', 'must be a non-empty list', file);

@@ -11,7 +11,7 @@ import { MemberPodProvider } from './member/provider.ts';
 import { PodController } from './pod/controller.ts';
 import { HostObjectCache } from './reflection/hostcache.ts';
 import { ObjectMirror, type HostCaches } from './reflection/mirror.ts';
-import { ExportReflector } from './reflection/export.ts';
+import { ExportConsent, ExportReflector } from './reflection/export.ts';
 import { adoptLegacyObjects, hostClusterID } from './identity.ts';
 import { backoffDelay } from './util/backoff.ts';
 import type { Logger } from './log.ts';
@@ -47,6 +47,8 @@ export class Manager implements NodeDirectory {
   #retryTimers: NodeJS.Timeout[] = [];
   /** Referenced host ConfigMaps and Secrets, one watch per kind shared by every member. */
   readonly hostCaches: HostCaches;
+  /** Which host namespaces accept exports: one namespace watch shared by every member's ExportReflector. */
+  readonly exportConsent: ExportConsent;
   #stopped = false;
   /** The host's identity on member objects: --host-name, or its cluster ID once read. */
   #hostName: string | undefined;
@@ -72,6 +74,7 @@ export class Manager implements NodeDirectory {
         list: (p) => h.core.listSecretForAllNamespaces(p), read: (namespace, name) => h.core.readNamespacedSecret({ namespace, name }),
       }, log),
     };
+    this.exportConsent = new ExportConsent(h, config.exportNamespaces, log);
   }
 
   /** The host's identity (clusterlet.io/origin) once known. */
@@ -83,6 +86,7 @@ export class Manager implements NodeDirectory {
     void (async () => {
       this.#hostName = this.config.hostName ?? await hostClusterID(this.host, this.#log, () => this.#stopped);
       this.#log.info({ hostName: this.#hostName, configured: this.config.hostName !== undefined }, 'host identity');
+      this.exportConsent.start();
       for (const m of this.members) void this.#startMember(m, 0);
     })().catch((err: unknown) => { if (!this.#stopped) throw err; });
   }
@@ -101,7 +105,7 @@ export class Manager implements NodeDirectory {
         member: m.config, nodeIP: this.config.nodeIP, kubeletPort: m.config.kubeletPort ?? this.config.kubeletPort,
       }, m.cluster, log, { watchSilenceMs: silence, ...this.#opts.node });
       m.mirror = new ObjectMirror(m.cluster, this.hostCaches, log);
-      m.exporter = new ExportReflector(m.cluster, this.host, log);
+      m.exporter = new ExportReflector(m.cluster, this.host, this.exportConsent, log);
       m.provider = new MemberPodProvider(m.cluster, m.mirror, log, { nodeName: m.config.nodeName, hostIP: this.config.nodeIP });
       m.pods = new PodController(this.host, m.provider, log, {
         nodeName: m.config.nodeName, member: m.config.name, workers: this.config.podSyncWorkers, watchSilenceMs: silence,
@@ -169,6 +173,7 @@ export class Manager implements NodeDirectory {
     for (const t of this.#retryTimers) clearTimeout(t);
     this.hostCaches.configMaps.stop();
     this.hostCaches.secrets.stop();
+    this.exportConsent.stop();
     for (const m of this.members) {
       m.credentials?.stop();
       m.pods?.stop();

@@ -18,6 +18,8 @@ export const PROXY_NAMESPACE_ANNOTATION = 'clusterlet.io/proxy-namespace';
 export const PROXY_NAME_ANNOTATION = 'clusterlet.io/proxy-name';
 // Member ConfigMaps/Secrets carrying this label (value "true") are exported to the host namespace.
 export const EXPORT_LABEL = 'clusterlet.io/export';
+// On a host namespace: with the value "true" it accepts those exports (so does a name in --export-namespaces).
+export const ACCEPT_EXPORTS_ANNOTATION = 'clusterlet.io/accept-exports';
 
 // The taint of the virtual node; the key is virtual-kubelet's, so tolerations written for it keep working.
 export const VIRTUAL_NODE_TAINT_KEY = 'virtual-kubelet.io/provider';

@@ -1,7 +1,8 @@
-// Member → host reflection (opt-in): ConfigMaps and Secrets that workloads create in an offloaded member
-// namespace with the label clusterlet.io/export=true appear in the matching host namespace, follow their
-// updates, and go when they go. A host object of that name that clusterlet did not create is never touched.
-import type { Subscription } from 'rxjs';
+// Member → host reflection (opt-in on both sides): ConfigMaps and Secrets that workloads create in an offloaded
+// member namespace with the label clusterlet.io/export=true appear in the matching host namespace, follow their
+// updates, and go when they go — if that host namespace accepts exports (ExportConsent). A host object of that
+// name that clusterlet did not create is never touched.
+import { filter, map, type Observable, type Subscription } from 'rxjs';
 import type { KubernetesObject, V1ConfigMap, V1Namespace, V1Secret } from '@kubernetes/client-node';
 import type { MemberCluster } from '../member/cluster.ts';
 import type { ClusterClient } from '../kube/client.ts';
@@ -9,12 +10,55 @@ import { Informer, splitKey } from '../kube/informer.ts';
 import { listWatch } from '../kube/listwatch.ts';
 import { ignoreGone, toKubeError } from '../kube/errors.ts';
 import { WorkQueue } from '../util/workqueue.ts';
-import { EXPORT_LABEL, MEMBER_LABEL, ORIGIN_LABEL, PROXY_NAMESPACE_ANNOTATION } from '../forge/labels.ts';
+import {
+  ACCEPT_EXPORTS_ANNOTATION, EXPORT_LABEL, MEMBER_LABEL, ORIGIN_LABEL, PROXY_NAMESPACE_ANNOTATION,
+} from '../forge/labels.ts';
 import { EXPORTED_FROM_ANNOTATION, forgeExported, mirrorMatches } from '../forge/refs.ts';
 import type { Logger } from '../log.ts';
 
 type Exported = V1ConfigMap | V1Secret;
 type Kind = 'ConfigMap' | 'Secret';
+const KINDS = ['ConfigMap', 'Secret'] as const;
+
+/**
+ * Whether a host namespace accepts exports: it exists, is not being deleted, and is named in the allow-list
+ * or annotated clusterlet.io/accept-exports: "true". Without either, members cannot write into it.
+ */
+export function exportAllowed(namespace: V1Namespace | undefined, allowList: ReadonlySet<string>): boolean {
+  const meta = namespace?.metadata;
+  if (!meta?.name || meta.deletionTimestamp) return false;
+  return allowList.has(meta.name) || meta.annotations?.[ACCEPT_EXPORTS_ANNOTATION] === 'true';
+}
+
+/**
+ * Which host namespaces accept exports (exportAllowed), from one watch of the host's namespaces that every
+ * member's ExportReflector shares; its owner starts and stops it.
+ */
+export class ExportConsent {
+  #namespaces: Informer<V1Namespace>;
+  #allow: ReadonlySet<string>;
+  #changes: Observable<string>;
+
+  constructor(host: ClusterClient, allowList: readonly string[], log: Logger) {
+    const allow = new Set(allowList);
+    this.#allow = allow;
+    this.#namespaces = new Informer('host-namespaces', listWatch<V1Namespace>(host, {
+      path: '/api/v1/namespaces', model: 'V1Namespace', resource: 'namespaces', list: (p) => host.core.listNamespace(p),
+    }, { log }));
+    this.#changes = this.#namespaces.events$.pipe(
+      filter((ev) => exportAllowed(ev.old, allow) !== (ev.type !== 'DELETED' && exportAllowed(ev.object, allow))),
+      map((ev) => ev.key),
+    );
+  }
+
+  /** The names of host namespaces whose consent was given or withdrawn (or that came or went with it). */
+  get changes$(): Observable<string> { return this.#changes; }
+  get hasSynced(): boolean { return this.#namespaces.hasSynced; }
+  waitSynced(): Promise<void> { return this.#namespaces.waitSynced(); }
+  accepts(hostNamespace: string): boolean { return exportAllowed(this.#namespaces.get(hostNamespace), this.#allow); }
+  start(): void { this.#namespaces.start(); }
+  stop(): void { this.#namespaces.stop(); }
+}
 
 interface Ops {
   member: Informer<Exported>;
@@ -27,14 +71,18 @@ interface Ops {
 export class ExportReflector {
   #member: MemberCluster;
   #log: Logger;
+  #consent: ExportConsent;
   #namespaces: Informer<V1Namespace>;
   #ops: Record<Kind, Ops>;
   #queue: WorkQueue;
   #subs: Subscription[] = [];
+  /** Keys refused for want of consent and logged once; forgotten when exported or gone. */
+  #refused = new Set<string>();
 
-  constructor(member: MemberCluster, host: ClusterClient, log: Logger) {
+  constructor(member: MemberCluster, host: ClusterClient, consent: ExportConsent, log: Logger) {
     this.#member = member;
     this.#log = log;
+    this.#consent = consent;
     const m = member.client;
     const name = member.config.name;
     const informer = <T extends Exported>(c: ClusterClient, resource: string, model: string, labelSelector: string,
@@ -71,35 +119,59 @@ export class ExportReflector {
 
   start(): void {
     this.#namespaces.start();
-    for (const k of ['ConfigMap', 'Secret'] as const) {
+    for (const k of KINDS) {
       this.#ops[k].member.start();
       this.#ops[k].host.start();
     }
     this.#queue.start((key) => this.#sync(key));
-    for (const kind of ['ConfigMap', 'Secret'] as const) {
+    for (const kind of KINDS) {
       const o = this.#ops[kind];
       this.#subs.push(
         o.member.events$.subscribe((ev) => this.#queue.add(`${kind}/${ev.key}`)),
         // A host copy changed or deleted by someone: bring it back in line with its member object.
-        o.host.events$.subscribe((ev) => {
-          const from = ev.object.metadata?.annotations?.[EXPORTED_FROM_ANNOTATION];
-          const memberNs = from?.split('/')[1];
-          if (memberNs) this.#queue.add(`${kind}/${memberNs}/${ev.object.metadata!.name}`);
-        }),
+        o.host.events$.subscribe((ev) => this.#addCopy(kind, ev.object)),
       );
     }
-    this.#subs.push(this.#namespaces.events$.subscribe((ev) => {
-      for (const kind of ['ConfigMap', 'Secret'] as const) {
-        for (const k of this.#ops[kind].member.keys()) if (k.startsWith(`${ev.object.metadata!.name}/`)) this.#queue.add(`${kind}/${k}`);
+    this.#subs.push(
+      this.#namespaces.events$.subscribe((ev) => this.#addMemberNamespace(ev.object.metadata!.name!)),
+      // Consent given or withdrawn: export into that host namespace now, or remove what was exported there.
+      this.#consent.changes$.subscribe((hostNs) => {
+        for (const ns of this.#namespaces.list()) {
+          if (ns.metadata?.annotations?.[PROXY_NAMESPACE_ANNOTATION] === hostNs) this.#addMemberNamespace(ns.metadata.name!);
+        }
+        for (const kind of KINDS) {
+          for (const c of this.#ops[kind].host.list()) if (c.metadata?.namespace === hostNs) this.#addCopy(kind, c);
+        }
+      }),
+    );
+    // #sync skips keys until every cache has synced: go over everything once they have.
+    const caches = [this.#namespaces, ...KINDS.flatMap((k) => [this.#ops[k].member, this.#ops[k].host])];
+    void Promise.all([this.#consent.waitSynced(), ...caches.map((c) => c.waitSynced())]).then(() => {
+      for (const kind of KINDS) {
+        for (const k of this.#ops[kind].member.keys()) this.#queue.add(`${kind}/${k}`);
+        for (const c of this.#ops[kind].host.list()) this.#addCopy(kind, c);
       }
-    }));
+    });
+  }
+
+  /** Every member object of a member namespace. */
+  #addMemberNamespace(memberNs: string): void {
+    for (const kind of KINDS) {
+      for (const k of this.#ops[kind].member.keys()) if (k.startsWith(`${memberNs}/`)) this.#queue.add(`${kind}/${k}`);
+    }
+  }
+
+  /** The member key of a host copy, from its exported-from annotation. */
+  #addCopy(kind: Kind, copy: KubernetesObject): void {
+    const memberNs = copy.metadata?.annotations?.[EXPORTED_FROM_ANNOTATION]?.split('/')[1];
+    if (memberNs) this.#queue.add(`${kind}/${memberNs}/${copy.metadata!.name}`);
   }
 
   stop(): void {
     for (const s of this.#subs.splice(0)) s.unsubscribe();
     this.#queue.shutdown();
     this.#namespaces.stop();
-    for (const k of ['ConfigMap', 'Secret'] as const) {
+    for (const k of KINDS) {
       this.#ops[k].member.stop();
       this.#ops[k].host.stop();
     }
@@ -109,13 +181,24 @@ export class ExportReflector {
     const kind = key.slice(0, key.indexOf('/')) as Kind;
     const memberKey = key.slice(kind.length + 1);
     const o = this.#ops[kind];
-    if (!o.member.hasSynced || !o.host.hasSynced || !this.#namespaces.hasSynced) return;
+    if (!o.member.hasSynced || !o.host.hasSynced || !this.#namespaces.hasSynced || !this.#consent.hasSynced) return;
     const { namespace: memberNs, name } = splitKey(memberKey);
     const hostNs = this.#namespaces.get(memberNs)?.metadata?.annotations?.[PROXY_NAMESPACE_ANNOTATION];
     const source = o.member.get(memberKey);
     const copyKey = hostNs ? `${hostNs}/${name}` : undefined;
     const copy = copyKey ? o.host.get(copyKey) : this.#findCopy(o, memberNs, name);
-    const wanted = source && hostNs && !source.metadata?.deletionTimestamp;
+    const live = source && hostNs && !source.metadata?.deletionTimestamp;
+    const wanted = live && this.#consent.accepts(hostNs);
+    if (live && !wanted) {
+      // Not retried: a change of the host namespace's consent enqueues this key again.
+      if (!this.#refused.has(key)) {
+        this.#refused.add(key);
+        this.#log.info({ kind, namespace: memberNs, name, hostNamespace: hostNs },
+          `not exported: the host namespace does not accept exports (annotation ${ACCEPT_EXPORTS_ANNOTATION}="true" or --export-namespaces)`);
+      }
+    } else {
+      this.#refused.delete(key);
+    }
     if (!wanted) {
       if (copy) {
         await o.remove(copy.metadata!.namespace!, name, copy.metadata!.uid!).catch(ignoreGone);

@@ -1,5 +1,5 @@
 // Issue 5: ConfigMaps, Secrets and ServiceAccounts follow their pods, and stay in sync; exports come back.
-import { describe, it, before, after } from 'node:test';
+import { describe, it, before, after, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -31,6 +31,8 @@ function pod(name: string, ns: string, spec: Partial<NonNullable<V1Pod['spec']>>
 }
 
 const named = <T extends { metadata?: { name?: string } }>(items: T[], name: string): T | undefined => items.find((i) => i.metadata?.name === name);
+
+const EXPORT = { 'clusterlet.io/export': 'true' };
 
 describe('ConfigMaps, Secrets and ServiceAccounts follow their pods', () => {
   let cl: ClusterletProcess;
@@ -141,12 +143,22 @@ describe('ConfigMaps, Secrets and ServiceAccounts follow their pods', () => {
     assert.equal(cm.metadata!.labels?.['clusterlet.io/origin'], undefined);
   });
 
-  it('exports member ConfigMaps labelled clusterlet.io/export=true to the host, following updates and deletion', async (t) => {
-    const ns = await namespaces(t, 'export', [host]);
-    // The member namespace exists once a pod is offloaded into it.
+  /** The host namespace accepts member exports (true) or stops accepting them (null). */
+  const acceptExports = (ns: string, v: 'true' | null): Promise<unknown> =>
+    host.core.patchNamespace({ name: ns, body: { metadata: { annotations: { 'clusterlet.io/accept-exports': v } } } }, merge);
+
+  /** A host namespace with a pod offloaded into it, so that its member namespace exists. */
+  async function offloadedNamespace(t: TestContext, prefix: string): Promise<string> {
+    const ns = await namespaces(t, prefix, [host]);
     await host.core.createNamespacedPod({ namespace: ns, body: pod('anchor', ns, {}) });
-    await waitUntil(member, podsSpec(member, ns), (ps) => ps[0]?.status?.phase === 'Running', 60_000, 'delegate Running');
-    await member.core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'result', labels: { 'clusterlet.io/export': 'true' } }, data: { answer: '42' } } });
+    await waitUntil(member, podsSpec(member, ns), (ps) => ps[0]?.status?.phase === 'Running', 60_000, `delegate Running in ${ns}`);
+    return ns;
+  }
+
+  it('exports member ConfigMaps labelled clusterlet.io/export=true to the host, following updates and deletion', async (t) => {
+    const ns = await offloadedNamespace(t, 'export');
+    await acceptExports(ns, 'true');
+    await member.core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'result', labels: EXPORT }, data: { answer: '42' } } });
     await member.core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'private' }, data: { x: 'y' } } });
     const [exported] = await waitUntil(host, cmSpec(host, ns), (cms) => named(cms, 'result')?.data?.answer === '42', 30_000, 'exported to the host');
     assert.ok(exported);
@@ -157,6 +169,30 @@ describe('ConfigMaps, Secrets and ServiceAccounts follow their pods', () => {
     await member.core.deleteNamespacedConfigMap({ namespace: ns, name: 'result' });
     const after = await waitUntil(host, cmSpec(host, ns), (cms) => !named(cms, 'result'), 30_000, 'deletion followed');
     assert.equal(named(after, 'private'), undefined, 'unlabelled member objects stay in the member');
+  });
+
+  it('exports only into host namespaces that accept exports; withdrawing consent removes the copies, nothing else', async (t) => {
+    const [open, closed] = await Promise.all([offloadedNamespace(t, 'export-open'), offloadedNamespace(t, 'export-closed')]);
+    await acceptExports(open, 'true');
+    // A host object clusterlet did not create, named like a labelled member object.
+    await host.core.createNamespacedConfigMap({ namespace: closed, body: { metadata: { name: 'taken' }, data: { owner: 'host-team' } } });
+    await member.core.createNamespacedConfigMap({ namespace: closed, body: { metadata: { name: 'taken', labels: EXPORT }, data: { owner: 'member' } } });
+    await member.core.createNamespacedConfigMap({ namespace: closed, body: { metadata: { name: 'result', labels: EXPORT }, data: { answer: 'closed' } } });
+    // Positive control: created after the refused ones, exported once they have been looked at.
+    await member.core.createNamespacedConfigMap({ namespace: open, body: { metadata: { name: 'result', labels: EXPORT }, data: { answer: 'open' } } });
+    await waitUntil(host, cmSpec(host, open), (cms) => named(cms, 'result')?.data?.answer === 'open', 30_000, 'exported into the accepting namespace');
+    const refused = await host.core.listNamespacedConfigMap({ namespace: closed });
+    assert.equal(named(refused.items, 'result'), undefined, 'nothing exported into a namespace that does not accept exports');
+
+    await acceptExports(closed, 'true');
+    await waitUntil(host, cmSpec(host, closed), (cms) => named(cms, 'result')?.data?.answer === 'closed', 30_000, 'exported once the namespace accepts');
+    await acceptExports(closed, null);
+    const after = await waitUntil(host, cmSpec(host, closed), (cms) => !named(cms, 'result'), 30_000, 'copy removed once consent is withdrawn');
+    assert.deepEqual(named(after, 'taken')?.data, { owner: 'host-team' }, 'the host\'s own object untouched');
+    assert.equal(named(after, 'taken')?.metadata?.labels?.['clusterlet.io/member'], undefined);
+    assert.equal((await member.core.readNamespacedConfigMap({ namespace: closed, name: 'result' })).data?.answer, 'closed', 'the member object stays');
+    const kept = await host.core.readNamespacedConfigMap({ namespace: open, name: 'result' });
+    assert.equal(kept.data?.answer, 'open', 'the accepting namespace keeps its copy');
   });
 
   it('no Secret value appears in any clusterlet output of this run', () => {

@@ -6,6 +6,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseConfig, type Config } from '../../src/config.ts';
 
 const CLI = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'clusterlet-cli-'));
@@ -38,7 +39,7 @@ describe('clusterlet CLI', () => {
     assert.equal(r.code, 0);
     for (const flag of ['--host-kubeconfig', '--member-kubeconfig', '--member-name', '--nodename', '--provider-config',
       '--pod-sync-workers', '--log-level', '--node-ip', '--kubelet-port', '--health-port', '--host-qps', '--member-qps',
-      '--serving-cert', '--tls-cert-file', '--tls-key-file', '--client-ca-file', '--authentication-mode']) {
+      '--serving-cert', '--tls-cert-file', '--tls-key-file', '--client-ca-file', '--authentication-mode', '--export-namespaces']) {
       assert.ok(r.out.includes(flag), `help mentions ${flag}`);
     }
   });
@@ -80,6 +81,12 @@ describe('clusterlet CLI', () => {
       /--member-name: the default node name "clusterlet-m{60}": 71 characters: a node name is at most 63/],
     ['a namespace override that is no namespace name', ['--provider-config', config('ovr.yaml', `members:\n- name: a\n  kubeconfig: ${kubeconfig}\n  namespaceMapping: { overrides: { team-a: Team_A } }\n`)],
       /ovr\.yaml: members\[0\]\.namespaceMapping\.overrides\.team-a: "Team_A" is not a namespace name/],
+    ['a bad name in --export-namespaces', ['--member-kubeconfig', kubeconfig, '--export-namespaces', 'results,Team_A'],
+      /--export-namespaces: "Team_A" is not a DNS-1123 label/],
+    ['exportNamespaces that is not a list', ['--provider-config', config('exp-map.yaml', `exportNamespaces: results\nmembers:\n- name: a\n  kubeconfig: ${kubeconfig}\n`)],
+      /exp-map\.yaml: exportNamespaces: must be a list of namespace names/],
+    ['a bad name in exportNamespaces', ['--provider-config', config('exp-bad.yaml', `exportNamespaces: [ok, 7]\nmembers:\n- name: a\n  kubeconfig: ${kubeconfig}\n`)],
+      /exp-bad\.yaml: exportNamespaces\[1\]: 7 is not a DNS-1123 label/],
   ];
   for (const [what, args, message] of cases) {
     it(`exits 2 naming the field for ${what}`, () => {
@@ -88,4 +95,33 @@ describe('clusterlet CLI', () => {
       assert.match(r.out, message);
     });
   }
+});
+
+describe('export namespaces (the allow-list of host namespaces that accept exports)', () => {
+  const parse = (args: string[]): Config => {
+    const r = parseConfig(args, {});
+    assert.equal(r.kind, 'run');
+    return r.config;
+  };
+  let files = 0;
+  const file = (extra: string): string => config(`exp-${++files}.yaml`,
+    `${extra}members:\n- name: a\n  kubeconfig: ${kubeconfig}\n`);
+
+  it('is empty by default: only annotated namespaces accept exports', () => {
+    assert.deepEqual(parse(['--member-kubeconfig', kubeconfig]).exportNamespaces, []);
+    assert.deepEqual(parse(['--provider-config', file('')]).exportNamespaces, []);
+  });
+  it('--export-namespaces: a comma-separated list, blanks and duplicates dropped', () => {
+    assert.deepEqual(parse(['--member-kubeconfig', kubeconfig, '--export-namespaces', 'results, team-a,,results']).exportNamespaces,
+      ['results', 'team-a']);
+    assert.deepEqual(parse(['--member-kubeconfig', kubeconfig, '--export-namespaces', '']).exportNamespaces, []);
+  });
+  it('exportNamespaces in the provider config', () => {
+    assert.deepEqual(parse(['--provider-config', file('exportNamespaces: [results, team-a]\n')]).exportNamespaces, ['results', 'team-a']);
+  });
+  it('the flag overrides the file', () => {
+    const f = file('exportNamespaces: [results]\n');
+    assert.deepEqual(parse(['--provider-config', f, '--export-namespaces', 'other']).exportNamespaces, ['other']);
+    assert.deepEqual(parse(['--provider-config', f, '--export-namespaces', '']).exportNamespaces, []);
+  });
 });

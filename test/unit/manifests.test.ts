@@ -149,7 +149,7 @@ describe('manifests/host', { skip }, () => {
       'clusterlet:core/secrets': ['get'],
       'core/configmaps': ['create', 'delete', 'get', 'list', 'update', 'watch'],
       'core/events': ['create', 'get', 'patch'],
-      'core/namespaces': ['get'],
+      'core/namespaces': ['get', 'list', 'watch'],
       'core/nodes': ['create', 'get', 'list', 'patch', 'watch'],
       'core/nodes/status': ['patch'],
       'core/pods': ['delete', 'list', 'watch'],

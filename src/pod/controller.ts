@@ -21,6 +21,9 @@ import type { Logger } from '../log.ts';
 /** Consecutive failed syncs of a pod after which the failure shows on the proxy (condition + Warning event). */
 const FAILURES_BEFORE_REPORT = 3;
 
+/** After a start or an outage, every proxy's status is compared again this long after (see #recheckStatusLater). */
+const STATUS_RECHECK_MS = [4_000, 10_000];
+
 /** How long the status of a pod still Pending in the back end waits for its next change, to be written once. */
 const PENDING_STATUS_DELAY_MS = 1000;
 
@@ -51,6 +54,7 @@ export class PodController {
   /** Mirrors provider status onto proxies: its own queue, so a burst of creations never delays it. */
   #statusQueue: WorkQueue;
   #subs: Subscription[] = [];
+  #timers: NodeJS.Timeout[] = [];
   /** When the latest delegate status change not yet written to its proxy was seen, by key (performance.now()). */
   #statusSeen = new Map<string, number>();
 
@@ -91,6 +95,7 @@ export class PodController {
       this.#provider.resync$.subscribe(() => {
         this.#log.info({ proxies: this.pods.size }, 'member reachable again; syncing every pod');
         this.#enqueueAll();
+        this.#recheckStatusLater();
       }),
       interval(this.#opts.resyncMs ?? 300_000).subscribe(() => this.#enqueueAll()),
     );
@@ -98,11 +103,26 @@ export class PodController {
     void Promise.all([this.pods.waitSynced(), this.#provider.waitSynced()]).then(() => {
       this.#log.info({ proxies: this.pods.size, delegates: this.#provider.podCount() }, 'pod caches synced');
       this.#enqueueAll();
+      this.#recheckStatusLater();
     });
+  }
+
+  /**
+   * Around a start or an outage's end the host's node-lifecycle controller may still be writing the proxies of a
+   * node it found unhealthy (it retries its NotReady marks until it sees the node Ready), after clusterlet set them
+   * right: every proxy's status is compared again a little later, twice. In-memory, and a write only where it differs.
+   */
+  #recheckStatusLater(): void {
+    for (const ms of STATUS_RECHECK_MS) {
+      const t = setTimeout(() => { for (const k of this.pods.keys()) this.#statusQueue.add(k); }, ms);
+      t.unref();
+      this.#timers.push(t);
+    }
   }
 
   stop(): void {
     for (const s of this.#subs.splice(0)) s.unsubscribe();
+    for (const t of this.#timers.splice(0)) clearTimeout(t);
     this.#queue.shutdown();
     this.#statusQueue.shutdown();
     this.pods.stop();
@@ -268,6 +288,9 @@ export class PodController {
     if (statusEqual(desired, proxy.status) || !pendingStatusInformative(desired, proxy.status)) return false;
     // The Offloaded condition is the lifecycle's to write: never send a (possibly stale) copy of it.
     await this.#patchStatus(proxy, proxyStatusPatch(desired, proxy.status, OWN_CONDITIONS));
+    this.#log.debug({ namespace: proxy.metadata!.namespace, pod: proxy.metadata!.name, phase: desired.phase,
+      ready: desired.conditions?.find((c) => c.type === 'Ready')?.status, was: proxy.status?.conditions?.find((c) => c.type === 'Ready')?.status },
+    'proxy status written');
     return true;
   }
 

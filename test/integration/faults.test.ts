@@ -89,10 +89,16 @@ describe('member outages', () => {
     await waitNode(host, NODE, (n) => condition(n, 'Ready')?.status === 'Unknown', 'Unknown: clusterlet gone', 90_000);
     await waitUntil(host, podsSpec(host, ns), (ps) => ps.length === 5 && ps.every((p) => !isReady(p)), 30_000,
       'proxies marked NotReady by the node-lifecycle controller');
+    const restartedAt = new Date();
     cl = startClusterlet(args());
     await waitNode(host, NODE, isReady, 'Ready with the new clusterlet', 60_000);
+    t.diagnostic(`restarted at ${restartedAt.toISOString()}`);
     await waitUntil(host, podsSpec(host, ns), (ps) => ps.length === 5 && ps.every(isReady), 15_000,
-      '5 proxies Ready within 15 s of the node, after a restart');
+      '5 proxies Ready within 15 s of the node, after a restart').catch(async (err: unknown) => {
+      const now = (await host.core.listNamespacedPod({ namespace: ns })).items;
+      for (const p of now) t.diagnostic(`${p.metadata!.name} Ready ${JSON.stringify(condition(p, 'Ready'))}`);
+      throw err;
+    });
   });
 
   it('past the pods\' eviction toleration, the evicted proxies\' delegates are removed when the member returns: only the replacements run', async (t) => {

@@ -331,9 +331,9 @@ describe('upgrade from the old default host name', () => {
       const [adopted] = await waitUntil(member, podsSpec(member, ns), (ps) => ps.length === 1
         && ps[0].metadata!.labels!['clusterlet.io/origin'] === id, 60_000, 'delegate adopted');
       assert.equal(adopted.metadata!.uid, d.metadata!.uid, 'the same delegate');
-      const copy = await member.core.readNamespacedConfigMap({ namespace: ns, name: 'cfg' });
+      const copy = (await waitUntil(member, cmSpec(member, ns), (cs) => cs.some((x) => x.metadata!.name === 'cfg'
+        && x.metadata!.labels?.['clusterlet.io/origin'] === id), 30_000, 'copy adopted')).find((x) => x.metadata!.name === 'cfg')!;
       assert.equal(copy.metadata!.uid, c.metadata!.uid, 'the same copy');
-      assert.equal(copy.metadata!.labels!['clusterlet.io/origin'], id);
       await host.core.deleteNamespacedPod({ namespace: ns, name: 'web' });
       await waitUntil(member, podsSpec(member, ns), (ps) => ps.length === 0, 60_000, 'the adopted delegate is deleted with its proxy');
       await waitUntil(member, cmSpec(member, ns), (cs) => !cs.some((x) => x.metadata!.name === 'cfg'), 30_000, 'and its copy removed');

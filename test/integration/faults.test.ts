@@ -245,15 +245,24 @@ describe('one member shared by two virtual nodes', () => {
       const delegates = await member.core.listNamespacedPod({ namespace: ns });
       assert.deepEqual(delegates.items.map((p) => p.metadata!.labels!['clusterlet.io/node']).sort(), [NODE, 'clusterlet-shared2']);
       // Allocatable pods = capacity minus every member pod but the node's own delegates: pb (the other node's
-      // delegate) counts against clusterlet-member, and pa against clusterlet-shared2.
-      const all = (await member.core.listPodForAllNamespaces()).items.filter((p) => p.spec?.nodeName
-        && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed');
+      // delegate) counts against clusterlet-member, and pa against clusterlet-shared2. Read afresh until both agree
+      // (other tests' pods may still be going away).
       const pods = (q: string | undefined) => Number(parseQuantity(q ?? '0').nanos / 1_000_000_000n);
-      for (const node of [NODE, 'clusterlet-shared2']) {
-        const others = all.filter((p) => p.metadata?.labels?.['clusterlet.io/node'] !== node).length;
-        await waitNode(host, node, (n) => pods(n.status?.capacity?.pods) - pods(n.status?.allocatable?.pods) === others,
-          `allocatable pods leave out only its own delegates (${others} others)`, 30_000);
-      }
+      let seen = '';
+      const id = await clusterID(host);
+      await pollUntil('allocatable pods leave out only each node\'s own delegates', async () => {
+        const all = (await member.core.listPodForAllNamespaces()).items.filter((p) => p.spec?.nodeName
+          && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed');
+        const checks = await Promise.all([NODE, 'clusterlet-shared2'].map(async (node) => {
+          const n = await host.core.readNode({ name: node });
+          const used = pods(n.status?.capacity?.pods) - pods(n.status?.allocatable?.pods);
+          const others = all.filter((p) => p.metadata?.labels?.['clusterlet.io/node'] !== node
+            || p.metadata?.labels?.['clusterlet.io/origin'] !== id).length;
+          return { node, used, others };
+        }));
+        seen = JSON.stringify(checks);
+        return checks.every((c) => c.used === c.others) || undefined;
+      }, 30_000, 500).catch((err: unknown) => { throw new Error(`${(err as Error).message}; last: ${seen}`); });
     } finally {
       await a.stop();
       await b.stop();

@@ -33,6 +33,21 @@ function podWithConfig(name: string, ns: string, node: string, cm: string): V1Po
   return p;
 }
 
+/**
+ * The member's API server is back and its scheduler and KWOK have caught up (their watches resume with backoff):
+ * a pod of its own is scheduled and runs. Fault tests end with this, so the next test meets a working member.
+ */
+async function memberRecovered(member: ClusterClient): Promise<void> {
+  const name = `canary-${randomBytes(3).toString('hex')}`;
+  await member.core.createNamespacedPod({ namespace: 'default', body: podSpec(name, { namespace: 'default' }) });
+  try {
+    await waitUntil(member, podsSpec(member, 'default'), (ps) => ps.some((p) => p.metadata!.name === name && p.status?.phase === 'Running'),
+      120_000, 'the member schedules and runs a pod again');
+  } finally {
+    await member.core.deleteNamespacedPod({ namespace: 'default', name, gracePeriodSeconds: 0 }).catch(() => undefined);
+  }
+}
+
 /** What the node-lifecycle controller writes on the pods of a node it finds unhealthy: Ready False. */
 async function markNotReady(host: ClusterClient, namespace: string, name: string): Promise<void> {
   await host.core.patchNamespacedPodStatus({ namespace, name, body: { status: { conditions: [{ type: 'Ready', status: 'False' }] } } },
@@ -82,6 +97,7 @@ describe('member outages', () => {
     }
     const delegates = await member.core.listNamespacedPod({ namespace: ns });
     assert.equal(delegates.items.length, 5, 'still 5 delegates');
+    await memberRecovered(member);
 
     // clusterlet itself gone past the node-monitor grace period (40 s here): the node-lifecycle controller finds
     // the node unknown and marks every proxy NotReady; a new clusterlet sets them back.
@@ -128,6 +144,7 @@ describe('member outages', () => {
       && ps.every((p) => fresh.has(p.metadata!.labels!['clusterlet.io/proxy-uid']) && running(p)), 60_000,
     'exactly the replacements\' delegates in the member, no orphan');
     assert.equal(delegates.length, 2);
+    await memberRecovered(member);
   });
 
   it('a lost member node: its delegates are created again and the proxies stay Running (no replacement, no extra delegate)', async (t) => {
@@ -208,6 +225,7 @@ describe('a member API restart shorter than the probe threshold', () => {
       }
     } finally {
       await cl.stop();
+      await memberRecovered(client(harness().member));
     }
   });
 });

@@ -4,7 +4,7 @@
 // It talks to the back end only through the PodProvider interface.
 import { interval, mergeMap, type Subscription } from 'rxjs';
 import { createHash } from 'node:crypto';
-import type { V1Pod, V1PodCondition } from '@kubernetes/client-node';
+import type { V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
 import { PATCH, type ClusterClient } from '../kube/client.ts';
 import { Informer, splitKey } from '../kube/informer.ts';
 import { listWatch } from '../kube/listwatch.ts';
@@ -14,7 +14,7 @@ import {
   forgeProxyStatusForLostDelegate, isDaemonSetPod, isTerminal, pendingStatusInformative, proxyStatusPatch, restartsAfterLoss,
   statusEqual,
 } from '../forge/pod.ts';
-import { PodRejectedError, type PodEvent, type PodProvider } from '../provider/types.ts';
+import { PodRejectedError, type PodEvent, type PodProvider, type ProviderPod } from '../provider/types.ts';
 import { metrics } from '../metrics.ts';
 import type { Logger } from '../log.ts';
 
@@ -266,7 +266,7 @@ export class PodController {
     this.#statusSeen.delete(key);
     let wrote: boolean;
     try {
-      wrote = await this.#syncStatus(proxy);
+      wrote = await this.#syncStatus(proxy, running);
     } catch (err) {
       if (seen !== undefined && !this.#statusSeen.has(key)) this.#statusSeen.set(key, seen); // retried
       throw err;
@@ -274,23 +274,24 @@ export class PodController {
     if (wrote && seen !== undefined) metrics.statusMirror.observe({ member: this.#opts.member }, (performance.now() - seen) / 1000);
   }
 
-  /** Writes the provider's status onto the proxy if it differs; true when it wrote. */
-  async #syncStatus(proxy: V1Pod): Promise<boolean> {
+  /** Writes the provider's status (of `running`, its pod) onto the proxy if it differs; true when it wrote. */
+  async #syncStatus(proxy: V1Pod, running: ProviderPod): Promise<boolean> {
+    // A delegate the member is removing (its node was lost, it was evicted) is not finished: if it will be created
+    // again, its Failed phase is not the proxy's. Only restartPolicy Never makes the loss the pod's end.
+    if (running.phase === 'Failed' && (running.terminating || running.disruption)
+      && (proxy.spec?.restartPolicy ?? 'Always') !== 'Never') return false;
     const desired = this.#provider.getPodStatus(proxy);
     if (!desired) return false;
     // A finished pod never goes back (the API would refuse it anyway).
     if (isTerminal(proxy) && desired.phase !== proxy.status?.phase) return false;
-    // A delegate the member is removing (its node was lost, it was evicted) is not finished: if it will be created
-    // again, its Failed phase is not the proxy's. Only restartPolicy Never makes the loss the pod's end.
-    const running = this.#provider.getPod(proxy.metadata!.namespace!, proxy.metadata!.name!);
-    if (desired.phase === 'Failed' && (running?.terminating || running?.disruption)
-      && (proxy.spec?.restartPolicy ?? 'Always') !== 'Never') return false;
     if (statusEqual(desired, proxy.status) || !pendingStatusInformative(desired, proxy.status)) return false;
     // The Offloaded condition is the lifecycle's to write: never send a (possibly stale) copy of it.
     await this.#patchStatus(proxy, proxyStatusPatch(desired, proxy.status, OWN_CONDITIONS));
-    this.#log.debug({ namespace: proxy.metadata!.namespace, pod: proxy.metadata!.name, phase: desired.phase,
-      ready: desired.conditions?.find((c) => c.type === 'Ready')?.status, was: proxy.status?.conditions?.find((c) => c.type === 'Ready')?.status },
-    'proxy status written');
+    if (this.#log.isLevelEnabled('debug')) {
+      const ready = (st: V1PodStatus | undefined) => st?.conditions?.find((c) => c.type === 'Ready')?.status;
+      this.#log.debug({ namespace: proxy.metadata!.namespace, pod: proxy.metadata!.name, phase: desired.phase,
+        ready: ready(desired), was: ready(proxy.status) }, 'proxy status written');
+    }
     return true;
   }
 

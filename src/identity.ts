@@ -4,30 +4,32 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { ClusterClient } from './kube/client.ts';
 import { toKubeError } from './kube/errors.ts';
-import { backoffDelay } from './util/backoff.ts';
+import { retryWithBackoff } from './util/backoff.ts';
 import { NODE_LABEL, ORIGIN_LABEL } from './forge/labels.ts';
 import { LEGACY_DEFAULT_HOST, type Owner } from './forge/owner.ts';
 import type { Logger } from './log.ts';
 
 /** The host's cluster ID: the UID of its kube-system namespace. Retried (with backoff) until the host answers. */
-export async function hostClusterID(host: ClusterClient, log: Logger, stopped: () => boolean = () => false): Promise<string> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      const ns = await host.core.readNamespace({ name: 'kube-system' });
-      const uid = ns.metadata?.uid;
-      if (!uid) throw new Error('the kube-system namespace has no UID');
-      return uid;
-    } catch (err) {
-      if (stopped()) throw err;
-      const delay = backoffDelay(attempt, 1000, 30_000);
-      log.warn({ err: toKubeError(err).message, retryInMs: delay }, 'cannot read the host cluster ID (kube-system namespace UID); retrying');
-      await new Promise((r) => setTimeout(r, delay));
-    }
-  }
+export function hostClusterID(host: ClusterClient, log: Logger, stopped: () => boolean = () => false): Promise<string> {
+  return retryWithBackoff(async () => {
+    const uid = (await host.core.readNamespace({ name: 'kube-system' })).metadata?.uid;
+    if (!uid) throw new Error('the kube-system namespace has no UID');
+    return uid;
+  }, 'cannot read the host cluster ID (kube-system namespace UID)', log, stopped);
 }
 
-type Kind = 'Pod' | 'ConfigMap' | 'Secret' | 'ServiceAccount' | 'Namespace';
-const KINDS: Kind[] = ['Pod', 'ConfigMap', 'Secret', 'ServiceAccount', 'Namespace'];
+/** Per kind of object clusterlet creates in a member: list (cluster-wide) and replace. */
+function kinds(c: ClusterClient['core']): { kind: string; list(p: { labelSelector: string }): Promise<{ items: KubernetesObject[] }>;
+  replace(o: KubernetesObject): Promise<unknown> }[] {
+  const at = (o: KubernetesObject) => ({ namespace: o.metadata!.namespace!, name: o.metadata!.name!, body: o as never });
+  return [
+    { kind: 'Pod', list: (p) => c.listPodForAllNamespaces(p), replace: (o) => c.replaceNamespacedPod(at(o)) },
+    { kind: 'ConfigMap', list: (p) => c.listConfigMapForAllNamespaces(p), replace: (o) => c.replaceNamespacedConfigMap(at(o)) },
+    { kind: 'Secret', list: (p) => c.listSecretForAllNamespaces(p), replace: (o) => c.replaceNamespacedSecret(at(o)) },
+    { kind: 'ServiceAccount', list: (p) => c.listServiceAccountForAllNamespaces(p), replace: (o) => c.replaceNamespacedServiceAccount(at(o)) },
+    { kind: 'Namespace', list: (p) => c.listNamespace(p), replace: (o) => c.replaceNamespace({ name: o.metadata!.name!, body: o as never }) },
+  ];
+}
 
 /**
  * Objects labelled with the old default origin (`host`, from before hosts had an identity) are relabelled for
@@ -36,28 +38,17 @@ const KINDS: Kind[] = ['Pod', 'ConfigMap', 'Secret', 'ServiceAccount', 'Namespac
  * wins and the other leaves it. Returns how many objects were adopted.
  */
 export async function adoptLegacyObjects(member: ClusterClient, owner: Owner, log: Logger): Promise<number> {
-  const c = member.core;
-  const selector = { labelSelector: `${ORIGIN_LABEL}=${LEGACY_DEFAULT_HOST}`, limit: 500 };
+  // No page limit: every such object is adopted in one pass.
+  const selector = { labelSelector: `${ORIGIN_LABEL}=${LEGACY_DEFAULT_HOST}` };
   let adopted = 0;
-  for (const kind of KINDS) {
-    const items: KubernetesObject[] = kind === 'Pod' ? (await c.listPodForAllNamespaces(selector)).items
-      : kind === 'ConfigMap' ? (await c.listConfigMapForAllNamespaces(selector)).items
-        : kind === 'Secret' ? (await c.listSecretForAllNamespaces(selector)).items
-          : kind === 'ServiceAccount' ? (await c.listServiceAccountForAllNamespaces(selector)).items
-            : (await c.listNamespace(selector)).items;
-    for (const o of items) {
+  for (const { kind, list, replace } of kinds(member.core)) {
+    for (const o of (await list(selector)).items) {
       const node = o.metadata?.labels?.[NODE_LABEL];
       // Another node's delegate (or copy) stays that node's to adopt.
       if (node !== undefined && node !== owner.node) continue;
-      const body = { ...o, apiVersion: 'v1', kind, metadata: { ...o.metadata, labels: { ...o.metadata?.labels, [ORIGIN_LABEL]: owner.host, [NODE_LABEL]: owner.node } } };
-      const name = o.metadata!.name!;
-      const namespace = o.metadata!.namespace!;
       try {
-        if (kind === 'Pod') await c.replaceNamespacedPod({ namespace, name, body: body as never });
-        else if (kind === 'ConfigMap') await c.replaceNamespacedConfigMap({ namespace, name, body: body as never });
-        else if (kind === 'Secret') await c.replaceNamespacedSecret({ namespace, name, body: body as never });
-        else if (kind === 'ServiceAccount') await c.replaceNamespacedServiceAccount({ namespace, name, body: body as never });
-        else await c.replaceNamespace({ name, body: body as never });
+        await replace({ ...o, apiVersion: 'v1', kind,
+          metadata: { ...o.metadata, labels: { ...o.metadata?.labels, [ORIGIN_LABEL]: owner.host, [NODE_LABEL]: owner.node } } });
         adopted++;
       } catch (err) {
         const k = toKubeError(err);

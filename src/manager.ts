@@ -13,7 +13,7 @@ import { HostObjectCache } from './reflection/hostcache.ts';
 import { ObjectMirror, type HostCaches } from './reflection/mirror.ts';
 import { ExportConsent, ExportReflector } from './reflection/export.ts';
 import { adoptLegacyObjects, hostClusterID } from './identity.ts';
-import { backoffDelay } from './util/backoff.ts';
+import { retryWithBackoff } from './util/backoff.ts';
 import type { Logger } from './log.ts';
 import type { NodeDirectory, VirtualNode } from './api/nodes.ts';
 
@@ -117,7 +117,10 @@ export class Manager implements NodeDirectory {
       m.setupError = undefined;
       // Objects an earlier version labelled with the old default origin are this host's: adopted before any
       // controller judges what is ours (else its delegates would be taken for someone else's).
-      if (this.config.hostName === undefined) await this.#adoptLegacy(m, client, log);
+      if (this.config.hostName === undefined) {
+        await retryWithBackoff(() => adoptLegacyObjects(client, m.cluster!.owner, log),
+          'could not adopt objects of the old default origin', log, () => this.#stopped).catch(() => undefined);
+      }
       if (this.#stopped) return;
       // The member's informers start in the same tick as everything that indexes their events.
       m.cluster.start();
@@ -131,19 +134,6 @@ export class Manager implements NodeDirectory {
       const delay = Math.min(60_000, 1000 * 2 ** attempt);
       log.error({ err: m.setupError, retryInMs: delay }, 'member setup failed; retrying');
       this.#retryTimers.push(setTimeout(() => void this.#startMember(m, attempt + 1), delay));
-    }
-  }
-
-  async #adoptLegacy(m: MemberRuntime, client: ClusterClient, log: Logger): Promise<void> {
-    for (let attempt = 0; !this.#stopped; attempt++) {
-      try {
-        await adoptLegacyObjects(client, m.cluster!.owner, log);
-        return;
-      } catch (err) {
-        const delay = backoffDelay(attempt, 1000, 30_000);
-        log.warn({ err: (err as Error).message, retryInMs: delay }, 'could not adopt objects of the old default origin; retrying');
-        await new Promise((r) => setTimeout(r, delay).unref());
-      }
     }
   }
 

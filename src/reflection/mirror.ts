@@ -17,6 +17,7 @@ import {
 } from '../forge/refs.ts';
 import { NODE_LABEL, ORIGIN_LABEL, PROXY_NAMESPACE_ANNOTATION } from '../forge/labels.ts';
 import { fromHost, ownedBy } from '../forge/owner.ts';
+import { RefIndex } from '../util/refindex.ts';
 import { PodRejectedError } from '../provider/types.ts';
 import type { HostObjectCache } from './hostcache.ts';
 import type { Logger } from '../log.ts';
@@ -64,17 +65,14 @@ export class ObjectMirror {
   #log: Logger;
   #ops: Record<RefKind, KindOps>;
   #queues: Record<RefKind, WorkQueue>;
-  /** mirror key → member keys of the delegates that refer to it. */
-  #refs = new Map<string, Set<string>>();
-  /** member pod key → the mirror keys it refers to (to undo on change/deletion). */
-  #podRefs = new Map<string, string[]>();
+  /** mirror key → member keys of this node's delegates that refer to it. */
+  #refs = new RefIndex();
   /**
    * Copies in member coordinates (`<Kind>/<memberNamespace>/<name>`) → the delegates of this host, of any of its
-   * virtual nodes, that refer to them: a copy another node's delegate uses is never removed from under it.
+   * virtual nodes, that refer to them (tagged with their host namespace): a copy another node's delegate uses is
+   * never removed from under it.
    */
-  #hostRefs = new Map<string, Set<string>>();
-  /** member pod key → its entries in #hostRefs, and the host namespace it came from. */
-  #hostPodRefs = new Map<string, { keys: string[]; hostNs: string }>();
+  #hostRefs = new RefIndex<string>();
   #inflight = new Map<string, number>();
   /** member pod key → in-flight keys held for its delegate until the delegate is seen. */
   #pending = new Map<string, { keys: string[]; timer: NodeJS.Timeout }>();
@@ -129,7 +127,7 @@ export class ObjectMirror {
       this.#queues[k].start((key) => this.#sync(key));
     }
     this.#subs.push(
-      this.#member.pods.events$.subscribe((ev) => this.#trackDelegate(ev.key, ev.type === 'DELETED' ? undefined : ev.object)),
+      this.#member.pods.events$.subscribe((ev) => this.#trackDelegate(ev.key, ev.type === 'DELETED' ? undefined : ev.object, ev.old)),
       ...(['ConfigMap', 'Secret'] as const).map((kind) => this.#cacheOf(kind)!.events$.subscribe((ev) => {
         const key = mirrorKey(kind, ev.object.metadata!.namespace!, ev.object.metadata!.name!);
         if (this.#held.has(key)) this.#enqueue(key);
@@ -275,25 +273,28 @@ export class ObjectMirror {
     }
   }
 
-  #trackDelegate(memberKey: string, pod: V1Pod | undefined): void {
-    this.#trackHostDelegate(memberKey, pod);
-    const before = this.#podRefs.get(memberKey) ?? [];
-    const ours = pod && ownedBy(pod.metadata, this.#member.owner);
+  #trackDelegate(memberKey: string, pod: V1Pod | undefined, old: V1Pod | undefined): void {
+    // What a pod refers to lives in its spec: status-only changes (most events) cannot change it.
+    if (pod && old && pod.metadata?.generation === old.metadata?.generation
+      && pod.metadata?.labels?.[ORIGIN_LABEL] === old.metadata?.labels?.[ORIGIN_LABEL]
+      && pod.metadata?.labels?.[NODE_LABEL] === old.metadata?.labels?.[NODE_LABEL]) return;
     const hostNs = pod?.metadata?.annotations?.[PROXY_NAMESPACE_ANNOTATION];
-    const after = ours && hostNs ? podReferences(pod!.spec).map((r) => mirrorKey(r.kind, hostNs, r.name)) : [];
-    if (before.length === 0 && after.length === 0) return;
-    if (before.join('\n') === after.join('\n')) return;
-    for (const k of before) {
-      const s = this.#refs.get(k);
-      s?.delete(memberKey);
-      if (s?.size === 0) { this.#refs.delete(k); this.#enqueue(k); }
+    const memberNs = pod?.metadata?.namespace;
+    const refs = pod && hostNs && memberNs && fromHost(pod.metadata, this.#member.hostName)
+      && pod.metadata?.labels?.[NODE_LABEL] !== undefined ? podReferences(pod.spec) : [];
+    // Every delegate of this host, whatever its node, in member coordinates.
+    const host = this.#hostRefs.update(memberKey, refs.map((r) => `${r.kind}/${memberNs}/${r.name}`), hostNs ?? '');
+    for (const k of host?.released ?? []) {
+      // The last delegate using it went: the node that owns the copy may remove it now.
+      const [kind, , name] = k.split('/');
+      this.#enqueue(mirrorKey(kind as RefKind, host!.previousTag!, name));
     }
-    for (const k of after) {
-      let s = this.#refs.get(k);
-      if (!s) { this.#refs.set(k, s = new Set()); this.#hold(k); }
-      s.add(memberKey);
-    }
-    if (after.length) this.#podRefs.set(memberKey, after); else this.#podRefs.delete(memberKey);
+    // This node's delegates, in host coordinates.
+    const after = ownedBy(pod?.metadata, this.#member.owner) ? refs.map((r) => mirrorKey(r.kind, hostNs!, r.name)) : [];
+    const own = this.#refs.update(memberKey, after, undefined);
+    if (!own) return;
+    for (const k of own.released) this.#enqueue(k);
+    for (const k of own.added) this.#hold(k);
     const pending = this.#pending.get(memberKey);
     if (pending && after.length) {
       clearTimeout(pending.timer);
@@ -302,37 +303,8 @@ export class ObjectMirror {
     }
   }
 
-  /** Keeps #hostRefs: what every delegate of this host (whatever its node) refers to, in member coordinates. */
-  #trackHostDelegate(memberKey: string, pod: V1Pod | undefined): void {
-    const before = this.#hostPodRefs.get(memberKey);
-    const hostNs = pod?.metadata?.annotations?.[PROXY_NAMESPACE_ANNOTATION];
-    const memberNs = pod?.metadata?.namespace;
-    const after = pod && hostNs && memberNs && fromHost(pod.metadata, this.#member.hostName)
-      && pod.metadata?.labels?.[NODE_LABEL] !== undefined
-      ? podReferences(pod.spec).map((r) => `${r.kind}/${memberNs}/${r.name}`) : [];
-    if (!before && after.length === 0) return;
-    if (before && before.keys.join('\n') === after.join('\n')) return;
-    for (const k of before?.keys ?? []) {
-      const s = this.#hostRefs.get(k);
-      s?.delete(memberKey);
-      if (s?.size === 0) {
-        this.#hostRefs.delete(k);
-        // The last delegate using it went: the node that owns the copy may remove it now.
-        const [kind, , name] = k.split('/');
-        this.#enqueue(mirrorKey(kind as RefKind, before!.hostNs, name));
-      }
-    }
-    for (const k of after) {
-      let s = this.#hostRefs.get(k);
-      if (!s) this.#hostRefs.set(k, s = new Set());
-      s.add(memberKey);
-    }
-    if (after.length) this.#hostPodRefs.set(memberKey, { keys: after, hostNs: hostNs! });
-    else this.#hostPodRefs.delete(memberKey);
-  }
-
   #needed(key: string): boolean {
-    return (this.#refs.get(key)?.size ?? 0) > 0 || (this.#inflight.get(key) ?? 0) > 0;
+    return this.#refs.has(key) || (this.#inflight.get(key) ?? 0) > 0;
   }
 
   #enqueue(key: string): void {

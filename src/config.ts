@@ -438,26 +438,3 @@ export function checkMemberNamespace(mapping: NamespaceMapping, hostNamespace: s
     error: `host namespace "${hostNamespace}" maps to member namespace "${namespace}" (${via}), ${problem}`,
   };
 }
-
-/**
- * The host namespaces that map to a member namespace: the overrides naming it, and the namespace the template
- * turns into it unless an override takes that one elsewhere. More than one means they would share it.
- */
-export function hostNamespacesOf(mapping: NamespaceMapping, memberNs: string): string[] {
-  const hosts = Object.entries(mapping.overrides).filter(([, member]) => member === memberNs).map(([host]) => host);
-  const parts = mapping.template.split('{namespace}');
-  const length = (memberNs.length - parts.join('').length) / (parts.length - 1);
-  if (Number.isInteger(length) && length > 0) {
-    const host = memberNs.slice(parts[0].length, parts[0].length + length);
-    if (DNS_LABEL.test(host) && !Object.hasOwn(mapping.overrides, host) && memberNamespace(mapping, host) === memberNs) {
-      hosts.push(host);
-    }
-  }
-  return hosts;
-}
-
-/** The host namespaces of `inUse`, other than `hostNamespace`, that map to the same member namespace. */
-export function collidingHostNamespaces(mapping: NamespaceMapping, hostNamespace: string, inUse: Iterable<string>): string[] {
-  const same = new Set(hostNamespacesOf(mapping, memberNamespace(mapping, hostNamespace)));
-  return [...inUse].filter((h) => h !== hostNamespace && same.has(h));
-}

@@ -7,8 +7,6 @@ import { join } from 'node:path';
 import {
   ConfigError,
   checkMemberNamespace,
-  collidingHostNamespaces,
-  hostNamespacesOf,
   loadProviderConfig,
   memberNamespace,
   parseConfig,
@@ -122,33 +120,6 @@ describe('checkMemberNamespace', () => {
 
   it('a host namespace named like an Object.prototype property uses the template', () => {
     assert.equal(memberNamespace(suffix, 'constructor'), 'constructor-from-hostcluster');
-    assert.deepEqual(hostNamespacesOf(suffix, 'constructor-from-hostcluster'), ['constructor']);
-  });
-});
-
-describe('hostNamespacesOf and collidingHostNamespaces', () => {
-  const identity: NamespaceMapping = { template: '{namespace}', overrides: { 'team-a': 'team-b', 'team-c': 'team-c' } };
-  const cases: [string, NamespaceMapping, string, string[]][] = [
-    ['the template inverted', { template: 'prod-{namespace}-x', overrides: {} }, 'prod-web-x', ['web']],
-    ['a name the template cannot make', { template: 'prod-{namespace}-x', overrides: {} }, 'web-x', []],
-    ['an empty host part', { template: 'prod-{namespace}', overrides: {} }, 'prod-', []],
-    ['an invalid host part', { template: 'p{namespace}', overrides: {} }, 'p-web', []],
-    ['the template used twice', { template: '{namespace}-{namespace}', overrides: {} }, 'ab-ab', ['ab']],
-    ['an override and the template onto one name', identity, 'team-b', ['team-a', 'team-b']],
-    ['an overridden namespace no longer maps through the template', identity, 'team-a', []],
-    ['an override onto its own name', identity, 'team-c', ['team-c']],
-  ];
-  for (const [what, mapping, memberNs, hosts] of cases) {
-    it(`hostNamespacesOf: ${what}`, () => {
-      assert.deepEqual(hostNamespacesOf(mapping, memberNs), hosts);
-      for (const h of hosts) assert.equal(memberNamespace(mapping, h), memberNs);
-    });
-  }
-
-  it('collidingHostNamespaces: the other host namespaces in use that share the member namespace', () => {
-    assert.deepEqual(collidingHostNamespaces(identity, 'team-b', ['team-a', 'team-b', 'team-c']), ['team-a']);
-    assert.deepEqual(collidingHostNamespaces(identity, 'team-a', new Set(['team-b'])), ['team-b']);
-    assert.deepEqual(collidingHostNamespaces(identity, 'team-c', ['team-a', 'team-b']), []);
   });
 });
 

@@ -171,32 +171,34 @@ export class MemberPodProvider implements PodProvider {
   }
 
   async #ensureNamespace(ns: string, hostNamespace: string): Promise<void> {
-    const known = this.#namespaces.get(ns);
-    if (known === undefined) {
-      try {
-        await this.#member.client.core.createNamespace({ body: { metadata: {
-          name: ns, labels: ownerLabels(this.#member.owner),
-          annotations: { [PROXY_NAMESPACE_ANNOTATION]: hostNamespace },
-        } } });
-        this.#namespaces.set(ns, hostNamespace);
-        return;
-      } catch (err) {
-        const k = toKubeError(err);
-        if (k.kind !== 'AlreadyExists') throw k;
-      }
-      const existing = (await this.#member.client.core.listNamespace({ fieldSelector: `metadata.name=${ns}`, limit: 1 })).items[0];
-      // A namespace of the member's own holds any host namespace mapped onto it; one this host made holds its own.
-      const holder = existing && fromHost(existing.metadata, this.#member.hostName)
-        ? existing.metadata?.annotations?.[PROXY_NAMESPACE_ANNOTATION] ?? hostNamespace : hostNamespace;
+    let holder = this.#namespaces.get(ns);
+    if (holder === undefined) {
+      holder = await this.#createNamespace(ns, hostNamespace);
       this.#namespaces.set(ns, holder);
     }
-    const holder = this.#namespaces.get(ns)!;
     if (holder !== hostNamespace) {
       throw new PodRejectedError('MemberNamespaceConflict',
         `host namespace "${hostNamespace}" maps to member namespace "${ns}" (namespace mapping of member `
         + `${this.#member.config.name}), which already holds host namespace "${holder}": two host namespaces cannot share one`,
       { retry: false });
     }
+  }
+
+  /** Creates the member namespace for `hostNamespace` when missing; resolves with the host namespace it holds. */
+  async #createNamespace(ns: string, hostNamespace: string): Promise<string> {
+    try {
+      await this.#member.client.core.createNamespace({ body: { metadata: {
+        name: ns, labels: ownerLabels(this.#member.owner), annotations: { [PROXY_NAMESPACE_ANNOTATION]: hostNamespace },
+      } } });
+      return hostNamespace;
+    } catch (err) {
+      const k = toKubeError(err);
+      if (k.kind !== 'AlreadyExists') throw k;
+    }
+    const [existing] = (await this.#member.client.core.listNamespace({ fieldSelector: `metadata.name=${ns}`, limit: 1 })).items;
+    // A namespace of the member's own holds any host namespace mapped onto it; one this host made holds its own.
+    return existing && fromHost(existing.metadata, this.#member.hostName)
+      ? existing.metadata?.annotations?.[PROXY_NAMESPACE_ANNOTATION] ?? hostNamespace : hostNamespace;
   }
 
   async updatePod(proxy: V1Pod): Promise<void> {

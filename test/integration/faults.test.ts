@@ -6,24 +6,19 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { AppsV1Api, type V1ConfigMap, type V1Node, type V1Pod } from '@kubernetes/client-node';
+import { AppsV1Api, type V1ConfigMap, type V1Pod } from '@kubernetes/client-node';
 import {
   client, clusterID, clusterletArgs, clusterletKubeconfig, harness, namespaces, startClusterlet, type ClusterletProcess,
 } from '../support/env.ts';
 import { identityKubeconfig } from '../support/identity.ts';
 import { waitUntil } from '../support/wait.ts';
-import { cmSpec, condition, deployment, eventSpec, isReady, nodeSpec, podSpec, podsSpec, waitVirtualNodeSchedulable } from '../support/objects.ts';
+import { cmSpec, condition, deployment, eventSpec, isReady, nodeSpec, podSpec, podsSpec, waitVirtualNodeSchedulable, waitNode } from '../support/objects.ts';
 import { freePort, pollUntil } from '../harness/net.ts';
 import { fakeNode } from '../harness/cluster.ts';
 import { PATCH, type ClusterClient } from '../../src/kube/client.ts';
 import { parseQuantity } from '../../src/forge/quantity.ts';
 
 const NODE = 'clusterlet-member';
-
-async function waitNode(host: ClusterClient, name: string, pred: (n: V1Node) => boolean, what: string, timeoutMs = 60_000): Promise<V1Node> {
-  const [n] = await waitUntil(host, nodeSpec(host, name), (ns) => ns.length === 1 && pred(ns[0]), timeoutMs, `${name}: ${what}`);
-  return n;
-}
 
 /** A pod bound to `node` that mounts ConfigMap `cm`. */
 function podWithConfig(name: string, ns: string, node: string, cm: string): V1Pod {

@@ -3,23 +3,17 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { V1Node } from '@kubernetes/client-node';
 import {
   client, clusterletArgs, clusterletKubeconfig, harness, namespaces, startClusterlet, type ClusterletProcess,
 } from '../support/env.ts';
 import { waitUntil } from '../support/wait.ts';
-import { condition, isReady, nodeSpec, podSpec, podsSpec } from '../support/objects.ts';
+import { condition, isReady, podSpec, podsSpec, waitNode } from '../support/objects.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { parseQuantity } from '../../src/forge/quantity.ts';
 import { PATCH, type ClusterClient } from '../../src/kube/client.ts';
 
 const merge = { contentType: PATCH.merge };
 const same = (a: string | undefined, b: string): boolean => a !== undefined && parseQuantity(a).nanos === parseQuantity(b).nanos;
-
-async function waitNode(host: ClusterClient, name: string, pred: (n: V1Node) => boolean, what: string, timeoutMs = 60_000): Promise<V1Node> {
-  const [n] = await waitUntil(host, nodeSpec(host, name), (ns) => ns.length === 1 && pred(ns[0]), timeoutMs, `${name}: ${what}`);
-  return n;
-}
 
 describe('virtual node (one member)', () => {
   let cl: ClusterletProcess;

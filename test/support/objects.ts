@@ -91,6 +91,12 @@ export function jobsSpec(batch: BatchV1Api, namespace: string): ListWatchSpec<V1
     list: (p) => batch.listNamespacedJob({ namespace, ...p }) };
 }
 
+/** Waits until node `name` satisfies `pred`, and returns it. */
+export async function waitNode(host: ClusterClient, name: string, pred: (n: V1Node) => boolean, what: string, timeoutMs = 60_000): Promise<V1Node> {
+  const [n] = await waitUntil(host, nodeSpec(host, name), (ns) => ns.length === 1 && pred(ns[0]), timeoutMs, `${name}: ${what}`);
+  return n;
+}
+
 /** Waits until the virtual node is Ready and carries no not-ready/unreachable taint, so pods can land on it. */
 export async function waitVirtualNodeSchedulable(host: ClusterClient, name = 'clusterlet-member'): Promise<void> {
   await waitUntil(host, nodeSpec(host, name), (ns) => ns.length === 1 && isReady(ns[0])

@@ -15,7 +15,7 @@ import { loadKubeconfigFile } from '../src/kube/kubeconfig.ts';
 import { toKubeError } from '../src/kube/errors.ts';
 import type { ListWatchSpec } from '../src/kube/listwatch.ts';
 import { parseQuantity } from '../src/forge/quantity.ts';
-import { ORIGIN_LABEL, PROXY_NAMESPACE_ANNOTATION, PROXY_UID_LABEL, VIRTUAL_NODE_TAINT_KEY } from '../src/forge/labels.ts';
+import { ORIGIN_LABEL, PROXY_NAMESPACE_ANNOTATION, PROXY_UID_LABEL, VIRTUAL_NODE_TAINT_KEY } from '../src/forge/keys.ts';
 import { waitUntil } from '../test/support/wait.ts';
 
 const run = promisify(execFile);
@@ -254,7 +254,7 @@ export async function deletionLeavesNothing(ctx: E2EContext, w: Workload): Promi
   await waitUntil(member, memberCopies<V1Secret>(member, 'secrets'), (cs) => forNamespace(cs, w.namespace).length === 0,
     ms(ctx, 60), 'no mirrored Secret left in the member');
   // A "default" ServiceAccount clusterlet created before the member's controller did stays: the member
-  // recreates its own anyway, so clusterlet leaves that one alone (src/reflection/mirror.ts).
+  // recreates its own anyway, so clusterlet leaves that one alone (src/member/reflection/mirror.ts).
   await waitUntil(member, memberCopies<V1ServiceAccount>(member, 'serviceaccounts'),
     (cs) => forNamespace(cs, w.namespace).filter((s) => s.metadata?.name !== 'default').length === 0,
     ms(ctx, 60), 'no mirrored ServiceAccount left in the member');

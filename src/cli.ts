@@ -7,7 +7,7 @@ import { errorFields, installCrashHandlers } from './crash.ts';
 import { createLogger } from './log.ts';
 import { Manager } from './manager.ts';
 import { startHealthServer } from './health.ts';
-import { startKubeletApi, type KubeletApi } from './api/kubelet.ts';
+import { startKubeletApi, type KubeletApi } from './host/api/kubelet.ts';
 import { VERSION } from './version.ts';
 
 async function main(): Promise<number> {

@@ -6,16 +6,17 @@ import { ClusterClient } from './kube/client.ts';
 import { type ClusterAccess, inClusterAccess, loadKubeconfigFile } from './kube/kubeconfig.ts';
 import { MemberCluster, type MemberOptions } from './member/cluster.ts';
 import { followMemberAccess, memberAccessSource, type AccessWatcher } from './member/credentials.ts';
-import { NodeController, type NodeControllerOptions } from './node/controller.ts';
+import { NodeController, type NodeControllerOptions } from './host/node/controller.ts';
 import { MemberPodProvider } from './member/provider.ts';
-import { PodController } from './pod/controller.ts';
-import { HostObjectCache } from './reflection/hostcache.ts';
-import { ObjectMirror, type HostCaches } from './reflection/mirror.ts';
-import { ExportConsent, ExportReflector } from './reflection/export.ts';
-import { adoptLegacyObjects, hostClusterID } from './identity.ts';
+import { PodController } from './host/pod/controller.ts';
+import { HostObjectCache } from './member/reflection/hostcache.ts';
+import { ObjectMirror, type HostCaches } from './member/reflection/mirror.ts';
+import { ExportConsent, ExportReflector } from './member/reflection/export.ts';
+import { hostClusterID } from './host/identity.ts';
+import { adoptLegacyObjects } from './member/adopt.ts';
 import { retryWithBackoff } from './util/backoff.ts';
 import type { Logger } from './log.ts';
-import type { NodeDirectory, VirtualNode } from './api/nodes.ts';
+import type { NodeDirectory, VirtualNode } from './host/api/nodes.ts';
 
 export interface ManagerOptions {
   member?: MemberOptions;

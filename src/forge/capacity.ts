@@ -5,7 +5,8 @@ import type { V1Container, V1Node, V1Pod } from '@kubernetes/client-node';
 import { NANO, add, clampZero, formatQuantity, parseQuantity, quantity } from './quantity.ts';
 import type { Quantity } from './quantity.ts';
 
-import { LABEL_PREFIX as OUR_LABEL_PREFIX, ORIGIN_LABEL } from './labels.ts';
+import { LABEL_PREFIX as OUR_LABEL_PREFIX } from './keys.ts';
+import { isAnyDelegate } from './owner.ts';
 const UNSCHEDULABLE_TAINT = 'node.kubernetes.io/unschedulable';
 const TOPOLOGY_LABELS = [
   'topology.kubernetes.io/region',
@@ -26,11 +27,6 @@ export function nodeIsUsable(node: V1Node): boolean {
     (t) => t.key === UNSCHEDULABLE_TAINT && (t.effect === 'NoSchedule' || t.effect === 'NoExecute'),
   );
   return ready && !node.spec?.unschedulable && !virtual && !cordoned;
-}
-
-/** True for a pod clusterlet created (it carries our origin label). */
-export function isDelegate(pod: V1Pod): boolean {
-  return pod.metadata?.labels?.[ORIGIN_LABEL] !== undefined;
 }
 
 /**
@@ -70,7 +66,7 @@ export function podRequests(pod: V1Pod): Map<string, bigint> {
  */
 export function podCounts(
   pod: V1Pod,
-  isOurs: (p: V1Pod) => boolean = isDelegate,
+  isOurs: (p: V1Pod) => boolean = isAnyDelegate,
   usableNodes?: ReadonlySet<string>,
 ): boolean {
   const phase = pod.status?.phase;
@@ -87,13 +83,13 @@ export interface AggregateCapacity {
 }
 
 /** Requests summed per node name (nano units), of the pods that count. */
-export type NodeUsage = ReadonlyMap<string, ReadonlyMap<string, bigint>>;
+export type RequestsByNode = ReadonlyMap<string, ReadonlyMap<string, bigint>>;
 
 /** The requests of the pods that count (see `podCounts`, without the node filter), summed per node. */
-export function usageByNode(pods: V1Pod[], isOurs: (p: V1Pod) => boolean = isDelegate): Map<string, Map<string, bigint>> {
+export function requestsByNode(pods: V1Pod[], isOurs: (p: V1Pod) => boolean = isAnyDelegate): Map<string, Map<string, bigint>> {
   const usage = new Map<string, Map<string, bigint>>();
   for (const pod of pods) {
-    if (podCounts(pod, isOurs)) addUsage(usage, pod.spec!.nodeName!, podRequests(pod), 1n);
+    if (podCounts(pod, isOurs)) addRequests(usage, pod.spec!.nodeName!, podRequests(pod), 1n);
   }
   return usage;
 }
@@ -102,7 +98,7 @@ export function usageByNode(pods: V1Pod[], isOurs: (p: V1Pod) => boolean = isDel
  * Adds (sign 1n) or takes away (-1n) one pod's requests from its node's sums; a resource that comes to zero,
  * and a node with nothing left, are dropped.
  */
-export function addUsage(usage: Map<string, Map<string, bigint>>, node: string, requests: ReadonlyMap<string, bigint>,
+export function addRequests(usage: Map<string, Map<string, bigint>>, node: string, requests: ReadonlyMap<string, bigint>,
   sign: 1n | -1n): void {
   let sums = usage.get(node);
   if (!sums) usage.set(node, (sums = new Map()));
@@ -123,11 +119,11 @@ export function aggregateCapacity(
   pods: V1Pod[],
   opts: { isDelegate?(p: V1Pod): boolean } = {},
 ): AggregateCapacity {
-  return aggregateCapacityFromUsage(nodes, usageByNode(pods, opts.isDelegate ?? isDelegate));
+  return aggregateCapacityFromRequests(nodes, requestsByNode(pods, opts.isDelegate ?? isAnyDelegate));
 }
 
-/** `aggregateCapacity`, given the requests per node already summed (as `PodUsage` keeps them). */
-export function aggregateCapacityFromUsage(nodes: V1Node[], usage: NodeUsage): AggregateCapacity {
+/** `aggregateCapacity`, given the requests per node already summed (as `PodRequests` keeps them). */
+export function aggregateCapacityFromRequests(nodes: V1Node[], usage: RequestsByNode): AggregateCapacity {
   const usable = nodes.filter(nodeIsUsable);
   const capacity = new Map<string, Quantity>();
   const allocatable = new Map<string, Quantity>();

@@ -4,7 +4,7 @@ import type { MemberConfig } from '../config.ts';
 import {
   HOSTNAME_LABEL, MEMBER_LABEL, ROLE_LABEL, VIRTUAL_NODE_ROLE, VIRTUAL_NODE_TAINT_EFFECT, VIRTUAL_NODE_TAINT_KEY,
   VIRTUAL_NODE_TAINT_VALUE, VIRTUAL_NODE_TYPE, VIRTUAL_NODE_TYPE_LABEL,
-} from './labels.ts';
+} from './keys.ts';
 import { VERSION } from '../version.ts';
 
 /** What the member looks like right now, as the node controller needs it. */

@@ -2,7 +2,7 @@
 // (`clusterlet.io/origin`) and the virtual node that created it (`clusterlet.io/node`). A process touches only
 // what its own (host, node) pair owns; delegates of other hosts or other nodes are other people's workloads.
 import type { V1ObjectMeta, V1Pod } from '@kubernetes/client-node';
-import { NODE_LABEL, ORIGIN_LABEL, PROXY_NAME_ANNOTATION, PROXY_NAMESPACE_ANNOTATION, PROXY_UID_LABEL } from './labels.ts';
+import { NODE_LABEL, ORIGIN_LABEL, PROXY_NAME_ANNOTATION, PROXY_NAMESPACE_ANNOTATION, PROXY_UID_LABEL } from './keys.ts';
 
 /** The owner of member objects: the host cluster's identity and the virtual node. */
 export interface Owner { host: string; node: string }
@@ -28,14 +28,26 @@ export function ownedBy(meta: V1ObjectMeta | undefined, owner: Owner): boolean {
 /** The proxy a delegate stands for. */
 export interface HostRef { namespace: string; name: string; uid: string }
 
-/** Which proxy a member pod is the delegate of, when it is the owner's delegate; undefined otherwise. */
+/** A delegate of the owner's host: the proxy it stands for, and whether the owner's own virtual node created it. */
+export interface DelegateOf { ref: HostRef; ownNode: boolean }
+
+/**
+ * Whether a member pod is a delegate of the owner's host (any of its virtual nodes) and which proxy it stands for;
+ * undefined for anything else (the member's own pods, other hosts' delegates). The one answer to "is this ours".
+ */
+export function delegateOf(pod: V1Pod | undefined, owner: Owner): DelegateOf | undefined {
+  const meta = pod?.metadata;
+  if (!fromHost(meta, owner.host) || meta?.labels?.[NODE_LABEL] === undefined) return undefined;
+  const namespace = meta.annotations?.[PROXY_NAMESPACE_ANNOTATION];
+  const name = meta.annotations?.[PROXY_NAME_ANNOTATION];
+  const uid = meta.labels[PROXY_UID_LABEL];
+  return namespace && name && uid ? { ref: { namespace, name, uid }, ownNode: meta.labels[NODE_LABEL] === owner.node } : undefined;
+}
+
+/** Which proxy a member pod is the delegate of, when the owner's virtual node created it; undefined otherwise. */
 export function hostRefOf(pod: V1Pod, owner: Owner): HostRef | undefined {
-  if (!ownedBy(pod.metadata, owner)) return undefined;
-  const a = pod.metadata?.annotations;
-  const namespace = a?.[PROXY_NAMESPACE_ANNOTATION];
-  const name = a?.[PROXY_NAME_ANNOTATION];
-  const uid = pod.metadata?.labels?.[PROXY_UID_LABEL];
-  return namespace && name && uid ? { namespace, name, uid } : undefined;
+  const d = delegateOf(pod, owner);
+  return d?.ownNode ? d.ref : undefined;
 }
 
 /** A pod that is a delegate of some clusterlet (any host, any node). */

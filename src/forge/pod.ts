@@ -31,7 +31,7 @@ import {
   VIRTUAL_NODE_TAINT_KEY,
   VIRTUAL_NODE_TYPE,
   VIRTUAL_NODE_TYPE_LABEL,
-} from './labels.ts';
+} from './keys.ts';
 
 export interface DelegateContext {
   /** Name of the host cluster, the value of our origin label. */

@@ -1,6 +1,6 @@
 // What a pod spec refers to, and the mirrored copies of those objects. Pure functions.
 import type { V1ConfigMap, V1Container, V1ObjectMeta, V1PodSpec, V1Secret, V1ServiceAccount } from '@kubernetes/client-node';
-import { EXPORT_LABEL, MEMBER_LABEL, NODE_LABEL, ORIGIN_LABEL, PROXY_NAMESPACE_ANNOTATION } from './labels.ts';
+import { EXPORTED_FROM_ANNOTATION, EXPORT_LABEL, MEMBER_LABEL, NODE_LABEL, ORIGIN_LABEL, PROXY_NAMESPACE_ANNOTATION } from './keys.ts';
 
 export type RefKind = 'ConfigMap' | 'Secret' | 'ServiceAccount';
 
@@ -133,5 +133,3 @@ export function forgeExported<T extends V1ConfigMap | V1Secret>(obj: T, ctx: Exp
   return copy as T;
 }
 
-/** On exported copies in the host: where they come from. */
-export const EXPORTED_FROM_ANNOTATION = 'clusterlet.io/exported-from';

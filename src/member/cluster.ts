@@ -9,10 +9,11 @@ import type { MemberConfig } from '../config.ts';
 import type { ClusterClient } from '../kube/client.ts';
 import { Informer } from '../kube/informer.ts';
 import { listWatch } from '../kube/listwatch.ts';
-import { PodUsage } from './usage.ts';
+import { PodRequests } from './requests.ts';
+import { DelegateIndex } from './delegates.ts';
 import { toKubeError } from '../kube/errors.ts';
 
-import { aggregateCapacityFromUsage, nodeIsUsable, nodeSystemInfo, sharedTopologyLabels } from '../forge/capacity.ts';
+import { aggregateCapacityFromRequests, nodeIsUsable, nodeSystemInfo, sharedTopologyLabels } from '../forge/capacity.ts';
 import { ownedBy, type Owner } from '../forge/owner.ts';
 import type { MemberState } from '../forge/node.ts';
 import type { Logger } from '../log.ts';
@@ -43,6 +44,8 @@ export class MemberCluster {
   readonly owner: Owner;
   readonly nodes: Informer<V1Node>;
   readonly pods: Informer<V1Pod>;
+  /** This virtual node's delegates, by the proxy they stand for. */
+  readonly delegates: DelegateIndex;
   /** Probe results, every `probeIntervalMs`, with the failure threshold applied; replays the latest. */
   readonly probe$: Observable<ProbeResult>;
   /** What the virtual node should show; replays the latest, emits only on change. */
@@ -51,7 +54,7 @@ export class MemberCluster {
   #opts: Required<MemberOptions>;
   #version = new BehaviorSubject<string | undefined>(undefined);
   /** Requests of the member's own pods per node, kept from the pod informer's events. */
-  #usage: PodUsage;
+  #usage: PodRequests;
   #subs: Subscription[] = [];
   #reachable = false;
 
@@ -75,6 +78,7 @@ export class MemberCluster {
       path: '/api/v1/pods', model: 'V1Pod', resource: 'pods',
       list: (p) => client.core.listPodForAllNamespaces(p),
     }, lwOpts));
+    this.delegates = new DelegateIndex(this.pods, this.owner);
 
     const threshold = this.#opts.probeFailureThreshold;
     this.probe$ = timer(0, this.#opts.probeIntervalMs).pipe(
@@ -91,7 +95,7 @@ export class MemberCluster {
     );
     // Only this node's own delegates are its load; other nodes' and other hosts' delegates use the member like
     // any other workload.
-    this.#usage = new PodUsage((key, err) => this.#log.warn({ pod: key, err: err.message }, 'pod requests unreadable; not counted'),
+    this.#usage = new PodRequests((key, err) => this.#log.warn({ pod: key, err: err.message }, 'pod requests unreadable; not counted'),
       (pod) => ownedBy(pod.metadata, this.owner));
     // Kept from the first event on (the informer emits each listed pod), whoever subscribes to state$ and when.
     const usageChanged$ = this.pods.events$.pipe(filter((e) => this.#usage.apply(e)), share());
@@ -122,6 +126,7 @@ export class MemberCluster {
   start(): void {
     this.nodes.start();
     this.pods.start();
+    this.delegates.start();
     // Learn the member's version once it answers (shown in the node's containerRuntimeVersion).
     this.#subs.push(this.probe$.pipe(
       filter((p) => p.reachable && this.#version.value === undefined),
@@ -139,6 +144,7 @@ export class MemberCluster {
 
   stop(): void {
     for (const s of this.#subs.splice(0)) s.unsubscribe();
+    this.delegates.stop();
     this.nodes.stop();
     this.pods.stop();
   }
@@ -146,7 +152,7 @@ export class MemberCluster {
   #computeCapacity(): Omit<MemberState, 'reachable' | 'unreachableReason' | 'memberVersion'> {
     const nodes = this.nodes.list();
     const usable = nodes.filter(nodeIsUsable);
-    const agg = aggregateCapacityFromUsage(nodes, this.#usage.byNode);
+    const agg = aggregateCapacityFromRequests(nodes, this.#usage.byNode);
     const info = nodeSystemInfo(nodes);
     return {
       synced: true, readyNodes: usable.length, capacity: agg.capacity, allocatable: agg.allocatable,

@@ -1,6 +1,6 @@
 // The member-cluster provider: runs each proxy pod as a delegate pod in the member (PodLifecycleHandler)
 // and reports delegate changes and member events in host coordinates (PodNotifier).
-import { Subject, distinctUntilChanged, filter, from, map, merge, mergeMap, of, type Observable, type Subscription } from 'rxjs';
+import { distinctUntilChanged, filter, from, map, merge, mergeMap, of, type Observable, type Subscription } from 'rxjs';
 import { LRUCache } from 'lru-cache';
 import type { CoreV1Event, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { MemberCluster } from './cluster.ts';
@@ -9,10 +9,10 @@ import { listWatch, type ListWatchEvent } from '../kube/listwatch.ts';
 import { objectKey } from '../kube/informer.ts';
 import { ignoreGone, toKubeError } from '../kube/errors.ts';
 import { delegateUpdate, deletionDisruption, forgeDelegatePod, forgeProxyStatus, type DelegateContext } from '../forge/pod.ts';
-import { PROXY_NAMESPACE_ANNOTATION, PROXY_UID_LABEL } from '../forge/labels.ts';
-import { fromHost, hostRefOf, ownerLabels, type HostRef } from '../forge/owner.ts';
+import { PROXY_NAMESPACE_ANNOTATION, PROXY_UID_LABEL } from '../forge/keys.ts';
+import { fromHost, hostRefOf, ownerLabels } from '../forge/owner.ts';
 import { PodRejectedError, type CreateOptions, type PodChange, type PodEvent, type PodNotice, type PodProvider, type ProviderPod } from '../provider/types.ts';
-import type { ObjectMirror } from '../reflection/mirror.ts';
+import type { ObjectMirror } from './reflection/mirror.ts';
 import type { Logger } from '../log.ts';
 
 export interface MemberPodProviderOptions {
@@ -30,13 +30,8 @@ export class MemberPodProvider implements PodProvider {
   #member: MemberCluster;
   #opts: Required<MemberPodProviderOptions>;
   #log: Logger;
-  /** host key → member key of its delegate. */
-  #byHost = new Map<string, string>();
-  /** member key → host ref, kept a while after the delegate is gone so its last events still map. */
-  #recent = new LRUCache<string, HostRef>({ max: 20_000 });
   /** Member events (uid and resourceVersion) already passed on, so that a relist does not repeat them. */
   #seenEvents = new LRUCache<string, true>({ max: 20_000 });
-  #changes = new Subject<PodChange>();
   /** Member namespaces known to exist → the host namespace they hold. */
   #namespaces = new Map<string, string>();
   #mirror: ObjectMirror;
@@ -48,7 +43,7 @@ export class MemberPodProvider implements PodProvider {
     this.#log = log;
     this.#opts = { eventReplayWindowMs: 120_000, ...opts };
     // A delegate changed, or an object a waiting pod needs appeared.
-    this.podChanges$ = merge(this.#changes, mirror.wake$.pipe(map((key) => ({ key, lifecycle: true }))));
+    this.podChanges$ = merge(member.delegates.changes$.pipe(map((c) => ({ key: c.hostKey, lifecycle: c.lifecycle }))), mirror.wake$.pipe(map((key) => ({ key, lifecycle: true }))));
     // The member answers (at start, or again): everything is synced again (see PodNotifier.resync$). Status is not
     // written before the first probe answers, so the first answer counts too.
     this.resync$ = member.probe$.pipe(
@@ -81,38 +76,21 @@ export class MemberPodProvider implements PodProvider {
     return { originCluster: this.#member.hostName, nodeName: this.#opts.nodeName, nodeLabels: this.#member.config.labels };
   }
 
-  start(): void {
-    this.#subs.push(this.#member.pods.events$.subscribe((ev) => {
-      const ref = hostRefOf(ev.object, this.#member.owner);
-      if (!ref) return;
-      const hostKey = `${ref.namespace}/${ref.name}`;
-      this.#recent.set(ev.key, ref);
-      if (ev.type === 'DELETED') {
-        if (this.#byHost.get(hostKey) === ev.key) this.#byHost.delete(hostKey);
-      } else {
-        this.#byHost.set(hostKey, ev.key);
-      }
-      const lifecycle = ev.type !== 'MODIFIED'
-        || (ev.old?.metadata?.deletionTimestamp === undefined) !== (ev.object.metadata?.deletionTimestamp === undefined);
-      this.#changes.next({ key: hostKey, lifecycle });
-    }));
-  }
+  start(): void { /* the delegate index and the informers start with the member */ }
 
   stop(): void {
     for (const s of this.#subs.splice(0)) s.unsubscribe();
-    this.#changes.complete();
   }
 
   hasSynced(): boolean { return this.#member.pods.hasSynced; }
   available(): boolean { return this.#member.reachable; }
   waitSynced(): Promise<void> { return this.#member.pods.waitSynced(); }
   forgetPod(namespace: string, name: string): void { this.#mirror.forgetPod(`${namespace}/${name}`); }
-  listPodKeys(): string[] { return [...this.#byHost.keys()]; }
-  podCount(): number { return this.#byHost.size; }
+  listPodKeys(): string[] { return this.#member.delegates.hostKeys(); }
+  podCount(): number { return this.#member.delegates.size; }
 
   #delegate(namespace: string, name: string): V1Pod | undefined {
-    const key = this.#byHost.get(`${namespace}/${name}`);
-    return key ? this.#member.pods.get(key) : undefined;
+    return this.#member.delegates.get(namespace, name);
   }
 
   getPod(namespace: string, name: string): ProviderPod | undefined {
@@ -236,11 +214,7 @@ export class MemberPodProvider implements PodProvider {
   #toPodEvent(e: CoreV1Event): PodEvent | undefined {
     const io = e.involvedObject;
     if (!io?.namespace || !io.name) return undefined;
-    const ref = this.#recent.get(`${io.namespace}/${io.name}`)
-      ?? (() => {
-        const p = this.#member.pods.get(`${io.namespace}/${io.name}`);
-        return p ? hostRefOf(p, this.#member.owner) : undefined;
-      })();
+    const ref = this.#member.delegates.hostRefOf(`${io.namespace}/${io.name}`);
     if (!ref || (io.uid && this.#delegateUidMismatch(io.namespace, io.name, io.uid))) return undefined;
     const at = new Date(eventTime(e));
     return {

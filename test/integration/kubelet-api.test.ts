@@ -23,7 +23,7 @@ import { makeCA, signCert, type KeyPair } from '../harness/pki.ts';
 import { KWOK_ECHO_PORT } from '../harness/kwok-api.ts';
 import type { ClusterClient } from '../../src/kube/client.ts';
 import { toKubeError } from '../../src/kube/errors.ts';
-import { newServingKey, selfSignedCertificate } from '../../src/api/x509.ts';
+import { newServingKey, selfSignedCertificate } from '../../src/host/api/x509.ts';
 
 const NODE = 'clusterlet-member';
 

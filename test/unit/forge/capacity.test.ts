@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Container, V1Node, V1Pod, V1PodSpec } from '@kubernetes/client-node';
 import { NANO } from '../../../src/forge/quantity.ts';
-import { ORIGIN_LABEL } from '../../../src/forge/labels.ts';
+import { ORIGIN_LABEL, PROXY_UID_LABEL } from '../../../src/forge/keys.ts';
 import {
   aggregateCapacity,
   nodeIsUsable,
@@ -163,7 +163,7 @@ describe('podCounts', () => {
     ['a pod on another node', pod('p', [], { nodeName: 'n2' }), false],
     ['a Succeeded pod', pod('p', [], { nodeName: 'n1', phase: 'Succeeded' }), false],
     ['a Failed pod', pod('p', [], { nodeName: 'n1', phase: 'Failed' }), false],
-    ['a delegate', pod('p', [], { nodeName: 'n1', labels: { [ORIGIN_LABEL]: 'host' } }), false],
+    ['a delegate', pod('p', [], { nodeName: 'n1', labels: { [ORIGIN_LABEL]: 'host', [PROXY_UID_LABEL]: 'u' } }), false],
   ];
   for (const [what, value, expected] of cases) it(what, () => assert.equal(podCounts(value, undefined, usable), expected));
 
@@ -193,7 +193,7 @@ describe('aggregateCapacity', () => {
     }),
     pod('hugepages', [container({ cpu: '100m', memory: '256Mi', 'hugepages-2Mi': '512Mi' })], { nodeName: 'n1' }),
     pod('done', [container({ cpu: '4' })], { nodeName: 'n2', phase: 'Succeeded' }),
-    pod('delegate', [container({ cpu: '2' })], { nodeName: 'n2', labels: { [ORIGIN_LABEL]: 'host' } }),
+    pod('delegate', [container({ cpu: '2' })], { nodeName: 'n2', labels: { [ORIGIN_LABEL]: 'host', [PROXY_UID_LABEL]: 'u' } }),
     pod('init', [container({ cpu: '500m', memory: '256Mi' })], {
       nodeName: 'n2',
       spec: { initContainers: [container({ cpu: '2', memory: '1Gi' })] },

@@ -7,7 +7,7 @@ import type { TLSSocket } from 'node:tls';
 import { ClusterClient, GROUPS, queryOf, route, verbOf } from '../../../src/kube/client.ts';
 import { parseKubeconfig, type ClusterAccess } from '../../../src/kube/kubeconfig.ts';
 import type { KubeError } from '../../../src/kube/errors.ts';
-import { newServingKey, selfSignedCertificate } from '../../../src/api/x509.ts';
+import { newServingKey, selfSignedCertificate } from '../../../src/host/api/x509.ts';
 
 const H = 'https://h';
 

@@ -1,0 +1,45 @@
+// Every label, annotation, condition and taint key clusterlet reads or writes, in one place (docs/CONVENTIONS.md
+// explains each).
+
+export const LABEL_PREFIX = 'clusterlet.io/';
+
+// On everything clusterlet creates in a member: the host cluster's name.
+export const ORIGIN_LABEL = 'clusterlet.io/origin';
+// On delegates: the proxy's UID and the virtual node's name.
+export const PROXY_UID_LABEL = 'clusterlet.io/proxy-uid';
+export const NODE_LABEL = 'clusterlet.io/node';
+// On the virtual node: the member it stands for.
+export const MEMBER_LABEL = 'clusterlet.io/member';
+
+// On a delegate created again after its predecessor was lost: restarts per container so far, added to the counts
+// the new delegate reports, so the proxy's RESTARTS keep counting (JSON: {"container": n}).
+export const RESTARTS_ANNOTATION = 'clusterlet.io/restarts';
+
+// On a delegate: the proxy it stands for. On a member namespace clusterlet created: the host namespace it holds.
+export const PROXY_NAMESPACE_ANNOTATION = 'clusterlet.io/proxy-namespace';
+export const PROXY_NAME_ANNOTATION = 'clusterlet.io/proxy-name';
+// Member ConfigMaps/Secrets carrying this label (value "true") are exported to the host namespace.
+// On a host object exported from a member: the member and member namespace it came from ("<member>/<namespace>").
+export const EXPORTED_FROM_ANNOTATION = 'clusterlet.io/exported-from';
+export const EXPORT_LABEL = 'clusterlet.io/export';
+// On a host namespace: with the value "true" it accepts those exports (so does a name in --export-namespaces).
+export const ACCEPT_EXPORTS_ANNOTATION = 'clusterlet.io/accept-exports';
+
+// The taint of the virtual node; the key is virtual-kubelet's, so tolerations written for it keep working.
+export const VIRTUAL_NODE_TAINT_KEY = 'virtual-kubelet.io/provider';
+export const VIRTUAL_NODE_TAINT_VALUE = 'clusterlet';
+export const VIRTUAL_NODE_TAINT_EFFECT = 'NoSchedule';
+
+// The virtual-kubelet node labels: `type=virtual-kubelet`, `kubernetes.io/role=agent`.
+export const VIRTUAL_NODE_TYPE_LABEL = 'type';
+export const VIRTUAL_NODE_TYPE = 'virtual-kubelet';
+export const ROLE_LABEL = 'kubernetes.io/role';
+export const VIRTUAL_NODE_ROLE = 'agent';
+
+export const HOSTNAME_LABEL = 'kubernetes.io/hostname';
+
+// On the virtual node: the label keys clusterlet set, so it can remove the ones that no longer apply.
+export const MANAGED_LABELS_ANNOTATION = 'clusterlet.io/managed-labels';
+
+// The proxy's condition saying whether its delegate could be created in the member (False: why not).
+export const OFFLOADED_CONDITION = 'clusterlet.io/Offloaded';

@@ -1,0 +1,95 @@
+// Streaming connections to a member's API with its kubeconfig credentials: a plain HTTPS request whose
+// response body is streamed (pod logs, node proxy), a WebSocket (exec, attach) and a SPDY/3.1 upgrade
+// (port-forward). Each takes a token of the member's client-side rate limit and is counted like every other
+// member request.
+import { request as httpsRequest } from 'node:https';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import WebSocket from 'ws';
+import type { ClusterClient } from '../../kube/client.ts';
+import { metrics } from '../../metrics.ts';
+import { ApiError, fromMember } from './errors.ts';
+
+/** GET `path` on the member; resolves with a 2xx response (its body not yet read), else throws ApiError. */
+export async function memberGet(client: ClusterClient, path: string, signal?: AbortSignal): Promise<IncomingMessage> {
+  await client.limiter.take();
+  metrics.apiRequests.inc({ cluster: client.name, verb: 'get' });
+  const url = new URL(path, client.server);
+  const opts = { ...await client.connectOptions(), method: 'GET', signal };
+  const res = await new Promise<IncomingMessage>((resolve, reject) => {
+    const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, opts, resolve);
+    req.on('error', (err) => reject(signal?.aborted ? new ApiError('Unavailable', 'request cancelled', { cause: err })
+      : new ApiError('MemberError', `member ${client.name}: ${err.message}`, { cause: err })));
+    req.end();
+  });
+  if (res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300) return res;
+  metrics.apiErrors.inc({ cluster: client.name, code: String(res.statusCode ?? 0) });
+  throw fromMember(client.name, res.statusCode ?? 0, statusMessage(await readAll(res, 64 << 10)));
+}
+
+/** A WebSocket to `path` on the member, open; an upgrade the member refuses throws ApiError with its answer. */
+export async function memberWebSocket(client: ClusterClient, path: string, protocols: string[]): Promise<WebSocket> {
+  await client.limiter.take();
+  metrics.apiRequests.inc({ cluster: client.name, verb: 'create' });
+  const url = new URL(path, client.server);
+  url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+  const opts = await client.connectOptions();
+  return new Promise<WebSocket>((resolve, reject) => {
+    const ws = new WebSocket(url, protocols, { ...opts, perMessageDeflate: false });
+    const fail = (err: ApiError): void => { ws.removeAllListeners('open'); ws.terminate(); reject(err); };
+    ws.once('open', () => { ws.removeAllListeners('unexpected-response'); resolve(ws); });
+    ws.once('unexpected-response', (_req, res) => {
+      metrics.apiErrors.inc({ cluster: client.name, code: String(res.statusCode ?? 0) });
+      void readAll(res, 64 << 10).then((body) => fail(fromMember(client.name, res.statusCode ?? 0, statusMessage(body))));
+    });
+    ws.once('error', (err) => fail(new ApiError('MemberError', `member ${client.name}: ${err.message}`, { cause: err })));
+  });
+}
+
+/**
+ * An HTTP upgrade to SPDY/3.1 on the member (POST, as kubectl): resolves with the upgraded socket and the
+ * stream protocol the member chose; a refusal throws ApiError with the member's answer.
+ */
+export async function memberSpdyUpgrade(client: ClusterClient, path: string, protocols: string[]):
+  Promise<{ socket: Duplex; protocol: string }> {
+  await client.limiter.take();
+  metrics.apiRequests.inc({ cluster: client.name, verb: 'create' });
+  const url = new URL(path, client.server);
+  const opts = await client.connectOptions();
+  return new Promise((resolve, reject) => {
+    const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, {
+      ...opts, method: 'POST',
+      headers: { ...opts.headers, Connection: 'Upgrade', Upgrade: 'SPDY/3.1', 'X-Stream-Protocol-Version': protocols },
+    });
+    req.on('upgrade', (res: IncomingMessage, socket: Duplex, head: Buffer) => {
+      if (head.length) socket.unshift(head);
+      resolve({ socket, protocol: String(res.headers['x-stream-protocol-version'] ?? '') });
+    });
+    req.on('response', (res: IncomingMessage) => {
+      metrics.apiErrors.inc({ cluster: client.name, code: String(res.statusCode ?? 0) });
+      void readAll(res, 64 << 10).then((body) => reject(fromMember(client.name, res.statusCode ?? 0, statusMessage(body))));
+    });
+    req.on('error', (err) => reject(new ApiError('MemberError', `member ${client.name}: ${err.message}`, { cause: err })));
+    req.end();
+  });
+}
+
+/** The message of a Kubernetes Status body, else the body itself. */
+export function statusMessage(body: string): string {
+  try {
+    const s = JSON.parse(body) as { message?: string };
+    if (typeof s?.message === 'string') return s.message;
+  } catch { /* not JSON */ }
+  return body.trim();
+}
+
+function readAll(res: IncomingMessage, limit: number): Promise<string> {
+  return new Promise((resolve) => {
+    let body = '';
+    res.setEncoding('utf8');
+    res.on('data', (c: string) => { if (body.length < limit) body += c; });
+    res.on('end', () => resolve(body));
+    res.on('error', () => resolve(body));
+    res.on('close', () => resolve(body));
+  });
+}

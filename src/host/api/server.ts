@@ -1,0 +1,234 @@
+// The kubelet API of every virtual node of the process: one HTTPS server on --kubelet-port (the port each
+// node publishes as its daemon endpoint), also listening on the ports of members given one of their own. Each request is authenticated, routed, tied to the node it is
+// about (the node a pod is bound to; for node-level paths, the node the API server's node proxy names or
+// the only node), authorised on that node, then handled. Errors are answered in errors.ts.
+import type { X509Certificate } from 'node:crypto';
+import { createServer, type Server } from 'node:https';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { Logger } from '../../log.ts';
+import { metrics } from '../../metrics.ts';
+import { backoffDelay } from '../../util/backoff.ts';
+import { ApiError, sendError, sendUpgradeError, toApiError } from './errors.ts';
+import type { Auth, UserInfo } from './auth.ts';
+import { forwardedNode, nodeFor, resolvePod, type NodeDirectory, type ResolvedPod, type VirtualNode } from './nodes.ts';
+import { serveContainerLogs } from './logs.ts';
+import { podList, sendJSON } from './pods.ts';
+import { isPodRoute, isStreamRoute, route, type Route } from './routes.ts';
+import type { ClientCA, ServingCertificate } from './tls.ts';
+
+/** Node-level usage (stats.ts). */
+export interface NodeStats {
+  summary(node: VirtualNode): Promise<unknown>;
+  resourceMetrics(node: VirtualNode): Promise<string>;
+}
+
+/** exec, attach and port-forward (streams.ts), on an upgraded connection. */
+export interface StreamHandlers {
+  handle(kind: 'exec' | 'attach' | 'portForward', req: IncomingMessage, socket: Duplex, head: Buffer,
+    target: ResolvedPod, container: string | undefined): Promise<void>;
+}
+
+export interface KubeletServerOptions {
+  /** Every port to listen on: --kubelet-port and the members' own. */
+  ports: number[];
+  /** Bind address; all interfaces by default. */
+  address?: string;
+  dir: NodeDirectory;
+  serving: ServingCertificate;
+  clientCA?: ClientCA;
+  /** Undefined: --authentication-mode=none, every caller may do everything. */
+  auth?: Auth;
+  stats?: NodeStats;
+  streams?: StreamHandlers;
+  log: Logger;
+}
+
+export class KubeletServer {
+  #opts: KubeletServerOptions;
+  #servers: Server[] = [];
+  #retries = new Set<NodeJS.Timeout>();
+  #stopped = false;
+  #bound = new Set<number>();
+  /** The client CA bundle each open connection's TLS handshake verifies against (auth.ts holds it to the current one). */
+  #handshakeCA = new Map<string, readonly X509Certificate[]>();
+  #noCA: readonly X509Certificate[] = [];
+
+  constructor(opts: KubeletServerOptions) {
+    this.#opts = opts;
+  }
+
+  /** True once every port is bound. */
+  get listening(): boolean { return this.#bound.size === new Set(this.#opts.ports).size; }
+
+  /**
+   * Starts serving. A port that cannot be bound is retried with backoff and does not fail the process:
+   * the nodes and their pods keep working without the kubelet API (readiness reports it).
+   */
+  start(): void {
+    const o = this.#opts;
+    // `ca` is never left out: without it Node verifies client certificates against its default roots
+    // (Mozilla's, NODE_EXTRA_CA_CERTS, the system store), so before the client CA is loaded any certificate
+    // from those would pass the handshake. Until then it trusts none (auth.ts refuses them as well).
+    const tls = (): { cert: string; key: string; ca: string | string[] } => ({
+      cert: o.serving.current.cert, key: o.serving.current.key, ca: o.clientCA?.current ?? [],
+    });
+    for (const port of new Set(o.ports)) {
+      const server = createServer({ ...tls(), requestCert: true, rejectUnauthorized: false, minVersion: 'TLSv1.2' });
+      const refresh = (): void => { server.setSecureContext({ ...tls(), minVersion: 'TLSv1.2' }); };
+      o.serving.onChange(refresh);
+      o.clientCA?.onChange(refresh);
+      // tls.Server has just wrapped this socket with its current secure context, so the CA it verifies with is this one.
+      server.on('connection', (raw: Socket) => {
+        const key = connectionKey(raw);
+        this.#handshakeCA.set(key, this.#clientCA);
+        raw.once('close', () => this.#handshakeCA.delete(key));
+      });
+      server.on('request', (req: IncomingMessage, res: ServerResponse) => { void this.#onRequest(req, res); });
+      server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => { void this.#onUpgrade(req, socket, head); });
+      server.on('tlsClientError', (err) => o.log.debug({ err: err.message }, 'kubelet API: TLS handshake failed'));
+      this.#servers.push(server);
+      this.#listen(server, port, 0);
+    }
+  }
+
+  #listen(server: Server, port: number, attempt: number): void {
+    const o = this.#opts;
+    const onError = (err: NodeJS.ErrnoException): void => {
+      server.off('listening', onListening);
+      const delay = backoffDelay(attempt, 1000, 60_000);
+      o.log.error({ err: err.message, port, retryInMs: delay }, 'kubelet API: cannot listen; retrying');
+      if (this.#stopped) return;
+      const t = setTimeout(() => { this.#retries.delete(t); this.#listen(server, port, attempt + 1); }, delay);
+      this.#retries.add(t);
+    };
+    const onListening = (): void => {
+      server.off('error', onError);
+      server.on('error', (err: Error) => o.log.error({ err: err.message, port }, 'kubelet API: server error'));
+      this.#bound.add(port);
+      o.log.info({ port }, 'kubelet API listening');
+    };
+    server.once('error', onError);
+    server.once('listening', onListening);
+    server.listen(port, o.address);
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    for (const t of this.#retries) clearTimeout(t);
+    for (const s of this.#servers) {
+      s.close();
+      s.closeAllConnections();
+    }
+  }
+
+  get #clientCA(): readonly X509Certificate[] { return this.#opts.clientCA?.certificates ?? this.#noCA; }
+
+  /**
+   * Whether the connection's handshake verified client certificates against another client CA than the current
+   * one (the connection was made before the CA was loaded or changed): its TLS verdict cannot be redone.
+   */
+  #staleHandshake(socket: Socket): boolean {
+    return this.#handshakeCA.get(connectionKey(socket)) !== this.#clientCA;
+  }
+
+  /** Authenticates, routes, finds the node and authorises. */
+  async #admit(req: IncomingMessage): Promise<{ route: Route; node: VirtualNode; pod?: ResolvedPod; user?: UserInfo }> {
+    const o = this.#opts;
+    const path = new URL(req.url ?? '/', 'https://kubelet').pathname;
+    const user = o.auth ? await o.auth.authenticate(req, this.#handshakeCA.get(connectionKey(req.socket))) : undefined;
+    const r = route(req.method, path);
+    const hint = forwardedNode(req.headers['x-forwarded-uri']);
+    let node: VirtualNode;
+    let pod: ResolvedPod | undefined;
+    if (isPodRoute(r)) {
+      try {
+        pod = resolvePod(o.dir, r.namespace, r.pod, { hint, uid: 'uid' in r ? r.uid : undefined });
+      } catch (err) {
+        // Whether a pod exists is told only to callers who may ask the node(s) it could be on.
+        if (user && o.auth) await this.#authorizeAny(user, req.method, path, hint);
+        throw err;
+      }
+      node = pod.node;
+    } else {
+      node = nodeFor(o.dir, hint, req.socket.localPort);
+    }
+    if (user && o.auth) await o.auth.authorize(user, req.method, path, node.name);
+    return { route: r, node, pod, user };
+  }
+
+  async #authorizeAny(user: UserInfo, method: string | undefined, path: string, hint: string | undefined): Promise<void> {
+    const names = hint ? [hint] : this.#opts.dir.nodes().map((n) => n.name);
+    let last: unknown = new ApiError('Forbidden', 'Forbidden');
+    for (const name of names) {
+      try { await this.#opts.auth!.authorize(user, method, path, name); return; } catch (err) { last = err; }
+    }
+    throw last;
+  }
+
+  async #onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let endpoint = 'unknown';
+    try {
+      const { route: r, node, pod } = await this.#admit(req);
+      endpoint = r.kind;
+      if (isStreamRoute(r)) throw new ApiError('BadRequest', `${r.kind} needs an upgrade to SPDY/3.1 (Connection: Upgrade)`);
+      switch (r.kind) {
+        case 'containerLogs':
+          await serveContainerLogs(req, res, pod!, r.container, this.#opts.log);
+          break;
+        case 'pods':
+        case 'runningpods':
+          sendJSON(res, podList(node, r.kind === 'runningpods'));
+          break;
+        case 'statsSummary':
+          if (!this.#opts.stats) throw new ApiError('NotFound', 'stats are not available');
+          sendJSON(res, await this.#opts.stats.summary(node));
+          break;
+        case 'metricsResource': {
+          if (!this.#opts.stats) throw new ApiError('NotFound', 'metrics are not available');
+          const text = await this.#opts.stats.resourceMetrics(node);
+          res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
+          res.end(text);
+          break;
+        }
+        case 'healthz':
+          res.writeHead(200, { 'Content-Type': 'text/plain' });
+          res.end('ok');
+          break;
+      }
+      metrics.kubeletApiRequests.inc({ endpoint, code: String(res.statusCode) });
+    } catch (err) {
+      const e = toApiError(err);
+      metrics.kubeletApiRequests.inc({ endpoint, code: String(e.status) });
+      this.#opts.log.debug({ method: req.method, url: req.url, status: e.status, err: e.message }, 'kubelet API request failed');
+      // Refused on a connection made before the client CA was loaded or changed: the client's next request, on a
+      // new connection, gets a handshake with the current CA.
+      if (e.status === 401 && this.#staleHandshake(req.socket)) res.setHeader('Connection', 'close');
+      sendError(res, e);
+    }
+  }
+
+  async #onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    let endpoint = 'unknown';
+    socket.on('error', () => socket.destroy());
+    try {
+      const { route: r, pod } = await this.#admit(req);
+      endpoint = r.kind;
+      if (!isStreamRoute(r)) throw new ApiError('BadRequest', `${req.url} does not upgrade`);
+      if (!this.#opts.streams) throw new ApiError('NotFound', `${r.kind} is not available`);
+      metrics.kubeletApiRequests.inc({ endpoint, code: '101' });
+      await this.#opts.streams.handle(r.kind, req, socket, head, pod!, 'container' in r ? r.container : undefined);
+    } catch (err) {
+      const e = toApiError(err);
+      metrics.kubeletApiRequests.inc({ endpoint, code: String(e.status) });
+      this.#opts.log.debug({ method: req.method, url: req.url, status: e.status, err: e.message }, 'kubelet API upgrade failed');
+      sendUpgradeError(socket, e);
+    }
+  }
+}
+
+/** One TCP connection to us: the same for the raw socket and the TLS socket over it. */
+function connectionKey(s: Socket): string {
+  return `${s.localPort}|${s.remoteAddress}|${s.remotePort}`;
+}

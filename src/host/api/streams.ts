@@ -1,0 +1,25 @@
+// exec, attach and port-forward on an upgraded connection: the protocol modules, by endpoint.
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Logger } from '../../log.ts';
+import { servePortForward } from './portforward.ts';
+import type { ResolvedPod } from './nodes.ts';
+import { serveRemoteCommand } from './remotecommand.ts';
+import type { StreamHandlers } from './server.ts';
+
+export class MemberStreams implements StreamHandlers {
+  #log: Logger;
+
+  constructor(log: Logger) { this.#log = log; }
+
+  async handle(kind: 'exec' | 'attach' | 'portForward', req: IncomingMessage, socket: Duplex, head: Buffer,
+    target: ResolvedPod, container: string | undefined): Promise<void> {
+    switch (kind) {
+      case 'exec':
+      case 'attach':
+        return serveRemoteCommand(kind, req, socket, head, target, container!, this.#log);
+      case 'portForward':
+        return servePortForward(req, socket, head, target, this.#log);
+    }
+  }
+}

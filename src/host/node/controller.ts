@@ -1,0 +1,175 @@
+// The host side of one virtual node: registers it, keeps its labels, taints and status in line with the
+// member (patches, only on change and at least once a minute), renews its lease every 10 s while the
+// member answers, and recreates the node if someone deletes it.
+import { interval, type Subscription } from 'rxjs';
+import type { V1Node } from '@kubernetes/client-node';
+import { PATCH, type ClusterClient } from '../../kube/client.ts';
+import { Informer } from '../../kube/informer.ts';
+import { listWatch } from '../../kube/listwatch.ts';
+import { toKubeError } from '../../kube/errors.ts';
+import { WorkQueue } from '../../util/workqueue.ts';
+import {
+  forgeNewNode, forgeNodeLabels, forgeNodeStatus, forgeNodeTaints, labelPatch, mergeTaints, nodeStatusMatches,
+  stampConditions, type MemberState, type NodeContext,
+} from '../../forge/node.ts';
+import type { MemberCluster } from '../../member/cluster.ts';
+import { MANAGED_LABELS_ANNOTATION } from '../../forge/keys.ts';
+import type { Logger } from '../../log.ts';
+
+export const LEASE_NAMESPACE = 'kube-node-lease';
+export const LEASE_DURATION_SECONDS = 40;
+
+export interface NodeControllerOptions {
+  leaseRenewMs?: number;
+  statusRefreshMs?: number;
+  watchSilenceMs?: number;
+}
+
+const strategic = { contentType: PATCH.strategic };
+const mergePatch = { contentType: PATCH.merge };
+
+/** RFC 3339 with microseconds, as metav1.MicroTime is written. */
+export function microTime(d: Date): string {
+  return d.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+}
+
+export class NodeController {
+  readonly ctx: NodeContext;
+  #host: ClusterClient;
+  #member: MemberCluster;
+  #log: Logger;
+  #node: Informer<V1Node>;
+  #queue: WorkQueue;
+  #state: MemberState | undefined;
+  #lastStatusWrite = 0;
+  #subs: Subscription[] = [];
+  #opts: Required<NodeControllerOptions>;
+
+  constructor(host: ClusterClient, ctx: NodeContext, member: MemberCluster, log: Logger, opts: NodeControllerOptions = {}) {
+    this.#host = host;
+    this.ctx = ctx;
+    this.#member = member;
+    this.#log = log;
+    this.#opts = { leaseRenewMs: opts.leaseRenewMs ?? 10_000, statusRefreshMs: opts.statusRefreshMs ?? 60_000,
+      watchSilenceMs: opts.watchSilenceMs ?? 90_000 };
+    const name = ctx.member.nodeName;
+    this.#node = new Informer(`node-${name}`, listWatch<V1Node>(host, {
+      path: '/api/v1/nodes', model: 'V1Node', resource: 'nodes', fieldSelector: `metadata.name=${name}`,
+      list: (p) => host.core.listNode(p),
+    }, { log, silenceMs: this.#opts.watchSilenceMs }));
+    this.#queue = new WorkQueue({ name: `node-${name}`, workers: 1, log, maxDelayMs: 10_000 });
+  }
+
+  get nodeName(): string { return this.ctx.member.nodeName; }
+
+  /** The node as last seen on the host. */
+  get node(): V1Node | undefined { return this.#node.get(this.nodeName); }
+
+  start(): void {
+    this.#node.start();
+    this.#queue.start(() => this.#sync());
+    // The first state may arrive before the node cache has synced; sync again once it has.
+    void this.#node.waitSynced().then(() => this.#queue.add('node'));
+    this.#subs.push(
+      this.#member.state$.subscribe((s) => { this.#state = s; this.#queue.add('node'); }),
+      // A node deleted by someone is recreated; a status overwritten by someone is set back.
+      this.#node.events$.subscribe(() => this.#queue.add('node')),
+      interval(this.#opts.statusRefreshMs).subscribe(() => this.#queue.add('node')),
+      this.#member.probe$.subscribe((p) => {
+        if (p.reachable) void this.#renewLease().catch((err: unknown) =>
+          this.#log.warn({ err: toKubeError(err).message }, 'lease renewal failed'));
+      }),
+    );
+  }
+
+  stop(): void {
+    for (const s of this.#subs.splice(0)) s.unsubscribe();
+    this.#queue.shutdown();
+    this.#node.stop();
+  }
+
+  async #sync(): Promise<void> {
+    const state = this.#state;
+    if (!state || !this.#node.hasSynced) return;
+    const now = new Date();
+    const current = this.node;
+    if (!current) {
+      const node = forgeNewNode(this.ctx, state, now);
+      node.metadata!.annotations = { [MANAGED_LABELS_ANNOTATION]: Object.keys(node.metadata!.labels ?? {}).sort().join(',') };
+      try {
+        const created = await this.#host.core.createNode({ body: node });
+        // Status is dropped on create by some API server versions: write it explicitly.
+        await this.#patchStatus(created, state, now);
+        if (state.reachable) await this.#renewLease();
+        this.#log.info({ node: this.nodeName, ready: state.reachable && state.readyNodes > 0 }, 'registered virtual node');
+      } catch (err) {
+        if (toKubeError(err).kind !== 'AlreadyExists') throw toKubeError(err);
+      }
+      return;
+    }
+    await this.#patchMeta(current, state);
+    const desired = forgeNodeStatus(this.ctx, state);
+    const due = Date.now() - this.#lastStatusWrite >= this.#opts.statusRefreshMs - 500;
+    if (!due && nodeStatusMatches(desired, current.status)) return;
+    await this.#patchStatus(current, state, now);
+  }
+
+  async #patchMeta(node: V1Node, state: MemberState): Promise<void> {
+    const labels = forgeNodeLabels(this.ctx, state);
+    const managed = new Set((node.metadata?.annotations?.[MANAGED_LABELS_ANNOTATION] ?? '').split(',').filter(Boolean));
+    const lp = labelPatch(labels, node.metadata?.labels, managed);
+    const taints = mergeTaints(node.spec?.taints, forgeNodeTaints(this.ctx));
+    const managedValue = Object.keys(labels).sort().join(',');
+    const annChanged = node.metadata?.annotations?.[MANAGED_LABELS_ANNOTATION] !== managedValue;
+    if (!lp && !taints && !annChanged) return;
+    const body: Record<string, unknown> = {
+      metadata: { labels: lp ?? {}, annotations: { [MANAGED_LABELS_ANNOTATION]: managedValue } },
+      ...(taints ? { spec: { taints } } : {}),
+    };
+    await this.#host.core.patchNode({ name: this.nodeName, body }, strategic);
+  }
+
+  async #patchStatus(node: V1Node, state: MemberState, now: Date): Promise<void> {
+    const status = forgeNodeStatus(this.ctx, state);
+    status.conditions = stampConditions(status.conditions ?? [], node.status?.conditions, now);
+    // Resources the member no longer has are removed (null), not left behind by the merge.
+    const drop = (cur: Record<string, string> | undefined, want: Record<string, string> | undefined) =>
+      Object.fromEntries(Object.keys(cur ?? {}).filter((k) => !(k in (want ?? {}))).map((k) => [k, null]));
+    const body = {
+      status: {
+        ...status,
+        capacity: { ...drop(node.status?.capacity, status.capacity), ...status.capacity },
+        allocatable: { ...drop(node.status?.allocatable, status.allocatable), ...status.allocatable },
+      },
+    };
+    await this.#host.core.patchNodeStatus({ name: this.nodeName, body }, strategic);
+    this.#lastStatusWrite = Date.now();
+  }
+
+  /** Renews the node's lease (creating it, owned by the node, when missing). */
+  async #renewLease(): Promise<void> {
+    const node = this.node ?? await this.#host.core.readNode({ name: this.nodeName }).catch(() => undefined);
+    if (!node?.metadata?.uid) return;
+    // renewTime is a MicroTime: the client's Date serialisation (milliseconds) is refused, so patch a string.
+    const body = { spec: { holderIdentity: this.nodeName, leaseDurationSeconds: LEASE_DURATION_SECONDS, renewTime: microTime(new Date()) } };
+    const patch = () => this.#host.coordination.patchNamespacedLease(
+      { name: this.nodeName, namespace: LEASE_NAMESPACE, body }, mergePatch);
+    try {
+      await patch();
+    } catch (err) {
+      if (toKubeError(err).kind !== 'NotFound') throw toKubeError(err);
+      try {
+        await this.#host.coordination.createNamespacedLease({ namespace: LEASE_NAMESPACE, body: {
+          metadata: {
+            name: this.nodeName, namespace: LEASE_NAMESPACE,
+            ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name: this.nodeName, uid: node.metadata.uid }],
+          },
+          spec: { holderIdentity: this.nodeName, leaseDurationSeconds: LEASE_DURATION_SECONDS },
+        } });
+      } catch (e) {
+        if (toKubeError(e).kind !== 'AlreadyExists') throw toKubeError(e);
+      }
+      await patch();
+    }
+  }
+}

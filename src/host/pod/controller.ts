@@ -1,0 +1,385 @@
+// The host side of offloading for one virtual node: watches the proxy pods bound to it, keeps a pod in
+// the provider for each, mirrors status and events back, and runs the deletion protocol:
+//   proxy marked for deletion → provider pod deleted with the same grace period → proxy removed (grace 0).
+// It talks to the back end only through the PodProvider interface.
+import { interval, mergeMap, type Subscription } from 'rxjs';
+import { createHash } from 'node:crypto';
+import type { V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
+import { PATCH, type ClusterClient } from '../../kube/client.ts';
+import { Informer, splitKey } from '../../kube/informer.ts';
+import { listWatch } from '../../kube/listwatch.ts';
+import { ignoreGone, toKubeError } from '../../kube/errors.ts';
+import { WorkQueue } from '../../util/workqueue.ts';
+import {
+  forgeProxyStatusForLostDelegate, isDaemonSetPod, isTerminal, pendingStatusInformative, proxyStatusPatch, restartsAfterLoss,
+  statusEqual,
+} from '../../forge/pod.ts';
+import { PodRejectedError, type PodEvent, type PodProvider, type ProviderPod } from '../../provider/types.ts';
+import { metrics } from '../../metrics.ts';
+import { OFFLOADED_CONDITION } from '../../forge/keys.ts';
+import type { Logger } from '../../log.ts';
+
+/** Consecutive failed syncs of a pod after which the failure shows on the proxy (condition + Warning event). */
+const FAILURES_BEFORE_REPORT = 3;
+
+/** After a start or an outage, every proxy's status is compared again this long after (see #recheckStatusLater). */
+const STATUS_RECHECK_MS = [4_000, 10_000];
+
+/** How long the status of a pod still Pending in the back end waits for its next change, to be written once. */
+const PENDING_STATUS_DELAY_MS = 1000;
+
+/** Conditions the status mirror neither writes nor deletes. */
+const OWN_CONDITIONS: ReadonlySet<string> = new Set([OFFLOADED_CONDITION]);
+
+export interface PodControllerOptions {
+  nodeName: string;
+  member: string;
+  workers: number;
+  resyncMs?: number;
+  watchSilenceMs?: number;
+}
+
+const strategic = { contentType: PATCH.strategic };
+const merge = { contentType: PATCH.merge };
+
+export class PodController {
+  readonly pods: Informer<V1Pod>;
+  #host: ClusterClient;
+  #provider: PodProvider;
+  #opts: PodControllerOptions;
+  #log: Logger;
+  /** Creates, updates and deletes provider pods, and runs the deletion protocol. */
+  #queue: WorkQueue;
+  /** Mirrors provider status onto proxies: its own queue, so a burst of creations never delays it. */
+  #statusQueue: WorkQueue;
+  #subs: Subscription[] = [];
+  #timers: NodeJS.Timeout[] = [];
+  /** When the latest delegate status change not yet written to its proxy was seen, by key (performance.now()). */
+  #statusSeen = new Map<string, number>();
+
+  constructor(host: ClusterClient, provider: PodProvider, log: Logger, opts: PodControllerOptions) {
+    this.#host = host;
+    this.#provider = provider;
+    this.#opts = opts;
+    this.#log = log;
+    this.pods = new Informer(`proxies-${opts.nodeName}`, listWatch<V1Pod>(host, {
+      path: '/api/v1/pods', model: 'V1Pod', resource: 'pods', fieldSelector: `spec.nodeName=${opts.nodeName}`,
+      list: (p) => host.core.listPodForAllNamespaces(p),
+    }, { log, silenceMs: opts.watchSilenceMs }));
+    this.#queue = new WorkQueue({ name: `pods-${opts.nodeName}`, workers: opts.workers, log, maxDelayMs: 60_000 });
+    // Status writes wait on the host API server rather than on us: twice the workers keep them flowing.
+    this.#statusQueue = new WorkQueue({ name: `pod-status-${opts.nodeName}`, workers: 2 * opts.workers, log, maxDelayMs: 10_000 });
+  }
+
+  get queue(): WorkQueue { return this.#queue; }
+
+  start(): void {
+    this.pods.start();
+    this.#queue.start((key) => this.#sync(key));
+    this.#statusQueue.start((key) => this.#syncStatusKey(key));
+    this.#subs.push(
+      this.pods.events$.subscribe((ev) => {
+        // Status-only changes (most of them our own writes) are no business of the lifecycle.
+        if (!ev.old || ev.type === 'DELETED' || !onlyStatusChanged(ev.old, ev.object)) this.#queue.add(ev.key);
+        // Someone else changed the proxy's status: set it back to what the provider reports.
+        if (ev.old && !statusEqual(ev.object.status, ev.old.status)) this.#statusQueue.add(ev.key);
+      }),
+      this.#provider.podChanges$.subscribe((change) => {
+        this.#statusSeen.set(change.key, performance.now());
+        if (change.lifecycle) this.#queue.add(change.key);
+        this.#queueStatus(change.key);
+      }),
+      this.#provider.podEvents$.pipe(mergeMap((e) => this.#mirrorEvent(e), 4)).subscribe(),
+      // The back end is back after an outage: every proxy is checked against it again, whatever wrote it meanwhile.
+      this.#provider.resync$.subscribe(() => {
+        this.#log.info({ proxies: this.pods.size }, 'member reachable again; syncing every pod');
+        this.#enqueueAll();
+        this.#recheckStatusLater();
+      }),
+      interval(this.#opts.resyncMs ?? 300_000).subscribe(() => this.#enqueueAll()),
+    );
+    // Orphans are judged only once both views are complete, never on a half-synced cache.
+    void Promise.all([this.pods.waitSynced(), this.#provider.waitSynced()]).then(() => {
+      this.#log.info({ proxies: this.pods.size, delegates: this.#provider.podCount() }, 'pod caches synced');
+      this.#enqueueAll();
+      this.#recheckStatusLater();
+    });
+  }
+
+  /**
+   * Around a start or an outage's end the host's node-lifecycle controller may still be writing the proxies of a
+   * node it found unhealthy (it retries its NotReady marks until it sees the node Ready), after clusterlet set them
+   * right: every proxy's status is compared again a little later, twice. In-memory, and a write only where it differs.
+   */
+  #recheckStatusLater(): void {
+    for (const ms of STATUS_RECHECK_MS) {
+      const t = setTimeout(() => { for (const k of this.pods.keys()) this.#statusQueue.add(k); }, ms);
+      t.unref();
+      this.#timers.push(t);
+    }
+  }
+
+  stop(): void {
+    for (const s of this.#subs.splice(0)) s.unsubscribe();
+    for (const t of this.#timers.splice(0)) clearTimeout(t);
+    this.#queue.shutdown();
+    this.#statusQueue.shutdown();
+    this.pods.stop();
+  }
+
+  /**
+   * A pod still Pending in the back end usually changes again within moments (scheduled, then running):
+   * its status is written a little later, as one patch. Anything else is written at once.
+   */
+  #queueStatus(key: string): void {
+    const { namespace, name } = splitKey(key);
+    if (this.#provider.getPod(namespace, name)?.phase === 'Pending') this.#statusQueue.addAfter(key, PENDING_STATUS_DELAY_MS);
+    else this.#statusQueue.add(key);
+  }
+
+  #enqueueAll(): void {
+    for (const k of this.pods.keys()) {
+      this.#queue.add(k);
+      this.#statusQueue.add(k);
+    }
+    for (const k of this.#provider.listPodKeys()) this.#queue.add(k);
+  }
+
+  async #sync(key: string): Promise<void> {
+    if (!this.pods.hasSynced || !this.#provider.hasSynced()) return;
+    const proxy = this.pods.get(key);
+    try {
+      await this.#syncLifecycle(key, proxy);
+    } catch (err) {
+      // A sync that keeps failing shows on the proxy, not only in the log.
+      if (proxy && !proxy.metadata?.deletionTimestamp && !(err instanceof PodRejectedError)
+        && this.#queue.failures(key) + 1 >= FAILURES_BEFORE_REPORT) {
+        await this.#setOffloaded(proxy, 'False', 'OffloadFailing',
+          `syncing the pod with member ${this.#opts.member} keeps failing (retried with backoff): ${(err as Error).message}`, 'Warning')
+          .catch(() => undefined);
+      }
+      throw err;
+    } finally {
+      metrics.podsOffloaded.set({ member: this.#opts.member }, this.#provider.podCount());
+    }
+  }
+
+  async #syncLifecycle(key: string, proxy: V1Pod | undefined): Promise<void> {
+    const { namespace, name } = splitKey(key);
+    const running = this.#provider.getPod(namespace, name);
+    if (!proxy) {
+      // Deleted (or force-deleted) on the host, or an orphan left by an earlier run: remove it.
+      if (running && !running.terminating) await this.#provider.deletePod(namespace, name);
+      if (!running) this.#provider.forgetPod(namespace, name);
+      return;
+    }
+    if (running && running.proxyUID !== proxy.metadata!.uid) {
+      // A delegate of an earlier pod of the same name (a StatefulSet's, say): replace it.
+      if (!running.terminating) await this.#provider.deletePod(namespace, name, 0);
+      return;
+    }
+    if (proxy.metadata!.deletionTimestamp) return await this.#syncDeleting(proxy, running !== undefined, running?.terminating ?? false);
+    if (isDaemonSetPod(proxy)) {
+      return await this.#setOffloaded(proxy, 'False', 'DaemonSetPodNotOffloaded',
+        `DaemonSet pods are not offloaded to member ${this.#opts.member}: they belong on real nodes`, 'Warning');
+    }
+    if (!running) return await this.#syncMissing(proxy);
+    if (isTerminal(proxy)) {
+      // A finished proxy never has a live delegate (its replacement, if any, runs elsewhere): stop it.
+      if (!running.terminating && running.phase !== 'Succeeded' && running.phase !== 'Failed') {
+        this.#log.info({ namespace, pod: name, phase: proxy.status?.phase }, 'the proxy is finished: deleting its live delegate');
+        await this.#provider.deletePod(namespace, name);
+      }
+      return;
+    }
+    await this.#provider.updatePod(proxy);
+    const offloaded = proxy.status?.conditions?.find((c) => c.type === OFFLOADED_CONDITION);
+    if (offloaded && offloaded.status !== 'True') {
+      await this.#setOffloaded(proxy, 'True', 'DelegateCreated', `running in member ${this.#opts.member}`);
+    }
+  }
+
+  async #syncDeleting(proxy: V1Pod, hasDelegate: boolean, delegateTerminating: boolean): Promise<void> {
+    if (hasDelegate) {
+      if (!delegateTerminating) {
+        await this.#provider.deletePod(proxy.metadata!.namespace!, proxy.metadata!.name!,
+          proxy.metadata!.deletionGracePeriodSeconds ?? undefined);
+      }
+      return;
+    }
+    // Nothing runs any more: finish the deletion, as a kubelet does once its containers are gone.
+    try {
+      await this.#host.core.deleteNamespacedPod({
+        namespace: proxy.metadata!.namespace!, name: proxy.metadata!.name!, gracePeriodSeconds: 0,
+        body: { gracePeriodSeconds: 0, preconditions: { uid: proxy.metadata!.uid } },
+      });
+      metrics.podSyncs.inc({ member: this.#opts.member, result: 'deleted' });
+    } catch (err) {
+      ignoreGone(err);
+    }
+  }
+
+  /** No delegate: create one, unless the proxy is finished or its lost delegate is not to be restarted. */
+  async #syncMissing(proxy: V1Pod): Promise<void> {
+    if (isTerminal(proxy)) return;
+    if (hadDelegate(proxy) && (proxy.spec?.restartPolicy ?? 'Always') === 'Never') {
+      const status = forgeProxyStatusForLostDelegate(proxy, 'DelegateLost',
+        `the pod's delegate in member ${this.#opts.member} was deleted or evicted, and restartPolicy is Never`);
+      await this.#patchStatus(proxy, status);
+      await this.#event(proxy, 'Warning', 'DelegateLost', status.message ?? 'delegate lost');
+      return;
+    }
+    const restarts = hadDelegate(proxy) ? restartsAfterLoss(proxy) : undefined;
+    if (restarts) {
+      await this.#event(proxy, 'Warning', 'DelegateLost',
+        `the pod's delegate in member ${this.#opts.member} was deleted or evicted (its member node may be gone); `
+        + 'creating it again: the restart count goes on');
+    }
+    try {
+      const notices = await this.#provider.createPod(proxy, { restarts });
+      metrics.podSyncs.inc({ member: this.#opts.member, result: 'created' });
+      for (const n of notices) await this.#event(proxy, n.type, n.reason, n.message);
+    } catch (err) {
+      if (!(err instanceof PodRejectedError)) throw err;
+      metrics.podSyncs.inc({ member: this.#opts.member, result: 'rejected' });
+      await this.#setOffloaded(proxy, 'False', err.reason, `member ${this.#opts.member} rejected the pod: ${err.message}`, 'Warning');
+      // Retried with capped backoff by the queue; one only a new configuration can fix waits for the pod to change.
+      if (err.retry) throw err;
+    }
+  }
+
+  async #syncStatusKey(key: string): Promise<void> {
+    if (!this.pods.hasSynced || !this.#provider.hasSynced()) return;
+    // An unreachable back end's last word is not the truth: the host's view (the node-lifecycle controller marks
+    // the pods NotReady) stands until it answers again, then resync$ brings every proxy back in line.
+    if (!this.#provider.available()) return;
+    const proxy = this.pods.get(key);
+    const { namespace, name } = splitKey(key);
+    const running = proxy && this.#provider.getPod(namespace, name);
+    // Only the proxy's own delegate speaks for it.
+    if (!proxy || !running || running.proxyUID !== proxy.metadata!.uid) {
+      this.#statusSeen.delete(key);
+      return;
+    }
+    const seen = this.#statusSeen.get(key);
+    this.#statusSeen.delete(key);
+    let wrote: boolean;
+    try {
+      wrote = await this.#syncStatus(proxy, running);
+    } catch (err) {
+      if (seen !== undefined && !this.#statusSeen.has(key)) this.#statusSeen.set(key, seen); // retried
+      throw err;
+    }
+    if (wrote && seen !== undefined) metrics.statusMirror.observe({ member: this.#opts.member }, (performance.now() - seen) / 1000);
+  }
+
+  /** Writes the provider's status (of `running`, its pod) onto the proxy if it differs; true when it wrote. */
+  async #syncStatus(proxy: V1Pod, running: ProviderPod): Promise<boolean> {
+    // A delegate the member is removing (its node was lost, it was evicted) is not finished: if it will be created
+    // again, its Failed phase is not the proxy's. Only restartPolicy Never makes the loss the pod's end.
+    if (running.phase === 'Failed' && (running.terminating || running.disruption)
+      && (proxy.spec?.restartPolicy ?? 'Always') !== 'Never') return false;
+    const desired = this.#provider.getPodStatus(proxy);
+    if (!desired) return false;
+    // A finished pod never goes back (the API would refuse it anyway).
+    if (isTerminal(proxy) && desired.phase !== proxy.status?.phase) return false;
+    if (statusEqual(desired, proxy.status) || !pendingStatusInformative(desired, proxy.status)) return false;
+    // The Offloaded condition is the lifecycle's to write: never send a (possibly stale) copy of it.
+    await this.#patchStatus(proxy, proxyStatusPatch(desired, proxy.status, OWN_CONDITIONS));
+    if (this.#log.isLevelEnabled('debug')) {
+      const ready = (st: V1PodStatus | undefined) => st?.conditions?.find((c) => c.type === 'Ready')?.status;
+      this.#log.debug({ namespace: proxy.metadata!.namespace, pod: proxy.metadata!.name, phase: desired.phase,
+        ready: ready(desired), was: ready(proxy.status) }, 'proxy status written');
+    }
+    return true;
+  }
+
+  async #patchStatus(proxy: V1Pod, status: object): Promise<void> {
+    try {
+      await this.#host.core.patchNamespacedPodStatus({
+        namespace: proxy.metadata!.namespace!, name: proxy.metadata!.name!,
+        body: { metadata: { uid: proxy.metadata!.uid }, status },
+      }, strategic);
+      metrics.podSyncs.inc({ member: this.#opts.member, result: 'status' });
+    } catch (err) {
+      const k = toKubeError(err);
+      if (k.kind === 'NotFound') return; // gone meanwhile; its delete event requeues the key
+      throw k;
+    }
+  }
+
+  /** Sets the Offloaded condition (and records an event) when it changes; a no-op otherwise. */
+  async #setOffloaded(proxy: V1Pod, status: 'True' | 'False', reason: string, message: string,
+    eventType?: 'Warning' | 'Normal'): Promise<void> {
+    const cur = proxy.status?.conditions?.find((c) => c.type === OFFLOADED_CONDITION);
+    if (cur && cur.status === status && cur.reason === reason && cur.message === message) return;
+    const condition: V1PodCondition = {
+      type: OFFLOADED_CONDITION, status, reason, message,
+      lastTransitionTime: cur?.status === status && cur.lastTransitionTime ? cur.lastTransitionTime : new Date(),
+    };
+    const conditions = [...(proxy.status?.conditions ?? []).filter((c) => c.type !== OFFLOADED_CONDITION), condition];
+    const body: Record<string, unknown> = { status: { conditions } };
+    // A pod that cannot be offloaded says so in kubectl's STATUS column too.
+    if (status === 'False' && (proxy.status?.phase ?? 'Pending') === 'Pending') {
+      (body.status as Record<string, unknown>).reason = reason;
+      (body.status as Record<string, unknown>).message = message;
+    }
+    await this.#patchStatus(proxy, body.status as object);
+    if (eventType) await this.#event(proxy, eventType, reason, message);
+  }
+
+  /** Records an event on the proxy; repeated ones (same reason) bump the count of one event object. */
+  async #event(proxy: V1Pod, type: string, reason: string, message: string, id = reason): Promise<void> {
+    await this.#writeEvent(proxy.metadata!.namespace!, proxy.metadata!.name!, proxy.metadata!.uid!, id, {
+      type, reason, message, count: 1, firstTimestamp: new Date(), lastTimestamp: new Date(),
+      source: { component: 'clusterlet', host: this.#opts.nodeName },
+    }, true);
+  }
+
+  async #mirrorEvent(e: PodEvent): Promise<void> {
+    const proxy = this.pods.get(`${e.namespace}/${e.name}`);
+    if (!proxy) return;
+    const source = { component: `${e.event.source?.component ?? 'member'} (member ${this.#opts.member})`, host: this.#opts.nodeName };
+    try {
+      await this.#writeEvent(e.namespace, e.name, proxy.metadata!.uid!, e.id, { ...e.event, source }, false);
+    } catch (err) {
+      this.#log.warn({ namespace: e.namespace, pod: e.name, err: toKubeError(err).message }, 'could not mirror a member event');
+    }
+  }
+
+  async #writeEvent(namespace: string, podName: string, podUID: string, id: string,
+    ev: PodEvent['event'], bump: boolean): Promise<void> {
+    const name = `${podName}.${createHash('sha256').update(`${podUID}/${id}`).digest('hex').slice(0, 16)}`;
+    try {
+      await this.#host.core.createNamespacedEvent({ namespace, body: {
+        metadata: { name, namespace },
+        involvedObject: { apiVersion: 'v1', kind: 'Pod', namespace, name: podName, uid: podUID },
+        ...ev, reportingComponent: 'clusterlet', reportingInstance: this.#opts.nodeName,
+      } });
+    } catch (err) {
+      const k = toKubeError(err);
+      if (k.kind !== 'AlreadyExists') throw k;
+      const cur = await this.#host.core.readNamespacedEvent({ namespace, name });
+      const count = bump ? (cur.count ?? 1) + 1 : ev.count ?? cur.count;
+      if (!bump && count === cur.count && ev.message === cur.message) return;
+      await this.#host.core.patchNamespacedEvent({ namespace, name, body: {
+        count, message: ev.message, lastTimestamp: ev.lastTimestamp ?? new Date(),
+      } }, merge);
+    }
+  }
+}
+
+/** Whether only the status (and resourceVersion) of a pod changed between two versions. */
+function onlyStatusChanged(a: V1Pod, b: V1Pod): boolean {
+  const ma = a.metadata;
+  const mb = b.metadata;
+  return ma?.generation === mb?.generation && String(ma?.deletionTimestamp) === String(mb?.deletionTimestamp)
+    && JSON.stringify(ma?.labels) === JSON.stringify(mb?.labels)
+    && JSON.stringify(ma?.annotations) === JSON.stringify(mb?.annotations)
+    && JSON.stringify(a.spec) === JSON.stringify(b.spec);
+}
+
+/** Whether the proxy once had a running delegate (only a delegate's status sets these). */
+function hadDelegate(proxy: V1Pod): boolean {
+  return proxy.status?.startTime !== undefined || (proxy.status?.containerStatuses?.length ?? 0) > 0;
+}

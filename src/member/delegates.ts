@@ -1,0 +1,90 @@
+// The one index of this virtual node's delegates in its member: host key (proxy namespace/name) → member pod,
+// kept from the member's pod informer. The provider, the kubelet API's runtime and the stats all look
+// delegates up here; nothing else maps between host and member pods.
+import { Subject, type Observable, type Subscription } from 'rxjs';
+import { LRUCache } from 'lru-cache';
+import type { V1Pod } from '@kubernetes/client-node';
+import type { Informer } from '../kube/informer.ts';
+import { hostRefOf, type HostRef, type Owner } from '../forge/owner.ts';
+
+/** A delegate changed: `lifecycle` when it appeared, went, or began terminating (else only its status changed). */
+export interface DelegateChange { hostKey: string; lifecycle: boolean }
+
+export class DelegateIndex {
+  readonly owner: Owner;
+  readonly changes$: Observable<DelegateChange>;
+  #pods: Informer<V1Pod>;
+  /** host key → member key of its delegate. */
+  #byHost = new Map<string, string>();
+  /** member key → host ref, kept a while after the delegate is gone so its last events still map. */
+  #recent = new LRUCache<string, HostRef>({ max: 20_000 });
+  #changes = new Subject<DelegateChange>();
+  #sub: Subscription | undefined;
+
+  constructor(pods: Informer<V1Pod>, owner: Owner) {
+    this.#pods = pods;
+    this.owner = owner;
+    this.changes$ = this.#changes.asObservable();
+  }
+
+  /** Subscribes to the informer: call in the same tick as the informer starts, so no event is missed. */
+  start(): void {
+    this.#sub ??= this.#pods.events$.subscribe((ev) => {
+      const ref = hostRefOf(ev.object, this.owner);
+      if (!ref) return;
+      const hostKey = `${ref.namespace}/${ref.name}`;
+      this.#recent.set(ev.key, ref);
+      if (ev.type === 'DELETED') {
+        if (this.#byHost.get(hostKey) === ev.key) this.#byHost.delete(hostKey);
+      } else {
+        this.#byHost.set(hostKey, ev.key);
+      }
+      const lifecycle = ev.type !== 'MODIFIED'
+        || (ev.old?.metadata?.deletionTimestamp === undefined) !== (ev.object.metadata?.deletionTimestamp === undefined);
+      this.#changes.next({ hostKey, lifecycle });
+    });
+  }
+
+  stop(): void {
+    this.#sub?.unsubscribe();
+    this.#sub = undefined;
+    this.#changes.complete();
+  }
+
+  get hasSynced(): boolean { return this.#pods.hasSynced; }
+  waitSynced(): Promise<void> { return this.#pods.waitSynced(); }
+
+  /** The delegate of the proxy `namespace/name` (host coordinates), if one exists. */
+  get(namespace: string, name: string): V1Pod | undefined {
+    const key = this.#byHost.get(`${namespace}/${name}`);
+    return key ? this.#pods.get(key) : undefined;
+  }
+
+  /** The delegate of the proxy with this UID, if the one that exists is for it (not for an earlier pod of that name). */
+  forProxy(namespace: string, name: string, uid: string): V1Pod | undefined {
+    const d = this.get(namespace, name);
+    return d && hostRefOf(d, this.owner)?.uid === uid ? d : undefined;
+  }
+
+  /** The proxy a member pod (`namespace/name` in the member) is or was the delegate of, if this node's. */
+  hostRefOf(memberKey: string): HostRef | undefined {
+    const recent = this.#recent.get(memberKey);
+    if (recent) return recent;
+    const p = this.#pods.get(memberKey);
+    return p ? hostRefOf(p, this.owner) : undefined;
+  }
+
+  /** Host keys of every delegate. */
+  hostKeys(): string[] { return [...this.#byHost.keys()]; }
+
+  /** Every delegate with the proxy it stands for. */
+  *entries(): Generator<[HostRef, V1Pod]> {
+    for (const memberKey of this.#byHost.values()) {
+      const pod = this.#pods.get(memberKey);
+      const ref = pod && hostRefOf(pod, this.owner);
+      if (ref) yield [ref, pod];
+    }
+  }
+
+  get size(): number { return this.#byHost.size; }
+}

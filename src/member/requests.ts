@@ -1,0 +1,69 @@
+// What the member's own pods (not delegates) request, summed per node and kept up to date one pod change at a
+// time, so the virtual node's allocatable costs O(nodes) to compute however many pods the member runs.
+import type { V1Pod } from '@kubernetes/client-node';
+import { isAnyDelegate } from '../forge/owner.ts';
+import { addRequests, podCounts, podRequests, type RequestsByNode } from '../forge/capacity.ts';
+import type { StoreEvent } from '../kube/informer.ts';
+
+interface Contribution {
+  node: string;
+  requests: Map<string, bigint>;
+}
+
+export class PodRequests {
+  #byPod = new Map<string, Contribution>();
+  #byNode = new Map<string, Map<string, bigint>>();
+  #onInvalid: (key: string, err: Error) => void;
+  #isOurs: (pod: V1Pod) => boolean;
+
+  /**
+   * `isOurs`: the pods this virtual node runs as delegates (they do not count: they are its own load);
+   * `onInvalid`: a pod whose requests cannot be parsed (it then counts for nothing).
+   */
+  constructor(onInvalid: (key: string, err: Error) => void = () => undefined, isOurs: (pod: V1Pod) => boolean = isAnyDelegate) {
+    this.#onInvalid = onInvalid;
+    this.#isOurs = isOurs;
+  }
+
+  /** Requests per node name; read it, do not keep it (it changes in place). */
+  get byNode(): RequestsByNode { return this.#byNode; }
+
+  /** Pods counted. */
+  get size(): number { return this.#byPod.size; }
+
+  /** Applies one informer event; true when the sums changed. */
+  apply(ev: StoreEvent<V1Pod>): boolean {
+    if (ev.type === 'MODIFIED' && ev.old && !requestsRelevant(ev.object, ev.old, this.#isOurs)) return false;
+    const next = ev.type === 'DELETED' ? undefined : this.#contribution(ev.key, ev.object);
+    const prev = this.#byPod.get(ev.key);
+    if (!prev && !next) return false;
+    if (prev) addRequests(this.#byNode, prev.node, prev.requests, -1n);
+    if (next) {
+      this.#byPod.set(ev.key, next);
+      addRequests(this.#byNode, next.node, next.requests, 1n);
+    } else {
+      this.#byPod.delete(ev.key);
+    }
+    return true;
+  }
+
+  #contribution(key: string, pod: V1Pod): Contribution | undefined {
+    if (!podCounts(pod, this.#isOurs)) return undefined;
+    try {
+      return { node: pod.spec!.nodeName!, requests: podRequests(pod) };
+    } catch (err) {
+      this.#onInvalid(key, err as Error);
+      return undefined;
+    }
+  }
+}
+
+/**
+ * Changes that can move a pod's usage: binding, phase, whether it is a delegate, and its spec (requests resized
+ * in place bump the generation). Status-only churn of a running pod cannot; nor can deletion, which the
+ * scheduler does not count either until the pod is gone.
+ */
+export function requestsRelevant(pod: V1Pod, old: V1Pod, isOurs: (pod: V1Pod) => boolean = isAnyDelegate): boolean {
+  return pod.spec?.nodeName !== old.spec?.nodeName || pod.status?.phase !== old.status?.phase
+    || pod.metadata?.generation !== old.metadata?.generation || isOurs(pod) !== isOurs(old);
+}

@@ -1,0 +1,185 @@
+// exec/attach bridging (src/host/api/remotecommand.ts): the kubelet's remote-command protocol over SPDY on one
+// side, a member API server's WebSocket v5 channels on the other — here a fake member, so that what KWOK
+// cannot show is checked: the end of stdin reaching the member, and the exit status coming back.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer as createHttpServer, request, type IncomingMessage, type Server } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import type { Duplex } from 'node:stream';
+import { once } from 'node:events';
+import type { V1Pod } from '@kubernetes/client-node';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { pino } from 'pino';
+import { ClusterClient } from '../../../../src/kube/client.ts';
+import { parseKubeconfig } from '../../../../src/kube/kubeconfig.ts';
+import { errorStreamPayload, memberRemoteCommandQuery, remoteCommandOptions, serveRemoteCommand } from '../../../../src/host/api/remotecommand.ts';
+import { sendUpgradeError } from '../../../../src/host/api/errors.ts';
+import type { ResolvedPod } from '../../../../src/host/api/nodes.ts';
+import { SpdySession, type SpdyStream } from '../../../../src/host/api/spdy/session.ts';
+import { newServingKey, selfSignedCertificate } from '../../../../src/host/api/x509.ts';
+
+const log = pino({ level: 'silent' });
+
+describe('remote command options', () => {
+  it('reads the kubelet query (input/output/error/tty=1, one command per argument)', () => {
+    const q = new URLSearchParams('command=sh&command=-c&command=echo+hi&input=1&output=1&error=1');
+    assert.deepEqual(remoteCommandOptions(q, 'exec'), { command: ['sh', '-c', 'echo hi'], stdin: true, stdout: true, stderr: true, tty: false });
+    assert.equal(remoteCommandOptions(new URLSearchParams('output=1&error=1&tty=1'), 'attach').stderr, false, 'a terminal has no stderr');
+    assert.throws(() => remoteCommandOptions(new URLSearchParams('command=ls'), 'exec'), /at least 1 of stdin, stdout, stderr/);
+    assert.throws(() => remoteCommandOptions(new URLSearchParams('output=1'), 'exec'), /command/);
+  });
+
+  it('asks the member with the API\'s own parameter names', () => {
+    const o = { command: ['ls', '-l'], stdin: true, stdout: true, stderr: false, tty: true };
+    assert.equal(memberRemoteCommandQuery(o, 'main', 'exec').toString(), 'container=main&command=ls&command=-l&stdin=true&stdout=true&tty=true');
+    assert.equal(memberRemoteCommandQuery(o, 'main', 'attach').toString(), 'container=main&stdin=true&stdout=true&tty=true');
+  });
+
+  it('the error stream: the Status as is for v4, its message for v2/v3, success when the member said nothing', () => {
+    const failure = Buffer.from(JSON.stringify({ status: 'Failure', message: 'command terminated with non-zero exit code', reason: 'NonZeroExitCode' }));
+    assert.equal(errorStreamPayload('v4.channel.k8s.io', failure, 1000, '').toString(), failure.toString());
+    assert.equal(errorStreamPayload('v3.channel.k8s.io', failure, 1000, '').toString(), 'command terminated with non-zero exit code');
+    assert.equal(JSON.parse(errorStreamPayload('v4.channel.k8s.io', undefined, 1000, '').toString()).status, 'Success');
+    assert.equal(errorStreamPayload('v2.channel.k8s.io', undefined, 1000, '').length, 0);
+    assert.match(errorStreamPayload('v4.channel.k8s.io', undefined, 1006, '').toString(), /"status":"Failure".*member connection closed \(1006/);
+  });
+});
+
+const EXIT_3 = JSON.stringify({ metadata: {}, status: 'Failure', message: 'command terminated with non-zero exit code: exit status 3',
+  reason: 'NonZeroExitCode', details: { causes: [{ reason: 'ExitCode', message: '3' }] } });
+
+describe('exec through a fake member', () => {
+  let member: HttpsServer;
+  let host: Server;
+  let memberURL = '';
+  let hostPort = 0;
+  const seen: { url?: string; messages: Buffer[] } = { messages: [] };
+
+  before(async () => {
+    const k = newServingKey();
+    member = createHttpsServer({ key: k.key, cert: selfSignedCertificate(k.keyObject, { subject: { commonName: 'member' }, dns: ['localhost'], ips: ['127.0.0.1'] }) });
+    const wss = new WebSocketServer({ noServer: true, handleProtocols: (ps) => ps.has('v5.channel.k8s.io') ? 'v5.channel.k8s.io' : false });
+    member.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      seen.url = req.url;
+      if (!req.url?.includes('/pods/p/exec') && !req.url?.includes('/pods/p/attach')) {
+        socket.end('HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\n\r\n{"kind":"Status","message":"pods \\"x\\" not found"}');
+        return;
+      }
+      wss.handleUpgrade(req, socket, head, (ws: WebSocket) => {
+        // An echo: stdin → stdout; the end of stdin → exit status 3.
+        ws.on('message', (m: Buffer) => {
+          seen.messages.push(m);
+          if (m[0] === 0) ws.send(Buffer.concat([Buffer.from([1]), m.subarray(1)]));
+          // A terminal resize is acknowledged on stdout, so the test sees it arrived.
+          if (m[0] === 4) ws.send(Buffer.concat([Buffer.from([1]), Buffer.from(`resized ${m.subarray(1).toString()}`)]));
+          if (m[0] === 255 && m[1] === 0) {
+            ws.send(Buffer.concat([Buffer.from([3]), Buffer.from(EXIT_3)]));
+            ws.close(1000);
+          }
+        });
+      });
+    });
+    member.listen(0, '127.0.0.1');
+    await once(member, 'listening');
+    memberURL = `https://127.0.0.1:${(member.address() as { port: number }).port}`;
+    const kc = parseKubeconfig(JSON.stringify({
+      apiVersion: 'v1', kind: 'Config', 'current-context': 'm',
+      clusters: [{ name: 'm', cluster: { server: memberURL, 'insecure-skip-tls-verify': true } }],
+      users: [{ name: 'u', user: { token: 't' } }], contexts: [{ name: 'm', context: { cluster: 'm', user: 'u' } }],
+    }), { source: 'test', baseDir: '.' });
+    const target = {
+      node: { name: 'vn', member: { name: 'm' }, cluster: { client: new ClusterClient(kc, { cluster: 'm', qps: 100, burst: 100 }) } },
+      proxy: { metadata: { namespace: 'ns', name: 'p' }, spec: { containers: [{ name: 'main' }] } } as V1Pod,
+      memberNamespace: 'member-ns', memberName: 'p',
+    } as unknown as ResolvedPod;
+    host = createHttpServer();
+    host.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      const [, kind, , pod] = req.url!.split('/');
+      serveRemoteCommand(kind as 'exec' | 'attach', req, socket, head, pod === 'p' ? target : { ...target, memberName: 'x' }, 'main', log)
+        .catch((err: unknown) => sendUpgradeError(socket, err));
+    });
+    host.listen(0, '127.0.0.1');
+    await once(host, 'listening');
+    hostPort = (host.address() as { port: number }).port;
+  });
+  after(() => { host.close(); member.close(); host.closeAllConnections(); member.closeAllConnections(); });
+
+  function upgrade(path: string, protocol: string): Promise<{ session?: SpdySession; status?: number; body?: string; protocol?: string }> {
+    return new Promise((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port: hostPort, path, method: 'POST',
+        headers: { Connection: 'Upgrade', Upgrade: 'SPDY/3.1', 'X-Stream-Protocol-Version': protocol } });
+      req.on('upgrade', (res, socket) => resolve({ session: new SpdySession(socket, 'client'), protocol: String(res.headers['x-stream-protocol-version']) }));
+      req.on('response', (res) => {
+        let body = '';
+        res.on('data', (d: Buffer) => { body += d.toString(); });
+        res.on('end', () => resolve({ status: res.statusCode, body }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  }
+
+  const readAll = async (s: SpdyStream): Promise<string> => {
+    let out = '';
+    for await (const chunk of s) out += (chunk as Buffer).toString();
+    return out;
+  };
+
+  it('carries stdin and its end to the member, stdout back, and the exit status on the error stream (v4)', async () => {
+    const r = await upgrade('/exec/ns/p/main?command=cat&input=1&output=1&error=1', 'v4.channel.k8s.io,v3.channel.k8s.io');
+    assert.equal(r.protocol, 'v4.channel.k8s.io');
+    assert.match(seen.url!, /^\/api\/v1\/namespaces\/member-ns\/pods\/p\/exec\?container=main&command=cat&stdin=true&stdout=true&stderr=true$/);
+    const s = r.session!;
+    // As client-go: the error stream first, then the others.
+    const error = await s.openStream({ streamtype: ['error'] });
+    const stdin = await s.openStream({ streamtype: ['stdin'] });
+    const stdout = await s.openStream({ streamtype: ['stdout'] });
+    const stderr = await s.openStream({ streamtype: ['stderr'] });
+    stdin.end('hello\n');
+    const [out, err, status] = await Promise.all([readAll(stdout), readAll(stderr), readAll(error)]);
+    assert.equal(out, 'hello\n');
+    assert.equal(err, '');
+    assert.deepEqual(JSON.parse(status).details.causes, [{ reason: 'ExitCode', message: '3' }]);
+    assert.ok(seen.messages.some((m) => m.equals(Buffer.from([255, 0]))), 'the v5 close signal for stdin');
+    await s.closed;
+  });
+
+  it('v3: the failure\'s message on the error stream', async () => {
+    const r = await upgrade('/exec/ns/p/main?command=cat&input=1&output=1', 'v3.channel.k8s.io');
+    const s = r.session!;
+    const error = await s.openStream({ streamtype: ['error'] });
+    const stdin = await s.openStream({ streamtype: ['stdin'] });
+    const stdout = await s.openStream({ streamtype: ['stdout'] });
+    stdin.end();
+    assert.equal((await Promise.all([readAll(error), readAll(stdout)]))[0], 'command terminated with non-zero exit code: exit status 3');
+  });
+
+  it('answers an HTTP error, before upgrading, when the member refuses or no protocol is shared', async () => {
+    const missing = await upgrade('/exec/ns/gone/main?command=cat&output=1', 'v4.channel.k8s.io');
+    assert.equal(missing.status, 404);
+    assert.match(missing.body!, /member m: pods "x" not found/);
+    const old = await upgrade('/exec/ns/p/main?command=cat&output=1', 'channel.k8s.io');
+    assert.equal(old.status, 403);
+    assert.match(old.body!, /unable to negotiate protocol/);
+  });
+
+  it('attach with a terminal: stdin and resizes to the member, its output back', async () => {
+    const r = await upgrade('/attach/ns/p/main?input=1&output=1&tty=1', 'v4.channel.k8s.io');
+    assert.match(seen.url!, /^\/api\/v1\/namespaces\/member-ns\/pods\/p\/attach\?container=main&stdin=true&stdout=true&tty=true$/);
+    const s = r.session!;
+    const error = await s.openStream({ streamtype: ['error'] });
+    const stdin = await s.openStream({ streamtype: ['stdin'] });
+    const stdout = await s.openStream({ streamtype: ['stdout'] });
+    const resize = await s.openStream({ streamtype: ['resize'] });
+    let out = '';
+    stdout.on('data', (d: Buffer) => { out += d.toString(); });
+    const sawAll = new Promise<void>((resolve) => stdout.on('data', () => { if (out.includes('typed') && out.includes('"Width":80')) resolve(); }));
+    resize.write(JSON.stringify({ Width: 80, Height: 24 }));
+    stdin.write('typed');
+    await sawAll;
+    stdin.end();
+    await readAll(error);
+    assert.match(out, /resized \{"Width":80,"Height":24\}/);
+  });
+});
+

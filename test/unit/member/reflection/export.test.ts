@@ -1,0 +1,28 @@
+// Which host namespaces accept member exports: the allow-list or the namespace's own annotation, nothing else.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { V1Namespace } from '@kubernetes/client-node';
+import { exportAllowed } from '../../../../src/member/reflection/export.ts';
+
+const ns = (name: string, annotations?: Record<string, string>, deleting = false): V1Namespace =>
+  ({ metadata: { name, annotations, ...(deleting ? { deletionTimestamp: new Date() } : {}) } });
+
+describe('exportAllowed', () => {
+  const none = new Set<string>();
+  const listed = new Set(['results']);
+  const cases: [string, V1Namespace | undefined, ReadonlySet<string>, boolean][] = [
+    ['no annotation, empty allow-list', ns('results'), none, false],
+    ['annotated "true"', ns('results', { 'clusterlet.io/accept-exports': 'true' }), none, true],
+    ['annotated with another value', ns('results', { 'clusterlet.io/accept-exports': 'yes' }), none, false],
+    ['annotated "false"', ns('results', { 'clusterlet.io/accept-exports': 'false' }), none, false],
+    ['an unrelated annotation', ns('results', { 'clusterlet.io/export': 'true' }), none, false],
+    ['in the allow-list', ns('results'), listed, true],
+    ['in the allow-list, annotated "false" (the list wins)', ns('results', { 'clusterlet.io/accept-exports': 'false' }), listed, true],
+    ['another namespace is in the allow-list', ns('other'), listed, false],
+    ['an unknown namespace, even if listed', undefined, listed, false],
+    ['a namespace being deleted', ns('results', { 'clusterlet.io/accept-exports': 'true' }, true), listed, false],
+  ];
+  for (const [what, namespace, allow, want] of cases) {
+    it(`${want ? 'accepts' : 'refuses'}: ${what}`, () => assert.equal(exportAllowed(namespace, allow), want));
+  }
+});

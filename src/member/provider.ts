@@ -11,7 +11,8 @@ import { ignoreGone, toKubeError } from '../kube/errors.ts';
 import { delegateUpdate, deletionDisruption, forgeDelegatePod, forgeProxyStatus, type DelegateContext } from '../forge/pod.ts';
 import { PROXY_NAMESPACE_ANNOTATION, PROXY_UID_LABEL } from '../forge/keys.ts';
 import { fromHost, hostRefOf, ownerLabels } from '../forge/owner.ts';
-import { PodRejectedError, type CreateOptions, type PodChange, type PodEvent, type PodNotice, type PodProvider, type ProviderPod } from '../provider/types.ts';
+import { PodRejectedError } from '../provider/errors.ts';
+import type { CreateOptions, PodChange, PodEvent, PodNotice, PodProvider, ProviderPod } from '../provider/pod.ts';
 import type { ObjectMirror } from './reflection/mirror.ts';
 import type { Logger } from '../log.ts';
 

@@ -14,7 +14,8 @@ import {
   forgeProxyStatusForLostDelegate, isDaemonSetPod, isTerminal, pendingStatusInformative, proxyStatusPatch, restartsAfterLoss,
   statusEqual,
 } from '../../forge/pod.ts';
-import { PodRejectedError, type PodEvent, type PodProvider, type ProviderPod } from '../../provider/types.ts';
+import { PodRejectedError } from '../../provider/errors.ts';
+import type { PodEvent, PodProvider, ProviderPod } from '../../provider/pod.ts';
 import { metrics } from '../../metrics.ts';
 import { OFFLOADED_CONDITION } from '../../forge/keys.ts';
 import type { Logger } from '../../log.ts';

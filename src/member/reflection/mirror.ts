@@ -18,7 +18,7 @@ import {
 import { NODE_LABEL, ORIGIN_LABEL, PROXY_NAMESPACE_ANNOTATION } from '../../forge/keys.ts';
 import { delegateOf, fromHost, ownedBy } from '../../forge/owner.ts';
 import { RefIndex } from '../../util/refindex.ts';
-import { PodRejectedError } from '../../provider/types.ts';
+import { PodRejectedError } from '../../provider/errors.ts';
 import type { HostObjectCache } from './hostcache.ts';
 import type { Logger } from '../../log.ts';
 

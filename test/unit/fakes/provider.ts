@@ -2,8 +2,9 @@
 import { Subject } from 'rxjs';
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import {
-  PodRejectedError, type CreateOptions, type PodChange, type PodEvent, type PodNotice, type PodProvider, type ProviderPod,
-} from '../../../src/provider/types.ts';
+  type CreateOptions, type PodChange, type PodEvent, type PodNotice, type PodProvider, type ProviderPod,
+} from '../../../src/provider/pod.ts';
+import { PodRejectedError } from '../../../src/provider/errors.ts';
 
 export interface FakePod extends ProviderPod { status: V1PodStatus }
 

@@ -4,21 +4,6 @@
 import type { Observable } from 'rxjs';
 import type { CoreV1Event, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 
-/**
- * Why the back end refused a pod: shown on the proxy (condition + Warning event) and retried with capped backoff,
- * unless `retry` is false (nothing but a change of configuration can make it work: the pod waits for an update).
- */
-export class PodRejectedError extends Error {
-  readonly reason: string;
-  readonly retry: boolean;
-  constructor(reason: string, message: string, options?: { cause?: unknown; retry?: boolean }) {
-    super(message, options);
-    this.name = 'PodRejectedError';
-    this.reason = reason;
-    this.retry = options?.retry ?? true;
-  }
-}
-
 /** A pod the provider runs for a proxy, as the controller needs to see it. */
 export interface ProviderPod {
   /** UID of the proxy this pod was created for. */

@@ -8,7 +8,8 @@ import { checkMemberNamespace } from '../config.ts';
 import { listWatch, type ListWatchEvent } from '../kube/listwatch.ts';
 import { objectKey } from '../kube/informer.ts';
 import { ignoreGone, toKubeError } from '../kube/errors.ts';
-import { delegateUpdate, deletionDisruption, forgeDelegatePod, forgeProxyStatus, type DelegateContext } from '../forge/pod.ts';
+import { delegateUpdate, forgeDelegatePod, type DelegateContext } from '../forge/pod.ts';
+import { deletionDisruption, forgeHostStatus } from '../forge/status.ts';
 import { PROXY_NAMESPACE_ANNOTATION, PROXY_UID_LABEL } from '../forge/keys.ts';
 import { fromHost, hostRefOf, ownerLabels } from '../forge/owner.ts';
 import { PodRejectedError } from '../provider/errors.ts';
@@ -105,9 +106,9 @@ export class MemberPodProvider implements PodProvider {
     };
   }
 
-  getPodStatus(proxy: V1Pod): V1PodStatus | undefined {
-    const d = this.#delegate(proxy.metadata!.namespace!, proxy.metadata!.name!);
-    return d ? forgeProxyStatus(d, { hostIP: this.#opts.hostIP, proxy }) : undefined;
+  getPodStatus(namespace: string, name: string): V1PodStatus | undefined {
+    const d = this.#delegate(namespace, name);
+    return d ? forgeHostStatus(d, this.#opts.hostIP) : undefined;
   }
 
   async createPod(proxy: V1Pod, opts: CreateOptions = {}): Promise<PodNotice[]> {

@@ -47,8 +47,11 @@ export interface PodLifecycleHandler {
   deletePod(namespace: string, name: string, gracePeriodSeconds?: number): Promise<void>;
   /** The pod for a host key, if the provider runs one. */
   getPod(namespace: string, name: string): ProviderPod | undefined;
-  /** The status the proxy should show, forged from the back end's; undefined if no pod runs. */
-  getPodStatus(proxy: V1Pod): V1PodStatus | undefined;
+  /**
+   * The status of the pod for a host key in host coordinates (the back end's own conditions only: the controller
+   * merges the proxy's and decides what to write); undefined if no pod runs.
+   */
+  getPodStatus(namespace: string, name: string): V1PodStatus | undefined;
   /** Host keys (namespace/name) of every pod the provider runs for this node. */
   listPodKeys(): string[];
   /** How many pods the provider runs for this node (cheap: for metrics on every sync). */

@@ -10,10 +10,9 @@ import { Informer, splitKey } from '../../kube/informer.ts';
 import { listWatch } from '../../kube/listwatch.ts';
 import { ignoreGone, toKubeError } from '../../kube/errors.ts';
 import { WorkQueue } from '../../util/workqueue.ts';
-import {
-  forgeProxyStatusForLostDelegate, isDaemonSetPod, isTerminal, pendingStatusInformative, proxyStatusPatch, restartsAfterLoss,
-  statusEqual,
-} from '../../forge/pod.ts';
+import { isDaemonSetPod, isTerminal } from '../../forge/pod.ts';
+import { restartsAfterLoss } from '../../forge/status.ts';
+import { forgeProxyStatusForLostDelegate, proxyStatusUpdate, statusEqual } from './status.ts';
 import { PodRejectedError } from '../../provider/errors.ts';
 import type { PodEvent, PodProvider, ProviderPod } from '../../provider/pod.ts';
 import { metrics } from '../../metrics.ts';
@@ -28,9 +27,6 @@ const STATUS_RECHECK_MS = [4_000, 10_000];
 
 /** How long the status of a pod still Pending in the back end waits for its next change, to be written once. */
 const PENDING_STATUS_DELAY_MS = 1000;
-
-/** Conditions the status mirror neither writes nor deletes. */
-const OWN_CONDITIONS: ReadonlySet<string> = new Set([OFFLOADED_CONDITION]);
 
 export interface PodControllerOptions {
   nodeName: string;
@@ -274,23 +270,15 @@ export class PodController {
     if (wrote && seen !== undefined) metrics.statusMirror.observe({ member: this.#opts.member }, (performance.now() - seen) / 1000);
   }
 
-  /** Writes the provider's status (of `running`, its pod) onto the proxy if it differs; true when it wrote. */
+  /** Writes the provider's status (of `running`, its pod) onto the proxy if it differs (status.ts decides); true when it wrote. */
   async #syncStatus(proxy: V1Pod, running: ProviderPod): Promise<boolean> {
-    // A delegate the member is removing (its node was lost, it was evicted) is not finished: if it will be created
-    // again, its Failed phase is not the proxy's. Only restartPolicy Never makes the loss the pod's end.
-    if (running.phase === 'Failed' && (running.terminating || running.disruption)
-      && (proxy.spec?.restartPolicy ?? 'Always') !== 'Never') return false;
-    const desired = this.#provider.getPodStatus(proxy);
-    if (!desired) return false;
-    // A finished pod never goes back (the API would refuse it anyway).
-    if (isTerminal(proxy) && desired.phase !== proxy.status?.phase) return false;
-    if (statusEqual(desired, proxy.status) || !pendingStatusInformative(desired, proxy.status)) return false;
-    // The Offloaded condition is the lifecycle's to write: never send a (possibly stale) copy of it.
-    await this.#patchStatus(proxy, proxyStatusPatch(desired, proxy.status, OWN_CONDITIONS));
+    const patch = proxyStatusUpdate(proxy, running, this.#provider.getPodStatus(proxy.metadata!.namespace!, proxy.metadata!.name!));
+    if (!patch) return false;
+    await this.#patchStatus(proxy, patch);
     if (this.#log.isLevelEnabled('debug')) {
-      const ready = (st: V1PodStatus | undefined) => st?.conditions?.find((c) => c.type === 'Ready')?.status;
-      this.#log.debug({ namespace: proxy.metadata!.namespace, pod: proxy.metadata!.name, phase: desired.phase,
-        ready: ready(desired), was: ready(proxy.status) }, 'proxy status written');
+      const ready = (st: object) => (st as V1PodStatus).conditions?.find((c) => c.type === 'Ready')?.status;
+      this.#log.debug({ namespace: proxy.metadata!.namespace, pod: proxy.metadata!.name, phase: patch.phase,
+        ready: ready(patch), was: ready(proxy.status ?? {}) }, 'proxy status written');
     }
     return true;
   }

@@ -29,8 +29,8 @@ export class FakeProvider implements PodProvider {
   podCount(): number { return this.pods.size; }
   forgetPod(): void { /* nothing to forget */ }
   getPod(namespace: string, name: string): ProviderPod | undefined { return this.pods.get(`${namespace}/${name}`); }
-  getPodStatus(proxy: V1Pod): V1PodStatus | undefined {
-    return structuredClone(this.pods.get(`${proxy.metadata!.namespace}/${proxy.metadata!.name}`)?.status);
+  getPodStatus(namespace: string, name: string): V1PodStatus | undefined {
+    return structuredClone(this.pods.get(`${namespace}/${name}`)?.status);
   }
 
   async createPod(proxy: V1Pod, opts: CreateOptions = {}): Promise<PodNotice[]> {

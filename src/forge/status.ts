@@ -1,0 +1,97 @@
+// Status forge: a delegate's status in host coordinates (the virtual node's address, restarts of lost predecessors
+// carried, only the conditions the member's kubelet and scheduler own). Merging it with the proxy's own status, and
+// deciding what to write, is the host's (host/pod/status.ts). See docs/ARCHITECTURE.md.
+import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import { RESTARTS_ANNOTATION } from './keys.ts';
+import { compact, isScheduled, isTerminal, nonEmpty } from './pod.ts';
+
+// Conditions the member's kubelet and scheduler set on the delegate; they replace the proxy's.
+export const DELEGATE_CONDITIONS = new Set([
+  'PodScheduled',
+  'Initialized',
+  'ContainersReady',
+  'Ready',
+  'PodReadyToStartContainers',
+  'PodResizePending',
+  'PodResizeInProgress',
+  'DisruptionTarget',
+]);
+// Of those, the ones the host also sets on the proxy (binding, eviction): kept while the delegate has none.
+export const HOST_SHARED_CONDITIONS = new Set(['PodScheduled', 'DisruptionTarget']);
+
+/**
+ * The delegate's status as the proxy should show it, before the host's own conditions are merged in: Pending until
+ * the delegate is scheduled in the member (or terminal); hostIP is the virtual node's; the member's pod IPs as they are.
+ */
+export function forgeHostStatus(delegate: V1Pod, hostIP: string): V1PodStatus {
+  const source = structuredClone(delegate.status ?? {});
+  const earlier = delegateRestarts(delegate);
+  if (earlier) {
+    for (const list of [source.containerStatuses, source.initContainerStatuses]) {
+      for (const cs of list ?? []) cs.restartCount = (cs.restartCount ?? 0) + (earlier[cs.name] ?? 0);
+    }
+  }
+  return compact({
+    phase: proxyPhase(delegate),
+    conditions: nonEmpty(delegateConditions(source.conditions ?? [])),
+    message: source.message,
+    reason: source.reason,
+    containerStatuses: source.containerStatuses,
+    initContainerStatuses: source.initContainerStatuses,
+    ephemeralContainerStatuses: source.ephemeralContainerStatuses,
+    hostIP,
+    hostIPs: [{ ip: hostIP }],
+    podIP: source.podIP,
+    podIPs: source.podIPs,
+    startTime: source.startTime,
+    qosClass: source.qosClass,
+  });
+}
+
+/** Restarts of earlier delegates, per container, that a delegate carries (RESTARTS_ANNOTATION). */
+function delegateRestarts(delegate: V1Pod): Record<string, number> | undefined {
+  const raw = delegate.metadata?.annotations?.[RESTARTS_ANNOTATION];
+  if (!raw) return undefined;
+  try {
+    const parsed = JSON.parse(raw) as unknown;
+    if (!parsed || typeof parsed !== 'object') return undefined;
+    return Object.fromEntries(Object.entries(parsed).filter(([, v]) => Number.isInteger(v) && (v as number) >= 0)) as Record<string, number>;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The restarts to carry over when a lost delegate is created again: what the proxy shows for each container,
+ * plus one for the loss itself (the container was killed with its pod).
+ */
+export function restartsAfterLoss(proxy: V1Pod): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const c of proxy.spec?.containers ?? []) {
+    const cs = proxy.status?.containerStatuses?.find((s) => s.name === c.name);
+    out[c.name] = (cs?.restartCount ?? 0) + 1;
+  }
+  return out;
+}
+
+/**
+ * Reasons of a DisruptionTarget condition after which the member deletes the pod (pod GC of a lost node, taint
+ * eviction, the Eviction API, preemption). A delegate Failed for one of these is on its way out, not finished.
+ */
+const DELETION_DISRUPTIONS = new Set(['DeletionByPodGC', 'DeletionByTaintManager', 'EvictionByEvictionAPI', 'PreemptionByScheduler']);
+
+/** Why the member is removing the delegate (a DisruptionTarget reason that ends in deletion), if it is. */
+export function deletionDisruption(delegate: V1Pod): string | undefined {
+  const c = delegate.status?.conditions?.find((x) => x.type === 'DisruptionTarget' && x.status === 'True');
+  return c?.reason && DELETION_DISRUPTIONS.has(c.reason) ? c.reason : undefined;
+}
+
+function proxyPhase(delegate: V1Pod): string {
+  if (isTerminal(delegate)) return delegate.status?.phase ?? 'Pending';
+  return isScheduled(delegate) ? (delegate.status?.phase ?? 'Pending') : 'Pending';
+}
+
+/** The conditions the member owns, without observedGeneration (it counts the delegate's generations, not the proxy's). */
+function delegateConditions(conditions: V1PodStatus['conditions'] & object): V1PodStatus['conditions'] & object {
+  return conditions.filter((c) => DELEGATE_CONDITIONS.has(c.type)).map(({ observedGeneration: _, ...c }) => c);
+}

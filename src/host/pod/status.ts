@@ -1,0 +1,204 @@
+// The proxy's status policy, decided here and only here: the delegate's status (forge/status.ts, from the provider)
+// merged with what the host owns on the proxy (its own conditions, PodScheduled and DisruptionTarget while the
+// delegate has none, readiness gates), whether it is worth a write, and the patch that writes it.
+import { isDeepStrictEqual } from 'node:util';
+import type { V1Container, V1ContainerStatus, V1Pod, V1PodCondition, V1PodReadinessGate, V1PodStatus } from '@kubernetes/client-node';
+import { OFFLOADED_CONDITION } from '../../forge/keys.ts';
+import { compact, isTerminal, nonEmpty, wholeSeconds } from '../../forge/pod.ts';
+import { DELEGATE_CONDITIONS, HOST_SHARED_CONDITIONS } from '../../forge/status.ts';
+import type { ProviderPod } from '../../provider/pod.ts';
+
+/** Conditions the status mirror neither writes nor deletes: the pod controller's own. */
+export const OWN_CONDITIONS: ReadonlySet<string> = new Set([OFFLOADED_CONDITION]);
+
+// What the kubelet reports for a container that was lost rather than seen to exit.
+const LOST_CONTAINER_EXIT_CODE = 137;
+
+/** The status the proxy should show: the delegate's, with the conditions the host owns on the proxy kept. */
+export function desiredProxyStatus(proxy: V1Pod, fromDelegate: V1PodStatus): V1PodStatus {
+  return compact({ ...fromDelegate, conditions: nonEmpty(proxyConditions(fromDelegate.conditions ?? [], proxy)) });
+}
+
+/**
+ * The status patch to write onto `proxy` given its delegate (`running`, as the provider sees it) and the delegate's
+ * status in host coordinates; undefined when nothing should be written.
+ */
+export function proxyStatusUpdate(proxy: V1Pod, running: ProviderPod, fromDelegate: V1PodStatus | undefined): Record<string, unknown> | undefined {
+  // A delegate the member is removing (its node was lost, it was evicted) is not finished: if it will be created
+  // again, its Failed phase is not the proxy's. Only restartPolicy Never makes the loss the pod's end.
+  if (running.phase === 'Failed' && (running.terminating || running.disruption)
+    && (proxy.spec?.restartPolicy ?? 'Always') !== 'Never') return undefined;
+  if (!fromDelegate) return undefined;
+  const desired = desiredProxyStatus(proxy, fromDelegate);
+  // A finished pod never goes back (the API would refuse it anyway).
+  if (isTerminal(proxy) && desired.phase !== proxy.status?.phase) return undefined;
+  if (statusEqual(desired, proxy.status) || !pendingStatusInformative(desired, proxy.status)) return undefined;
+  // The Offloaded condition is the lifecycle's to write: never send a (possibly stale) copy of it.
+  return proxyStatusPatch(desired, proxy.status, OWN_CONDITIONS);
+}
+
+function proxyConditions(fromDelegate: V1PodCondition[], proxy: V1Pod | undefined): V1PodCondition[] {
+  const types = new Set(fromDelegate.map((c) => c.type));
+  const fromHost = structuredClone(proxy?.status?.conditions ?? []).filter(
+    (c) => !types.has(c.type) && (!DELEGATE_CONDITIONS.has(c.type) || HOST_SHARED_CONDITIONS.has(c.type)),
+  );
+  return applyReadinessGates([...fromDelegate, ...fromHost], proxy?.spec?.readinessGates ?? []);
+}
+
+// What the kubelet does: a pod is Ready only when its containers are and every readiness gate is True.
+function applyReadinessGates(conditions: V1PodCondition[], gates: V1PodReadinessGate[]): V1PodCondition[] {
+  const unmet = gates
+    .map((g) => g.conditionType)
+    .filter((type) => conditions.find((c) => c.type === type)?.status !== 'True');
+  if (unmet.length === 0) return conditions;
+  const message = `the status of pod readiness gates ${unmet.map((t) => `"${t}"`).join(', ')} is not "True"`;
+  return conditions.map((c) =>
+    c.type === 'Ready' && c.status === 'True' ? { ...c, status: 'False', reason: 'ReadinessGatesNotReady', message } : c,
+  );
+}
+
+/**
+ * The proxy's status when its delegate was deleted or evicted in the member and will not be recreated
+ * (restartPolicy Never): Failed, with every container that had not finished terminated for `reason`.
+ */
+export function forgeProxyStatusForLostDelegate(proxy: V1Pod, reason: string, message: string, now: Date = new Date()): V1PodStatus {
+  const current = structuredClone(proxy.status ?? {});
+  const at = wholeSeconds(now);
+  const terminate = (containers: V1Container[] | undefined, statuses: V1ContainerStatus[] | undefined) =>
+    nonEmpty((containers ?? []).map((c) => terminatedStatus(c, statuses?.find((s) => s.name === c.name), reason, message, at)));
+  return compact({
+    ...current,
+    phase: 'Failed',
+    reason,
+    message,
+    conditions: notReady(current.conditions ?? [], at),
+    initContainerStatuses: terminate(proxy.spec?.initContainers, current.initContainerStatuses),
+    containerStatuses: terminate(proxy.spec?.containers, current.containerStatuses),
+  });
+}
+
+function terminatedStatus(
+  container: V1Container,
+  current: V1ContainerStatus | undefined,
+  reason: string,
+  message: string,
+  at: Date,
+): V1ContainerStatus {
+  if (current?.state?.terminated) return current;
+  return compact({
+    name: container.name,
+    image: current?.image ?? container.image ?? '',
+    imageID: current?.imageID ?? '',
+    containerID: current?.containerID,
+    ready: false,
+    started: false,
+    restartCount: current?.restartCount ?? 0,
+    lastState: current?.lastState,
+    state: {
+      terminated: compact({
+        exitCode: LOST_CONTAINER_EXIT_CODE,
+        reason,
+        message,
+        containerID: current?.containerID,
+        startedAt: current?.state?.running?.startedAt,
+        finishedAt: at,
+      }),
+    },
+  });
+}
+
+// A terminal pod is not ready; the kubelet gives the reason PodCompleted whether it succeeded or failed.
+function notReady(conditions: V1PodCondition[], at: Date): V1PodCondition[] {
+  const down = (type: string): V1PodCondition => {
+    const current = conditions.find((c) => c.type === type);
+    return current?.status === 'False' ? current : { type, status: 'False', reason: 'PodCompleted', lastTransitionTime: at };
+  };
+  const others = conditions.filter((c) => c.type !== 'Ready' && c.type !== 'ContainersReady');
+  return [...others, down('ContainersReady'), down('Ready')];
+}
+
+/**
+ * Whether a Pending delegate's status (forged for its proxy) tells the user more than the Pending proxy already shows: container
+ * statuses (ContainerCreating, ErrImagePull…), a condition that is not True (Unschedulable…), or a reason or
+ * message. A delegate merely waiting for the member's scheduler or kubelet has nothing to add: writing it would
+ * cost the host API server a write per pod for the host IP alone. Anything not Pending always says something.
+ */
+export function pendingStatusInformative(desired: V1PodStatus, proxy: V1PodStatus | undefined): boolean {
+  if ((desired.phase ?? 'Pending') !== 'Pending' || (proxy?.phase ?? 'Pending') !== 'Pending') return true;
+  return !!(desired.containerStatuses?.length || desired.initContainerStatuses?.length || desired.reason || desired.message
+    || desired.conditions?.some((c) => DELEGATE_CONDITIONS.has(c.type) && c.status !== 'True'));
+}
+
+/** Status fields that come from the delegate: cleared on the proxy when the delegate no longer has them. */
+const MIRRORED_STATUS_FIELDS = [
+  'message', 'reason', 'podIP', 'podIPs', 'startTime', 'containerStatuses', 'initContainerStatuses',
+  'ephemeralContainerStatuses',
+] as const satisfies readonly (keyof V1PodStatus)[];
+
+/**
+ * The strategic merge patch that turns the proxy's status `current` into `desired`. A strategic merge patch
+ * merges some lists by key and leaves out fields alone, so on its own it would keep what the delegate no longer
+ * says: `podIPs` and `hostIPs` are replaced (merged, a new delegate's IP would sit next to the old one, which
+ * the API refuses: "may specify no more than one IP for each IP family"); conditions `current` has and
+ * `desired` does not are deleted, except the types in `own` (written by someone else, left alone); fields the
+ * delegate no longer reports are cleared.
+ */
+export function proxyStatusPatch(desired: V1PodStatus, current: V1PodStatus | undefined, own: ReadonlySet<string> = new Set()): Record<string, unknown> {
+  const patch: Record<string, unknown> = { ...desired };
+  for (const key of MIRRORED_STATUS_FIELDS) {
+    if (desired[key] === undefined && current?.[key] !== undefined) patch[key] = null;
+  }
+  for (const key of ['podIPs', 'hostIPs'] as const) {
+    const ips = desired[key];
+    if (ips) patch[key] = [{ $patch: 'replace' }, ...ips];
+  }
+  const kept = (desired.conditions ?? []).filter((c) => !own.has(c.type));
+  const types = new Set(kept.map((c) => c.type));
+  const gone = (current?.conditions ?? []).filter((c) => !types.has(c.type) && !own.has(c.type))
+    .map((c) => ({ type: c.type, $patch: 'delete' }));
+  if (kept.length + gone.length > 0) patch.conditions = [...kept, ...gone];
+  else delete patch.conditions;
+  return patch;
+}
+
+/**
+ * Whether writing `b` over `a` would change nothing that matters: conditions compare by type and container
+ * statuses by name whatever their order, timestamps by the second whether Date or string, and null, undefined
+ * and empty arrays are all "absent".
+ */
+export function statusEqual(a: V1PodStatus | undefined, b: V1PodStatus | undefined): boolean {
+  return isDeepStrictEqual(normalize(a ?? {}), normalize(b ?? {}));
+}
+
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+const SORT_KEYS: Record<string, string> = {
+  conditions: 'type',
+  containerStatuses: 'name',
+  initContainerStatuses: 'name',
+  ephemeralContainerStatuses: 'name',
+};
+
+function normalize(value: unknown, field = ''): unknown {
+  if (value === null || value === undefined) return undefined;
+  if (value instanceof Date) return Math.floor(value.getTime() / 1000);
+  if (typeof value === 'string' && RFC3339.test(value)) return Math.floor(Date.parse(value) / 1000);
+  if (Array.isArray(value)) {
+    if (value.length === 0) return undefined;
+    const items = value.map((v) => normalize(v));
+    const key = SORT_KEYS[field];
+    return key ? items.sort((x, y) => compareBy(x, y, key)) : items;
+  }
+  if (typeof value === 'object') {
+    const entries = Object.entries(value)
+      .map(([k, v]) => [k, normalize(v, k)] as const)
+      .filter(([, v]) => v !== undefined);
+    return Object.fromEntries(entries);
+  }
+  return value;
+}
+
+function compareBy(x: unknown, y: unknown, key: string): number {
+  const a = String((x as Record<string, unknown>)[key]);
+  const b = String((y as Record<string, unknown>)[key]);
+  return a < b ? -1 : a > b ? 1 : 0;
+}

@@ -1,0 +1,375 @@
+// The way back: a delegate's status in host coordinates (forge/status.ts) and the proxy's status policy on the host
+// (host/pod/status.ts: merge with what the host owns, whether to write, the patch).
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import { deletionDisruption, forgeHostStatus, restartsAfterLoss } from '../../../../src/forge/status.ts';
+import {
+  desiredProxyStatus, forgeProxyStatusForLostDelegate, pendingStatusInformative, proxyStatusPatch, statusEqual,
+} from '../../../../src/host/pod/status.ts';
+import { forgeDelegatePod } from '../../../../src/forge/pod.ts';
+import { T0, T1, ctx, delegateWith, runningStatus } from '../../forge/fixtures.ts';
+
+/** What the proxy should show for `delegate`: its status in host coordinates, merged with the proxy's own when given. */
+function forgeProxyStatus(delegate: V1Pod, o: { hostIP: string; proxy?: V1Pod }): V1PodStatus {
+  const fromDelegate = forgeHostStatus(delegate, o.hostIP);
+  return o.proxy ? desiredProxyStatus(o.proxy, fromDelegate) : fromDelegate;
+}
+
+describe('forgeProxyStatus', () => {
+  it('maps a running delegate: member IPs and containers, virtual node hostIP, member-only fields dropped', () => {
+    const status = forgeProxyStatus(delegateWith({ nodeName: 'member-node-1' }, runningStatus), { hostIP: '192.0.2.10' });
+    assert.deepEqual(status, {
+      phase: 'Running',
+      conditions: [
+        { type: 'PodReadyToStartContainers', status: 'True', lastTransitionTime: T0 },
+        { type: 'Initialized', status: 'True', lastTransitionTime: T0 },
+        { type: 'Ready', status: 'True', lastTransitionTime: T1 },
+        { type: 'ContainersReady', status: 'True', lastTransitionTime: T1 },
+        { type: 'PodScheduled', status: 'True', lastTransitionTime: T0 },
+      ],
+      containerStatuses: runningStatus.containerStatuses,
+      hostIP: '192.0.2.10',
+      hostIPs: [{ ip: '192.0.2.10' }],
+      podIP: '10.244.3.9',
+      podIPs: [{ ip: '10.244.3.9' }],
+      startTime: T0,
+      qosClass: 'BestEffort',
+    });
+  });
+
+  const phaseCases: { name: string; nodeName?: string; status: V1PodStatus | undefined; phase: string }[] = [
+    { name: 'no status yet', status: undefined, phase: 'Pending' },
+    { name: 'scheduled, no phase yet', nodeName: 'm1', status: {}, phase: 'Pending' },
+    { name: 'unschedulable in the member', status: { phase: 'Pending' }, phase: 'Pending' },
+    { name: 'claims Running but not scheduled', status: { phase: 'Running' }, phase: 'Pending' },
+    { name: 'running', nodeName: 'm1', status: { phase: 'Running' }, phase: 'Running' },
+    { name: 'succeeded', nodeName: 'm1', status: { phase: 'Succeeded' }, phase: 'Succeeded' },
+    { name: 'failed before being scheduled', status: { phase: 'Failed', reason: 'DeadlineExceeded' }, phase: 'Failed' },
+  ];
+  for (const c of phaseCases) {
+    it(`phase: ${c.name} -> ${c.phase}`, () => {
+      const status = forgeProxyStatus(delegateWith({ nodeName: c.nodeName }, c.status), { hostIP: '192.0.2.10' });
+      assert.equal(status.phase, c.phase);
+      assert.equal(status.hostIP, '192.0.2.10');
+    });
+  }
+
+  it('reports why the delegate is not scheduled yet', () => {
+    const status = forgeProxyStatus(
+      delegateWith({}, {
+        phase: 'Pending',
+        conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message: '0/3 nodes are available' }],
+        qosClass: 'BestEffort',
+      }),
+      { hostIP: '192.0.2.10' },
+    );
+    assert.deepEqual(status, {
+      phase: 'Pending',
+      conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message: '0/3 nodes are available' }],
+      hostIP: '192.0.2.10',
+      hostIPs: [{ ip: '192.0.2.10' }],
+      qosClass: 'BestEffort',
+    });
+  });
+
+  it('keeps conditions host controllers own and applies the proxy readiness gates to Ready', () => {
+    const proxy: V1Pod = {
+      spec: { containers: [], readinessGates: [{ conditionType: 'example.com/lb-healthy' }] },
+      status: {
+        conditions: [
+          { type: 'PodScheduled', status: 'True', lastTransitionTime: T0 },
+          { type: 'Ready', status: 'False', lastTransitionTime: T0 },
+          { type: 'example.com/lb-healthy', status: 'False', lastTransitionTime: T0 },
+          { type: 'DisruptionTarget', status: 'True', reason: 'EvictionByEvictionAPI', lastTransitionTime: T1 },
+        ],
+      },
+    };
+    const delegate = delegateWith(
+      { nodeName: 'm1' },
+      {
+        phase: 'Running',
+        conditions: [
+          { type: 'Ready', status: 'True', lastTransitionTime: T1 },
+          { type: 'ContainersReady', status: 'True', lastTransitionTime: T1 },
+        ],
+      },
+    );
+    const status = forgeProxyStatus(delegate, { hostIP: '192.0.2.10', proxy });
+    assert.deepEqual(status.conditions, [
+      {
+        type: 'Ready',
+        status: 'False',
+        reason: 'ReadinessGatesNotReady',
+        message: 'the status of pod readiness gates "example.com/lb-healthy" is not "True"',
+        lastTransitionTime: T1,
+      },
+      { type: 'ContainersReady', status: 'True', lastTransitionTime: T1 },
+      { type: 'PodScheduled', status: 'True', lastTransitionTime: T0 },
+      { type: 'example.com/lb-healthy', status: 'False', lastTransitionTime: T0 },
+      { type: 'DisruptionTarget', status: 'True', reason: 'EvictionByEvictionAPI', lastTransitionTime: T1 },
+    ]);
+
+    proxy.status!.conditions![2].status = 'True';
+    const ready = forgeProxyStatus(delegate, { hostIP: '192.0.2.10', proxy }).conditions!.find((c) => c.type === 'Ready');
+    assert.deepEqual(ready, { type: 'Ready', status: 'True', lastTransitionTime: T1 });
+  });
+  it('drops the proxy\'s kubelet conditions the delegate no longer has (a recreated delegate is not Ready)', () => {
+    const proxy: V1Pod = {
+      spec: { containers: [] },
+      status: {
+        conditions: [
+          { type: 'PodScheduled', status: 'True', lastTransitionTime: T0 },
+          { type: 'Initialized', status: 'True', lastTransitionTime: T0 },
+          { type: 'ContainersReady', status: 'True', lastTransitionTime: T1 },
+          { type: 'Ready', status: 'True', lastTransitionTime: T1 },
+          { type: 'example.com/custom', status: 'True', lastTransitionTime: T0 },
+        ],
+      },
+    };
+    const status = forgeProxyStatus(delegateWith({}, undefined), { hostIP: '192.0.2.10', proxy });
+    assert.deepEqual(status.conditions, [
+      { type: 'PodScheduled', status: 'True', lastTransitionTime: T0 },
+      { type: 'example.com/custom', status: 'True', lastTransitionTime: T0 },
+    ]);
+  });
+});
+
+describe('pendingStatusInformative', () => {
+  const scheduled: V1PodStatus = { phase: 'Pending', hostIP: '10.0.0.1', conditions: [{ type: 'PodScheduled', status: 'True' }] };
+  const cases: { name: string; desired: V1PodStatus; proxy?: V1PodStatus; want: boolean }[] = [
+    { name: 'scheduled in the member, nothing else yet', desired: scheduled, proxy: { phase: 'Pending' }, want: false },
+    { name: 'waiting for the member scheduler', desired: { phase: 'Pending', hostIP: '10.0.0.1' }, proxy: undefined, want: false },
+    { name: 'a host condition that is not True is not the delegate\'s news',
+      desired: { ...scheduled, conditions: [...scheduled.conditions!, { type: 'clusterlet.io/Offloaded', status: 'False' }] }, want: false },
+    { name: 'unschedulable in the member', desired: { phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable' }] }, want: true },
+    { name: 'containers being created', desired: { ...scheduled, containerStatuses: [{ name: 'a', image: 'i', imageID: '', ready: false, restartCount: 0,
+      state: { waiting: { reason: 'ContainerCreating' } } }] }, want: true },
+    { name: 'init containers reported', desired: { ...scheduled, initContainerStatuses: [{ name: 'i', image: 'i', imageID: '', ready: false, restartCount: 0 }] }, want: true },
+    { name: 'a reason', desired: { ...scheduled, reason: 'SchedulingGated' }, want: true },
+    { name: 'Running', desired: { ...scheduled, phase: 'Running' }, want: true },
+    { name: 'the proxy shows another phase (a recreated delegate)', desired: scheduled, proxy: { phase: 'Running' }, want: true },
+  ];
+  for (const c of cases) {
+    it(`${c.name} -> ${c.want}`, () => assert.equal(pendingStatusInformative(c.desired, c.proxy), c.want));
+  }
+});
+
+describe('statusEqual', () => {
+  const base: V1PodStatus = {
+    phase: 'Running',
+    startTime: T0,
+    conditions: [
+      { type: 'Ready', status: 'True', lastTransitionTime: T1 },
+      { type: 'PodScheduled', status: 'True', lastTransitionTime: T0 },
+    ],
+    containerStatuses: [
+      { name: 'a', image: 'i', imageID: '', ready: true, restartCount: 0 },
+      { name: 'b', image: 'i', imageID: '', ready: true, restartCount: 0 },
+    ],
+  };
+  const variant = (patch: Partial<V1PodStatus>): V1PodStatus => ({ ...structuredClone(base), ...patch });
+  const asString = (d: Date) => d.toISOString().replace('.000Z', 'Z');
+  const cases: { name: string; a: V1PodStatus | undefined; b: V1PodStatus | undefined; equal: boolean }[] = [
+    { name: 'identical', a: base, b: variant({}), equal: true },
+    { name: 'conditions reordered', a: base, b: variant({ conditions: [...base.conditions!].reverse() }), equal: true },
+    { name: 'container statuses reordered', a: base, b: variant({ containerStatuses: [...base.containerStatuses!].reverse() }), equal: true },
+    {
+      name: 'Date vs ISO string',
+      a: base,
+      b: JSON.parse(JSON.stringify({ ...base, startTime: asString(T0) })) as V1PodStatus,
+      equal: true,
+    },
+    { name: 'sub-second difference', a: base, b: variant({ startTime: new Date(T0.getTime() + 400) }), equal: true },
+    { name: 'undefined vs empty array', a: variant({ podIPs: undefined }), b: variant({ podIPs: [] }), equal: true },
+    {
+      name: 'lastProbeTime null vs undefined',
+      a: base,
+      b: variant({
+        conditions: [
+          { type: 'Ready', status: 'True', lastTransitionTime: T1, lastProbeTime: null as unknown as undefined },
+          { type: 'PodScheduled', status: 'True', lastTransitionTime: T0 },
+        ],
+      }),
+      equal: true,
+    },
+    { name: 'both undefined', a: undefined, b: undefined, equal: true },
+    { name: 'undefined vs empty', a: undefined, b: {}, equal: true },
+    { name: 'phase differs', a: base, b: variant({ phase: 'Succeeded' }), equal: false },
+    { name: 'time differs', a: base, b: variant({ startTime: T1 }), equal: false },
+    {
+      name: 'condition status differs',
+      a: base,
+      b: variant({ conditions: [{ type: 'Ready', status: 'False', lastTransitionTime: T1 }, base.conditions![1]] }),
+      equal: false,
+    },
+    { name: 'pod IP order matters', a: variant({ podIPs: [{ ip: 'a' }, { ip: 'b' }] }), b: variant({ podIPs: [{ ip: 'b' }, { ip: 'a' }] }), equal: false },
+    { name: 'condition added', a: base, b: variant({ conditions: [...base.conditions!, { type: 'Initialized', status: 'True' }] }), equal: false },
+  ];
+  for (const c of cases) {
+    it(`${c.name} -> ${c.equal}`, () => {
+      assert.equal(statusEqual(c.a, c.b), c.equal);
+      assert.equal(statusEqual(c.b, c.a), c.equal);
+    });
+  }
+});
+
+describe('forgeProxyStatusForLostDelegate', () => {
+  it('fails the proxy and terminates the containers that had not finished', () => {
+    const now = new Date('2026-03-01T11:00:00.750Z');
+    const proxy: V1Pod = {
+      spec: {
+        initContainers: [{ name: 'init', image: 'i' }],
+        containers: [
+          { name: 'web', image: 'w' },
+          { name: 'never-started', image: 'n' },
+        ],
+      },
+      status: {
+        phase: 'Running',
+        hostIP: '192.0.2.10',
+        podIP: '10.244.3.9',
+        qosClass: 'BestEffort',
+        conditions: [
+          { type: 'PodScheduled', status: 'True', lastTransitionTime: T0 },
+          { type: 'Ready', status: 'True', lastTransitionTime: T1 },
+          { type: 'ContainersReady', status: 'True', lastTransitionTime: T1 },
+        ],
+        initContainerStatuses: [
+          {
+            name: 'init', image: 'i', imageID: 'sha', ready: false, restartCount: 0,
+            state: { terminated: { exitCode: 0, reason: 'Completed', finishedAt: T0 } },
+          },
+        ],
+        containerStatuses: [
+          {
+            name: 'web', image: 'w', imageID: 'sha-w', containerID: 'containerd://1', ready: true, started: true, restartCount: 2,
+            state: { running: { startedAt: T1 } },
+          },
+        ],
+      },
+    };
+    const finishedAt = new Date('2026-03-01T11:00:00Z');
+    assert.deepEqual(forgeProxyStatusForLostDelegate(proxy, 'DelegateLost', 'deleted in member eu1', now), {
+      phase: 'Failed',
+      reason: 'DelegateLost',
+      message: 'deleted in member eu1',
+      hostIP: '192.0.2.10',
+      podIP: '10.244.3.9',
+      qosClass: 'BestEffort',
+      conditions: [
+        { type: 'PodScheduled', status: 'True', lastTransitionTime: T0 },
+        { type: 'ContainersReady', status: 'False', reason: 'PodCompleted', lastTransitionTime: finishedAt },
+        { type: 'Ready', status: 'False', reason: 'PodCompleted', lastTransitionTime: finishedAt },
+      ],
+      initContainerStatuses: proxy.status!.initContainerStatuses,
+      containerStatuses: [
+        {
+          name: 'web', image: 'w', imageID: 'sha-w', containerID: 'containerd://1', ready: false, started: false, restartCount: 2,
+          state: {
+            terminated: {
+              exitCode: 137, reason: 'DelegateLost', message: 'deleted in member eu1', containerID: 'containerd://1',
+              startedAt: T1, finishedAt,
+            },
+          },
+        },
+        {
+          name: 'never-started', image: 'n', imageID: '', ready: false, started: false, restartCount: 0,
+          state: { terminated: { exitCode: 137, reason: 'DelegateLost', message: 'deleted in member eu1', finishedAt } },
+        },
+      ],
+    });
+  });
+});
+
+describe('proxyStatusPatch', () => {
+  const current: V1PodStatus = {
+    phase: 'Running', podIP: '10.0.0.1', podIPs: [{ ip: '10.0.0.1' }], hostIP: '192.0.2.1', hostIPs: [{ ip: '192.0.2.1' }],
+    startTime: new Date(0), reason: 'Old', containerStatuses: [{ name: 'c', image: 'i', imageID: '', ready: true, restartCount: 0 }],
+    conditions: [
+      { type: 'Ready', status: 'True' }, { type: 'PodReadyToStartContainers', status: 'True' },
+      { type: 'clusterlet.io/Offloaded', status: 'True' }, { type: 'example.com/Gate', status: 'True' },
+    ],
+  };
+
+  it('replaces podIPs and hostIPs instead of merging a new IP next to the old one', () => {
+    const patch = proxyStatusPatch({ phase: 'Running', podIP: '10.0.0.2', podIPs: [{ ip: '10.0.0.2' }], hostIP: '192.0.2.1',
+      hostIPs: [{ ip: '192.0.2.1' }] }, current);
+    assert.deepEqual(patch.podIPs, [{ $patch: 'replace' }, { ip: '10.0.0.2' }]);
+    assert.deepEqual(patch.hostIPs, [{ $patch: 'replace' }, { ip: '192.0.2.1' }]);
+    assert.equal(patch.podIP, '10.0.0.2');
+  });
+
+  it('clears what the delegate no longer reports, and deletes its conditions, but not the ones it does not own', () => {
+    const desired: V1PodStatus = { phase: 'Pending', hostIP: '192.0.2.1', hostIPs: [{ ip: '192.0.2.1' }],
+      conditions: [{ type: 'PodScheduled', status: 'False' }, { type: 'example.com/Gate', status: 'True' }] };
+    const patch = proxyStatusPatch(desired, current, new Set(['clusterlet.io/Offloaded']));
+    assert.deepEqual(
+      [patch.podIP, patch.podIPs, patch.startTime, patch.reason, patch.containerStatuses],
+      [null, null, null, null, null],
+    );
+    assert.deepEqual(patch.conditions, [
+      { type: 'PodScheduled', status: 'False' }, { type: 'example.com/Gate', status: 'True' },
+      { type: 'Ready', $patch: 'delete' }, { type: 'PodReadyToStartContainers', $patch: 'delete' },
+    ]);
+    assert.equal(patch.phase, 'Pending');
+    assert.equal('message' in patch, false, 'nothing to clear');
+  });
+
+  it('never writes an owned condition, even one the desired status carries', () => {
+    const patch = proxyStatusPatch({ phase: 'Running', conditions: [{ type: 'clusterlet.io/Offloaded', status: 'False' }] },
+      { phase: 'Running', conditions: [{ type: 'clusterlet.io/Offloaded', status: 'True' }] }, new Set(['clusterlet.io/Offloaded']));
+    assert.equal('conditions' in patch, false);
+  });
+
+  it('of an unchanged status, sends the same values (a no-op for the API)', () => {
+    const desired: V1PodStatus = { phase: 'Running', podIP: '10.0.0.1', conditions: [{ type: 'Ready', status: 'True' }] };
+    const patch = proxyStatusPatch(desired, desired);
+    assert.deepEqual(patch, { phase: 'Running', podIP: '10.0.0.1', conditions: [{ type: 'Ready', status: 'True' }] });
+  });
+});
+
+describe('a lost delegate created again', () => {
+  const proxy: V1Pod = {
+    metadata: { name: 'web-1', namespace: 'web', uid: 'u1' },
+    spec: { containers: [{ name: 'app', image: 'a' }, { name: 'side', image: 's' }] },
+    status: { phase: 'Running', containerStatuses: [
+      { name: 'app', image: 'a', imageID: '', ready: true, restartCount: 2 },
+    ] },
+  };
+  it('restartsAfterLoss: what the proxy shows plus one, per container', () => {
+    assert.deepEqual(restartsAfterLoss(proxy), { app: 3, side: 1 });
+  });
+  it('the new delegate carries them and the proxy status adds them to what it reports', () => {
+    const d = forgeDelegatePod(proxy, { ...ctx, restarts: { app: 3, side: 1 } });
+    assert.equal(d.metadata!.annotations!['clusterlet.io/restarts'], '{"app":3,"side":1}');
+    d.status = { phase: 'Running', containerStatuses: [
+      { name: 'app', image: 'a', imageID: '', ready: true, restartCount: 0 },
+      { name: 'side', image: 's', imageID: '', ready: true, restartCount: 4 },
+    ] };
+    d.spec!.nodeName = 'm1';
+    const s = forgeProxyStatus(d, { hostIP: '10.0.0.1', proxy });
+    assert.deepEqual(s.containerStatuses!.map((c) => [c.name, c.restartCount]), [['app', 3], ['side', 5]]);
+  });
+  it('a first delegate carries no restarts annotation, and a garbled one is ignored', () => {
+    assert.equal(forgeDelegatePod(proxy, ctx).metadata!.annotations!['clusterlet.io/restarts'], undefined);
+    const d = forgeDelegatePod(proxy, ctx);
+    d.metadata!.annotations!['clusterlet.io/restarts'] = '{not json';
+    d.spec!.nodeName = 'm1';
+    d.status = { phase: 'Running', containerStatuses: [{ name: 'app', image: 'a', imageID: '', ready: true, restartCount: 1 }] };
+    assert.equal(forgeProxyStatus(d, { hostIP: '10.0.0.1', proxy }).containerStatuses![0].restartCount, 1);
+  });
+});
+
+describe('deletionDisruption', () => {
+  const cases: [string, V1PodStatus, string | undefined][] = [
+    ['pod GC of a lost node', { phase: 'Failed', conditions: [{ type: 'DisruptionTarget', status: 'True', reason: 'DeletionByPodGC' }] }, 'DeletionByPodGC'],
+    ['taint eviction', { phase: 'Running', conditions: [{ type: 'DisruptionTarget', status: 'True', reason: 'DeletionByTaintManager' }] }, 'DeletionByTaintManager'],
+    ['the kubelet ended it (stays Failed, not deleted)', { phase: 'Failed', conditions: [{ type: 'DisruptionTarget', status: 'True', reason: 'TerminationByKubelet' }] }, undefined],
+    ['a condition that is False', { phase: 'Failed', conditions: [{ type: 'DisruptionTarget', status: 'False', reason: 'DeletionByPodGC' }] }, undefined],
+    ['no disruption', { phase: 'Failed' }, undefined],
+  ];
+  for (const [name, status, want] of cases) {
+    it(name, () => assert.equal(deletionDisruption({ metadata: {}, status }), want));
+  }
+});

@@ -21,9 +21,17 @@ export class FakeProvider implements PodProvider {
   synced = true;
   /** What the next createPod calls throw (taken in order), if anything. */
   createErrors: Error[] = [];
+  /** What createPod resolves with (notices for the proxy's events). */
+  notices: PodNotice[] = [];
 
+  #syncWaiters: (() => void)[] = [];
   hasSynced(): boolean { return this.synced; }
-  waitSynced(): Promise<void> { return Promise.resolve(); }
+  waitSynced(): Promise<void> { return this.synced ? Promise.resolve() : new Promise((r) => this.#syncWaiters.push(r)); }
+  /** The back end's view becomes complete (for a provider created with `synced = false`). */
+  markSynced(): void {
+    this.synced = true;
+    for (const r of this.#syncWaiters.splice(0)) r();
+  }
   available(): boolean { return this.reachable; }
   listPodKeys(): string[] { return [...this.pods.keys()]; }
   podCount(): number { return this.pods.size; }
@@ -39,7 +47,7 @@ export class FakeProvider implements PodProvider {
     const err = this.createErrors.shift();
     if (err) throw err;
     this.pods.set(key, { proxyUID: proxy.metadata!.uid!, terminating: false, phase: 'Pending', status: { phase: 'Pending' } });
-    return [];
+    return this.notices;
   }
   async updatePod(proxy: V1Pod): Promise<void> { this.calls.push({ op: 'update', key: `${proxy.metadata!.namespace}/${proxy.metadata!.name}` }); }
   async deletePod(namespace: string, name: string, grace?: number): Promise<void> {

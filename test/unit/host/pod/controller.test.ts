@@ -11,9 +11,10 @@ import { FakeProvider, PodRejectedError } from '../../fakes/provider.ts';
 const NODE = 'clusterlet-eu';
 const NS = 'web';
 
-function proxy(name: string, opts: { restartPolicy?: string; status?: V1PodStatus } = {}): V1Pod {
+function proxy(name: string, opts: { restartPolicy?: string; status?: V1PodStatus; uid?: string; daemonSet?: boolean } = {}): V1Pod {
   return {
-    metadata: { name, namespace: NS, uid: `uid-${name}` },
+    metadata: { name, namespace: NS, uid: opts.uid ?? `uid-${name}`,
+      ...(opts.daemonSet ? { ownerReferences: [{ apiVersion: 'apps/v1', kind: 'DaemonSet', name: 'ds', uid: 'ds', controller: true }] } : {}) },
     spec: { nodeName: NODE, restartPolicy: opts.restartPolicy, containers: [{ name: 'app', image: 'a' }] },
     status: opts.status ?? { phase: 'Pending' },
   };
@@ -166,5 +167,145 @@ describe('PodController', () => {
     provider.lose(`${NS}/a`);
     await eventually('proxy removed', () => host.get(NS, 'a') === undefined);
     assert.deepEqual(host.deletes, [{ key: `${NS}/a`, grace: 0 }]);
+  });
+
+  it('creates one delegate per bound proxy and shows the provider\'s notices as events on it', async () => {
+    const host = new FakeHost();
+    const provider = new FakeProvider();
+    provider.notices = [{ type: 'Warning', reason: 'OptionalConfigMapNotFound', message: 'configmap "extra" not found' }];
+    host.put(proxy('a'));
+    const c = start(host, provider);
+    await eventually('created', () => provider.count('create') === 1);
+    await eventually('the notice as an event', () => host.eventReasons().includes('OptionalConfigMapNotFound'));
+    await c.queue.idle();
+    assert.equal(provider.count('create'), 1, 'created once');
+  });
+
+  it('brings a running delegate in line when the proxy changes (updatePod), not on its own status writes', async () => {
+    const host = new FakeHost();
+    const provider = new FakeProvider();
+    const p = host.put(proxy('a', { status: ready() }));
+    provider.pods.set(`${NS}/a`, { proxyUID: p.metadata!.uid!, terminating: false, phase: 'Running', status: ready() });
+    const c = start(host, provider);
+    await eventually('first sync', () => provider.count('update') >= 1);
+    await c.queue.idle();
+    const updates = provider.count('update');
+    // A status-only change is no business of the lifecycle.
+    host.put({ ...host.get(NS, 'a')!, status: { ...ready(), message: 'someone wrote this' } });
+    await eventually('status set back', () => host.get(NS, 'a')!.status!.message === undefined);
+    await c.queue.idle();
+    assert.equal(provider.count('update'), updates, 'a status change does not update the delegate');
+    host.put({ ...host.get(NS, 'a')!, metadata: { ...host.get(NS, 'a')!.metadata, labels: { tier: 'gold' } } });
+    await eventually('updated after a label change', () => provider.count('update') === updates + 1);
+  });
+
+  it('a proxy force-deleted on the host (gone at once) has its delegate deleted', async () => {
+    const host = new FakeHost();
+    const provider = new FakeProvider();
+    const p = host.put(proxy('a', { status: ready() }));
+    provider.pods.set(`${NS}/a`, { proxyUID: p.metadata!.uid!, terminating: false, phase: 'Running', status: ready() });
+    start(host, provider);
+    await eventually('synced', () => provider.count('update') >= 1);
+    await host.client().core.deleteNamespacedPod({ namespace: NS, name: 'a', gracePeriodSeconds: 0 });
+    await eventually('delegate deleted', () => provider.count('delete') === 1);
+    assert.equal(provider.calls.find((x) => x.op === 'delete')!.arg, undefined, 'with its own default grace');
+  });
+
+  it('a delegate of an earlier pod of the same name is replaced: deleted at once (grace 0), then created for the new proxy', async () => {
+    const host = new FakeHost();
+    const provider = new FakeProvider();
+    host.put(proxy('web-0', { uid: 'uid-new' }));
+    provider.pods.set(`${NS}/web-0`, { proxyUID: 'uid-old', terminating: false, phase: 'Running', status: ready() });
+    start(host, provider);
+    await eventually('old delegate deleted', () => provider.count('delete') === 1);
+    assert.equal(provider.calls.find((x) => x.op === 'delete')!.arg, 0);
+    assert.equal(provider.count('create'), 0, 'not created while the old one runs');
+    provider.lose(`${NS}/web-0`);
+    await eventually('created for the new proxy', () => provider.count('create') === 1);
+    assert.equal(provider.pods.get(`${NS}/web-0`)!.proxyUID, 'uid-new');
+  });
+
+  it('never offloads a DaemonSet pod: Offloaded=False with the reason, and a Warning event', async () => {
+    const host = new FakeHost();
+    const provider = new FakeProvider();
+    host.put(proxy('ds-a', { daemonSet: true }));
+    const c = start(host, provider);
+    await eventually('Offloaded=False', () => host.condition(NS, 'ds-a', 'clusterlet.io/Offloaded')?.reason === 'DaemonSetPodNotOffloaded');
+    assert.ok(host.eventReasons().includes('DaemonSetPodNotOffloaded'));
+    await c.queue.idle();
+    assert.equal(provider.count('create'), 0);
+  });
+
+  it('collects orphans (delegates with no proxy) only once both caches have synced', async () => {
+    const host = new FakeHost();
+    const provider = new FakeProvider();
+    provider.synced = false;
+    provider.pods.set(`${NS}/orphan`, { proxyUID: 'uid-gone', terminating: false, phase: 'Running', status: ready() });
+    const c = start(host, provider);
+    // Lifecycle changes before the sync are seen but not acted on.
+    provider.changes.next({ key: `${NS}/orphan`, lifecycle: true });
+    await c.queue.idle();
+    assert.equal(provider.count('delete'), 0, 'nothing judged on a half-synced view');
+    provider.markSynced();
+    await eventually('orphan deleted', () => provider.count('delete') === 1);
+    assert.equal(provider.calls.find((x) => x.op === 'delete')!.key, `${NS}/orphan`);
+  });
+
+  it('a delegate lost with restartPolicy Never fails the proxy (DelegateLost) and nothing is created', async () => {
+    const host = new FakeHost();
+    const provider = new FakeProvider();
+    const p = host.put(proxy('a', { restartPolicy: 'Never', status: ready() }));
+    provider.pods.set(`${NS}/a`, { proxyUID: p.metadata!.uid!, terminating: false, phase: 'Running', status: ready() });
+    const c = start(host, provider);
+    await eventually('synced', () => provider.count('update') >= 1);
+    provider.lose(`${NS}/a`);
+    await eventually('proxy Failed', () => host.get(NS, 'a')!.status!.phase === 'Failed');
+    assert.equal(host.get(NS, 'a')!.status!.reason, 'DelegateLost');
+    assert.equal(host.get(NS, 'a')!.status!.containerStatuses![0].state!.terminated!.exitCode, 137);
+    await eventually('DelegateLost event', () => host.eventReasons().includes('DelegateLost'));
+    await c.queue.idle();
+    assert.equal(provider.count('create'), 0);
+  });
+
+  it('a transient rejection is retried; once created the proxy shows Offloaded=True (DelegateCreated)', async () => {
+    const host = new FakeHost();
+    const provider = new FakeProvider();
+    provider.createErrors.push(new PodRejectedError('MandatoryConfigMapNotFound', 'configmap "cfg" not found'));
+    host.put(proxy('a'));
+    const c = start(host, provider);
+    await eventually('Offloaded=False', () => host.condition(NS, 'a', 'clusterlet.io/Offloaded')?.status === 'False');
+    await eventually('created on retry', () => provider.count('create') === 2, 10_000);
+    // The next sync of the running pod sets the condition right.
+    host.put({ ...host.get(NS, 'a')!, metadata: { ...host.get(NS, 'a')!.metadata, labels: { touch: '1' } } });
+    await eventually('Offloaded=True', () => host.condition(NS, 'a', 'clusterlet.io/Offloaded')?.reason === 'DelegateCreated');
+    await c.queue.idle();
+  });
+
+  it('mirrors the back end\'s events onto the proxy, naming the member in the source', async () => {
+    const host = new FakeHost();
+    const provider = new FakeProvider();
+    host.put(proxy('a'));
+    start(host, provider);
+    await eventually('created', () => provider.count('create') === 1);
+    provider.events.next({ namespace: NS, name: 'a', id: 'ev-1', event: { type: 'Normal', reason: 'Pulled', message: 'image pulled', count: 1,
+      source: { component: 'kubelet' } } });
+    await eventually('event on the proxy', () => host.eventReasons().includes('Pulled'));
+    const ev = [...host.events.values()].find((e) => e.reason === 'Pulled')!;
+    assert.equal(ev.involvedObject.uid, 'uid-a');
+    assert.equal(ev.source?.component, 'kubelet (member eu)');
+  });
+
+  it('does not write a Pending status that says nothing new, and writes the first informative one', async () => {
+    const host = new FakeHost();
+    const provider = new FakeProvider();
+    const p = host.put(proxy('a'));
+    provider.pods.set(`${NS}/a`, { proxyUID: p.metadata!.uid!, terminating: false, phase: 'Pending', status: { phase: 'Pending' } });
+    const c = start(host, provider);
+    await eventually('synced', () => provider.count('update') >= 1);
+    await c.queue.idle();
+    assert.equal(host.statusPatches.length, 0, 'nothing worth writing');
+    provider.set(`${NS}/a`, { proxyUID: p.metadata!.uid!, terminating: false, phase: 'Pending', status: { phase: 'Pending',
+      containerStatuses: [{ name: 'app', image: 'a', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason: 'ErrImagePull' } } }] } });
+    await eventually('ErrImagePull shown', () => host.get(NS, 'a')!.status!.containerStatuses?.[0].state?.waiting?.reason === 'ErrImagePull');
   });
 });

@@ -1,5 +1,5 @@
 // Pod forge: pure functions between a proxy pod (host, bound to the virtual node) and its delegate (member).
-// Proxy spec in, delegate out; delegate status in, proxy status out. See CONVENTIONS.md and STYLE.md.
+// Proxy spec in, delegate out; delegate status in, proxy status out. See docs/ARCHITECTURE.md and docs/CONVENTIONS.md.
 
 import { isDeepStrictEqual } from 'node:util';
 import type {

@@ -1,5 +1,5 @@
 #!/usr/bin/env -S node --optimize-for-size
-// clusterlet's entry point. Exit codes (CONVENTIONS.md): 0 clean stop, 2 bad configuration, 1 anything else.
+// clusterlet's entry point. Exit codes (docs/CONVENTIONS.md): 0 clean stop, 2 bad configuration, 1 anything else.
 import type { Server } from 'node:http';
 import { config as rxConfig } from 'rxjs';
 import { ConfigError, HELP, parseConfig } from './config.ts';

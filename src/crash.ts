@@ -1,5 +1,5 @@
 // Last resort: an unhandled rejection or uncaught exception is logged with its stack and counted before the
-// process exits 1, so that no exit goes without a logged reason (exit codes: CONVENTIONS.md).
+// process exits 1, so that no exit goes without a logged reason (exit codes: docs/CONVENTIONS.md).
 import { inspect } from 'node:util';
 import type { Logger } from './log.ts';
 import { metrics } from './metrics.ts';

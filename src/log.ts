@@ -1,4 +1,4 @@
-// pino JSON logs; one child logger per member and per object (CONVENTIONS.md). LOG_LEVEL or --log-level.
+// pino JSON logs; one child logger per member and per object (docs/CONVENTIONS.md). LOG_LEVEL or --log-level.
 import { pino, type Logger } from 'pino';
 
 export type { Logger };

@@ -1,5 +1,5 @@
 // Capacity of the virtual node: pure functions over a member cluster's nodes and pods.
-// See CONVENTIONS.md, "Capacity".
+// See docs/CONVENTIONS.md, "Capacity".
 
 import type { V1Container, V1Node, V1Pod } from '@kubernetes/client-node';
 import { NANO, add, clampZero, formatQuantity, parseQuantity, quantity } from './quantity.ts';

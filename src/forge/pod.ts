@@ -1,5 +1,6 @@
 // Pod forge: pure functions from a proxy pod (host, bound to the virtual node) to its delegate (member): the spec
-// to create, and the update of a running delegate. The way back (status) is forge/status.ts. See docs/CONVENTIONS.md.
+// to create, and the update of a running delegate. The way back (status) is forge/status.ts.
+// See docs/ARCHITECTURE.md and docs/CONVENTIONS.md.
 
 import type {
   V1Affinity,

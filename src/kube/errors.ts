@@ -1,4 +1,4 @@
-// API errors mapped once to typed errors (STYLE.md): callers branch on `kind`, never on raw codes.
+// API errors mapped once to typed errors (docs/CONVENTIONS.md): callers branch on `kind`, never on raw codes.
 
 export type KubeErrorKind =
   | 'NotFound' | 'AlreadyExists' | 'Conflict' | 'Invalid' | 'Forbidden' | 'Unauthorized'

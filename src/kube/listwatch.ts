@@ -1,4 +1,4 @@
-// The list-watch observable every reflector uses (STYLE.md):
+// The list-watch observable every reflector uses (docs/CONVENTIONS.md, "Code"):
 // - LIST (paged), then WATCH from its resourceVersion with bookmarks;
 // - a watch that ends is resumed from the last resourceVersion seen; 410 Gone → relist;
 // - a watch silent for longer than `silenceMs` is restarted (bookmarks keep healthy ones talking);

@@ -37,6 +37,8 @@ export interface ListWatchSpec<T> {
 export interface ListWatchOptions {
   silenceMs?: number;
   pageSize?: number;
+  /** The first retry delay after an error, doubled per attempt up to 30 s (default 500 ms). */
+  minBackoffMs?: number;
   log?: Logger;
 }
 
@@ -48,6 +50,7 @@ export function listWatch<T extends KubernetesObject>(client: ClusterClient, spe
   opts: ListWatchOptions = {}): Observable<ListWatchEvent<T>> {
   const silenceMs = opts.silenceMs ?? 90_000;
   const pageSize = opts.pageSize ?? 500;
+  const minBackoffMs = opts.minBackoffMs ?? 500;
   const restart = (reason: string): void => {
     metrics.watchRestarts.inc({ cluster: client.name, resource: spec.resource, reason });
   };
@@ -144,7 +147,7 @@ export function listWatch<T extends KubernetesObject>(client: ClusterClient, spe
         restart('error');
         const k = toKubeError(err);
         opts.log?.warn({ resource: spec.resource, err: k.message, code: k.code, attempt }, 'list/watch failed; retrying');
-        return timer(backoffDelay(attempt - 1, 500, 30_000));
+        return timer(backoffDelay(attempt - 1, minBackoffMs, 30_000));
       },
     }),
     share({ resetOnRefCountZero: true }),

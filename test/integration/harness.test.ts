@@ -1,4 +1,4 @@
-// Issue 2: the local control planes behave as real clusters.
+// The local control planes behave as real clusters.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { AppsV1Api } from '@kubernetes/client-node';

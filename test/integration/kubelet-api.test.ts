@@ -1,4 +1,4 @@
-// Issue 7: the kubelet API of the virtual node — logs, exec, attach, port-forward, pods and usage — reached
+// The kubelet API of the virtual node — logs, exec, attach, port-forward, pods and usage — reached
 // through the HOST API server as a user would (kubectl), and its authentication and authorisation, also
 // before its client CA is loaded.
 // The member's KWOK serves its nodes' kubelet API from files and local commands (test/harness/kwok-api.ts).

@@ -1,4 +1,4 @@
-// Issue 3: one virtual node per member, with capacity aggregated live.
+// One virtual node per member, with capacity aggregated live.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';

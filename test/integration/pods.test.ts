@@ -1,4 +1,4 @@
-// Issue 4: proxy pods become delegate pods; statuses and events come back; deletion is graceful end to end.
+// Proxy pods become delegate pods; statuses and events come back; deletion is graceful end to end.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { AppsV1Api, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';

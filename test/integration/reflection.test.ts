@@ -1,4 +1,4 @@
-// Issue 5: ConfigMaps, Secrets and ServiceAccounts follow their pods, and stay in sync; exports come back.
+// ConfigMaps, Secrets and ServiceAccounts follow their pods, and stay in sync; exports come back.
 import { describe, it, before, after, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';

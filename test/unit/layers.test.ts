@@ -1,0 +1,130 @@
+// The dependency rule of src/ (the target layering), as a test: host and member meet only in provider/;
+// forge/, kube/ and util/ know nothing of the layers above them; manager.ts alone wires host and member
+// together, and only cli.ts imports it. Relative imports and re-exports of every src/**/*.ts are read with
+// TypeScript's own pre-processor, so comments, strings and multi-line import lists cannot fool it.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { posix } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/**
+ * Imports that break the rule today and are being removed. The lead empties this list; it can only shrink:
+ * an entry that no longer occurs fails the test too, so fixed imports cannot come back unnoticed.
+ * Each entry is "importing file -> imported file", both from the repository root.
+ */
+const KNOWN_VIOLATIONS: string[] = [
+  'src/forge/node.ts -> src/config.ts',
+  'src/host/api/nodes.ts -> src/member/cluster.ts',
+  'src/host/node/controller.ts -> src/member/cluster.ts',
+];
+
+/** One relative import (or re-export): both ends as paths from the repository root, e.g. `src/host/identity.ts`. */
+interface Import { from: string; to: string }
+
+/** Matches paths under any of `parts` (relative to src/): `dir/` for a directory, else an exact file. */
+function inAny(...parts: string[]): (path: string) => boolean {
+  return (path) => parts.some((p) => (p.endsWith('/') ? path.startsWith(`src/${p}`) : path === `src/${p}`));
+}
+
+const BELOW_THE_SEAM = ['host/', 'member/', 'config.ts', 'manager.ts'];
+
+const RULES: { from: (path: string) => boolean; to: (path: string) => boolean }[] = [
+  { from: inAny('host/'), to: inAny('member/') },
+  { from: inAny('member/'), to: inAny('host/') },
+  { from: inAny('provider/'), to: inAny(...BELOW_THE_SEAM) },
+  { from: inAny('forge/', 'kube/', 'util/'), to: inAny('provider/', ...BELOW_THE_SEAM) },
+  { from: (path) => !inAny('manager.ts', 'cli.ts')(path), to: inAny('manager.ts') },
+];
+
+/** The imports that break a rule, as sorted, distinct "file -> target" strings. */
+function violations(imports: Import[]): string[] {
+  const bad = imports.filter((i) => RULES.some((r) => r.from(i.from) && r.to(i.to)));
+  return [...new Set(bad.map((i) => `${i.from} -> ${i.to}`))].sort();
+}
+
+/** The relative imports and re-exports of one file's text, resolved against its path. */
+function importsIn(file: string, text: string): Import[] {
+  const { importedFiles } = ts.preProcessFile(text, true, true);
+  return importedFiles
+    .filter((f) => f.fileName.startsWith('.'))
+    .map((f) => ({ from: file, to: posix.normalize(posix.join(posix.dirname(file), f.fileName)) }));
+}
+
+function srcImports(): Import[] {
+  const files = readdirSync(`${ROOT}src`, { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.ts'))
+    .map((f) => `src/${f.split(/[\\/]/).join('/')}`);
+  return files.flatMap((f) => importsIn(f, readFileSync(`${ROOT}${f}`, 'utf8')));
+}
+
+describe('dependency rule of src/', () => {
+  const found = violations(srcImports());
+
+  it('no import breaks the rule, apart from KNOWN_VIOLATIONS', () => {
+    const known = new Set(KNOWN_VIOLATIONS);
+    assert.deepEqual(found.filter((v) => !known.has(v)), [], 'imports that break the dependency rule (file -> target)');
+  });
+
+  it('every KNOWN_VIOLATIONS entry still occurs (the list only shrinks)', () => {
+    const current = new Set(found);
+    assert.deepEqual(KNOWN_VIOLATIONS.filter((v) => !current.has(v)), [],
+      'fixed: remove these from KNOWN_VIOLATIONS in test/unit/layers.test.ts');
+  });
+});
+
+describe('dependency rule checker', () => {
+  it('names each breaking import and lets the allowed ones through', () => {
+    const imports: Import[] = [
+      { from: 'src/host/pod/controller.ts', to: 'src/member/delegates.ts' },
+      { from: 'src/member/provider.ts', to: 'src/host/identity.ts' },
+      { from: 'src/provider/pod.ts', to: 'src/config.ts' },
+      { from: 'src/provider/pod.ts', to: 'src/member/cluster.ts' },
+      { from: 'src/kube/client.ts', to: 'src/provider/errors.ts' },
+      { from: 'src/forge/pod.ts', to: 'src/config.ts' },
+      { from: 'src/util/backoff.ts', to: 'src/host/identity.ts' },
+      { from: 'src/health.ts', to: 'src/manager.ts' },
+      // Allowed:
+      { from: 'src/host/pod/controller.ts', to: 'src/provider/pod.ts' },
+      { from: 'src/member/provider.ts', to: 'src/provider/errors.ts' },
+      { from: 'src/member/cluster.ts', to: 'src/config.ts' },
+      { from: 'src/host/node/controller.ts', to: 'src/kube/informer.ts' },
+      { from: 'src/kube/listwatch.ts', to: 'src/util/backoff.ts' },
+      { from: 'src/forge/pod.ts', to: 'src/log.ts' },
+      { from: 'src/provider/pod.ts', to: 'src/forge/keys.ts' },
+      { from: 'src/manager.ts', to: 'src/member/cluster.ts' },
+      { from: 'src/manager.ts', to: 'src/host/pod/controller.ts' },
+      { from: 'src/cli.ts', to: 'src/manager.ts' },
+    ];
+    assert.deepEqual(violations(imports), [
+      'src/forge/pod.ts -> src/config.ts',
+      'src/health.ts -> src/manager.ts',
+      'src/host/pod/controller.ts -> src/member/delegates.ts',
+      'src/kube/client.ts -> src/provider/errors.ts',
+      'src/member/provider.ts -> src/host/identity.ts',
+      'src/provider/pod.ts -> src/config.ts',
+      'src/provider/pod.ts -> src/member/cluster.ts',
+      'src/util/backoff.ts -> src/host/identity.ts',
+    ]);
+  });
+
+  it('reads imports, type imports and re-exports over several lines, and no comments or packages', () => {
+    const text = [
+      "import { a } from '../member/a.ts';",
+      'import type {',
+      '  B,',
+      "} from './b.ts';",
+      "export { c } from '../../config.ts';",
+      "export * from './d.ts';",
+      "import { Observable } from 'rxjs';",
+      "// import { e } from '../member/e.ts';",
+      "const s = \"import { f } from '../member/f.ts'\";",
+    ].join('\n');
+    assert.deepEqual(importsIn('src/host/pod/x.ts', text).map((i) => i.to), [
+      'src/host/member/a.ts', 'src/host/pod/b.ts', 'src/config.ts', 'src/host/pod/d.ts',
+    ]);
+  });
+});

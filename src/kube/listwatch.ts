@@ -75,7 +75,10 @@ export function listWatch<T extends KubernetesObject>(client: ClusterClient, spe
       return rv;
     };
 
+    /** The last watch ended for silence (already counted as a 'silent' restart, not 'ended' too). */
+    let silentRestart = false;
     const watchOnce = async (rv: string): Promise<string> => {
+      silentRestart = false;
       let last = rv;
       let failed: Error | undefined;
       controller = new AbortController();
@@ -107,6 +110,7 @@ export function listWatch<T extends KubernetesObject>(client: ClusterClient, spe
         if (failed) throw failed;
         if ((err as { name?: string }).name === 'TimeoutError') {
           restart('silent');
+          silentRestart = true;
           return last;
         }
         if (closed) return last;
@@ -124,7 +128,7 @@ export function listWatch<T extends KubernetesObject>(client: ClusterClient, spe
       while (!closed) {
         try {
           rv = await watchOnce(rv);
-          if (!closed) restart('ended');
+          if (!closed && !silentRestart) restart('ended');
         } catch (err) {
           if (!(err instanceof GoneError)) throw err;
           restart('gone');

@@ -9,6 +9,7 @@ import { followMemberAccess, memberAccessSource, type AccessWatcher } from './me
 import { NodeController, type NodeControllerOptions } from './host/node/controller.ts';
 import { MemberPodProvider } from './member/provider.ts';
 import { PodController } from './host/pod/controller.ts';
+import { MemberRuntime } from './member/runtime/runtime.ts';
 import { HostObjectCache } from './member/reflection/hostcache.ts';
 import { ObjectMirror, type HostCaches } from './member/reflection/mirror.ts';
 import { ExportConsent, ExportReflector } from './member/reflection/export.ts';
@@ -23,7 +24,7 @@ export interface ManagerOptions {
   node?: NodeControllerOptions;
 }
 
-export interface MemberRuntime {
+export interface MemberParts {
   config: MemberConfig;
   /** Loaded at start from the member's kubeconfig file; undefined for one in a Secret (read when set up). */
   access?: ClusterAccess;
@@ -33,6 +34,8 @@ export interface MemberRuntime {
   mirror?: ObjectMirror;
   exporter?: ExportReflector;
   pods?: PodController;
+  /** Logs, exec, attach, port-forward and stats of the node's pods, for the kubelet API. */
+  runtime?: MemberRuntime;
   /** Set while the member could not be set up (e.g. its kubeconfig Secret is missing); retried. */
   setupError?: string;
   /** Re-reads the kubeconfig file or Secret and moves the member's client to new credentials. */
@@ -42,7 +45,7 @@ export interface MemberRuntime {
 export class Manager implements NodeDirectory {
   readonly config: Config;
   readonly host: ClusterClient;
-  readonly members: MemberRuntime[];
+  readonly members: MemberParts[];
   #log: Logger;
   #opts: ManagerOptions;
   #retryTimers: NodeJS.Timeout[] = [];
@@ -92,7 +95,7 @@ export class Manager implements NodeDirectory {
     })().catch((err: unknown) => { if (!this.#stopped) throw err; });
   }
 
-  async #startMember(m: MemberRuntime, attempt: number): Promise<void> {
+  async #startMember(m: MemberParts, attempt: number): Promise<void> {
     if (this.#stopped) return;
     const log = this.#log.child({ member: m.config.name });
     try {
@@ -111,6 +114,7 @@ export class Manager implements NodeDirectory {
       m.pods = new PodController(this.host, m.provider, log, {
         nodeName: m.config.nodeName, member: m.config.name, workers: this.config.podSyncWorkers, watchSilenceMs: silence,
       });
+      m.runtime = new MemberRuntime(m.cluster, m.pods.pods, { log: log.child({ component: 'kubelet-api' }) });
       // The node registers (NotReady until the member's caches sync) whatever happens next.
       m.node.start();
       // A rewritten kubeconfig (file or Secret) is used from then on, without a restart.
@@ -147,9 +151,9 @@ export class Manager implements NodeDirectory {
   nodes(): VirtualNode[] {
     const out: VirtualNode[] = [];
     for (const m of this.members) {
-      if (m.cluster && m.pods) {
-        out.push({ name: m.config.nodeName, member: m.config, cluster: m.cluster, proxies: m.pods.pods,
-          port: m.config.kubeletPort ?? this.config.kubeletPort });
+      if (m.pods && m.runtime) {
+        out.push({ name: m.config.nodeName, port: m.config.kubeletPort ?? this.config.kubeletPort, proxies: m.pods.pods,
+          runtime: m.runtime });
       }
     }
     return out;

@@ -1,23 +1,24 @@
 // Errors of the kubelet API, typed once and mapped to HTTP status codes in one place (as virtual-kubelet's
-// node/api does). Handlers throw; the server answers. Member API errors keep their status (the caller sees
-// "container not found" as the member said it), except authorisation failures of clusterlet's own member
-// credentials, which are a server-side problem (502), not the caller's.
+// node/api does). Handlers throw; the server answers. The runtime's refusals keep their status (the caller sees
+// "container not found" as the back end said it), except refusals of clusterlet's own credentials, which are a
+// server-side problem (502), not the caller's.
 import type { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { toKubeError, type KubeError } from '../../kube/errors.ts';
+import { isProviderError, type ProviderError } from '../../provider/errors.ts';
 
 export type ApiErrorKind =
   | 'BadRequest' | 'Unauthorized' | 'Forbidden' | 'NotFound' | 'MethodNotAllowed' | 'Invalid'
-  | 'MemberError' | 'Unavailable' | 'Internal';
+  | 'BadGateway' | 'Unavailable' | 'Internal';
 
 const STATUS: Record<ApiErrorKind, number> = {
   BadRequest: 400, Unauthorized: 401, Forbidden: 403, NotFound: 404, MethodNotAllowed: 405, Invalid: 422,
-  MemberError: 502, Unavailable: 503, Internal: 500,
+  BadGateway: 502, Unavailable: 503, Internal: 500,
 };
 
 export class ApiError extends Error {
   readonly kind: ApiErrorKind;
-  /** Set when the status comes from the member as is. */
+  /** Set when the status comes from the back end as is. */
   readonly #status: number | undefined;
 
   constructor(kind: ApiErrorKind, message: string, options?: { cause?: unknown; status?: number }) {
@@ -30,18 +31,24 @@ export class ApiError extends Error {
   get status(): number { return this.#status ?? STATUS[this.kind]; }
 }
 
-/** A member API answer that was not a success, as an ApiError the caller can understand. */
-export function fromMember(member: string, status: number, message: string): ApiError {
-  const text = `member ${member}: ${message || `HTTP ${status}`}`;
-  if (status === 401 || status === 403) return new ApiError('MemberError', `${text} (check clusterlet's RBAC in the member)`);
-  if (status === 404) return new ApiError('NotFound', text);
-  if (status >= 400 && status < 500) return new ApiError('BadRequest', text, { status });
-  return new ApiError('MemberError', text);
+/**
+ * A runtime's failure as the caller sees it: no such pod or container → 404, a request the back end refused → its
+ * status; the back end unreachable, failing or refusing clusterlet's own credentials → 502.
+ */
+function fromProvider(err: ProviderError): ApiError {
+  switch (err.kind) {
+    case 'NotFound': return new ApiError('NotFound', err.message, { cause: err });
+    case 'InvalidInput': return new ApiError('BadRequest', err.message, { cause: err, status: err.status });
+    case 'Forbidden':
+    case 'Unavailable':
+    case 'Upstream': return new ApiError('BadGateway', err.message, { cause: err });
+  }
 }
 
-/** Anything thrown → ApiError. Kubernetes client errors keep their meaning. */
+/** Anything thrown → ApiError. Provider and Kubernetes client errors keep their meaning. */
 export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
+  if (isProviderError(err)) return fromProvider(err);
   const e = err as { name?: string; code?: unknown };
   if (e?.name === 'ApiException' || e?.name === 'KubeError' || typeof e?.code === 'number') {
     const k: KubeError = toKubeError(err);

@@ -7,8 +7,8 @@ import { Auth, hostReviewClient } from './auth.ts';
 import type { NodeDirectory } from './nodes.ts';
 import { KubeletServer, type NodeStats, type StreamHandlers } from './server.ts';
 import { ClientCA, ServingCertificate } from './tls.ts';
-import { MemberUsage } from './stats.ts';
-import { MemberStreams } from './streams.ts';
+import { RuntimeStats } from './stats.ts';
+import { PodStreams } from './streams.ts';
 
 export interface KubeletApi {
   server: KubeletServer;
@@ -37,7 +37,7 @@ export async function startKubeletApi(config: Config, host: ClusterClient, dir: 
   const server = new KubeletServer({
     ports: [config.kubeletPort, ...config.members.flatMap((m) => m.kubeletPort ?? [])], dir, serving, clientCA, log: alog,
     auth: webhook ? new Auth(hostReviewClient(host), { clientCA }) : undefined,
-    stats: parts.stats ?? new MemberUsage({ log: alog }), streams: parts.streams ?? new MemberStreams(alog),
+    stats: parts.stats ?? new RuntimeStats(), streams: parts.streams ?? new PodStreams(alog),
   });
   server.start();
   return {

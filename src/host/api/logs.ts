@@ -1,8 +1,7 @@
-// GET /containerLogs/{namespace}/{pod}/{container}: the delegate's log, streamed from the member's pod-log
-// API with the caller's options. A caller that goes away aborts the member request (and so a follow).
+// GET /containerLogs/{namespace}/{pod}/{container}: the container's log, streamed from the node's runtime with
+// the caller's options. A caller that goes away aborts the runtime's stream (and so a follow).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ApiError } from './errors.ts';
-import { memberGet } from './member.ts';
 import { requireContainer, type ResolvedPod } from './nodes.ts';
 import type { Logger } from '../../log.ts';
 
@@ -12,10 +11,11 @@ const LOG_STREAMS = ['All', 'Stdout', 'Stderr'];
 
 /**
  * The kubelet's container-log query (v1 PodLogOptions as query parameters, plus the legacy `tail`) → the
- * member's pod-log query. Throws ApiError (400 undecodable, 422 invalid) as the kubelet answers.
+ * PodLogOptions the runtime is given (the container aside). Throws ApiError (400 undecodable, 422 invalid) as the
+ * kubelet answers.
  */
-export function memberLogQuery(query: URLSearchParams, container: string): URLSearchParams {
-  const out = new URLSearchParams({ container });
+export function podLogOptions(query: URLSearchParams): URLSearchParams {
+  const out = new URLSearchParams();
   const one = (k: string): string | undefined => query.get(k) ?? undefined;
   const bool = (k: string): void => {
     const v = one(k);
@@ -54,7 +54,7 @@ export function memberLogQuery(query: URLSearchParams, container: string): URLSe
   const stream = one('stream');
   if (stream !== undefined && stream !== '') {
     if (!LOG_STREAMS.includes(stream)) throw new ApiError('BadRequest', `invalid stream type "${stream}"`);
-    // "All" is the default; only ask the member for a split when asked for one (it may not support it).
+    // "All" is the default; only ask the back end for a split when asked for one (it may not support it).
     if (stream !== 'All') out.set('stream', stream);
   }
   return out;
@@ -65,7 +65,7 @@ export async function serveContainerLogs(req: IncomingMessage, res: ServerRespon
   log: Logger): Promise<void> {
   const url = new URL(req.url ?? '/', 'https://kubelet');
   requireContainer(target.proxy, container);
-  const query = memberLogQuery(url.searchParams, container);
+  const options = podLogOptions(url.searchParams);
   const abort = new AbortController();
   let done = false;
   const onClose = (): void => {
@@ -75,9 +75,11 @@ export async function serveContainerLogs(req: IncomingMessage, res: ServerRespon
     abort.abort();
   };
   res.once('close', onClose);
-  const path = `/api/v1/namespaces/${encodeURIComponent(target.memberNamespace)}/pods/${encodeURIComponent(target.memberName)}/log?${query}`;
-  const upstream = await memberGet(target.node.cluster.client, path, abort.signal);
-  res.writeHead(200, { 'Content-Type': upstream.headers['content-type'] ?? 'text/plain' });
+  const { stream: upstream, contentType } = await target.node.runtime
+    .containerLogs(target.namespace, target.name, target.uid, container, options, abort.signal)
+    // Cancelled because the caller went away: not the back end's failure.
+    .catch((err: unknown) => { throw abort.signal.aborted ? new ApiError('Unavailable', 'request cancelled', { cause: err }) : err; });
+  res.writeHead(200, { 'Content-Type': contentType });
   // Each chunk goes out as it comes (a follow must not wait for a buffer to fill).
   res.flushHeaders();
   upstream.on('data', (chunk: Buffer) => { if (!res.write(chunk)) upstream.pause(); });

@@ -1,22 +1,20 @@
-// Which virtual node a kubelet API request is about, and which member pod stands behind a host pod.
-// One server serves every virtual node of the process: a pod is found in the proxies informer of the node
-// it is bound to (no watch of its own), and its delegate in that member's pod informer, checked to be ours.
+// Which virtual node a kubelet API request is about, and which host pod. One server serves every virtual node
+// of the process: a pod is found in the proxies informer of the node it is bound to (no watch of its own); what
+// stands behind it is the node's runtime's business.
 import type { V1Pod } from '@kubernetes/client-node';
-import { memberNamespace, type MemberConfig } from '../../config.ts';
 import type { Informer } from '../../kube/informer.ts';
-import type { MemberCluster } from '../../member/cluster.ts';
-import { hostRefOf } from '../../forge/owner.ts';
+import type { PodRuntime } from '../../provider/runtime.ts';
 import { ApiError } from './errors.ts';
 
 /** A virtual node as the kubelet API sees it. */
 export interface VirtualNode {
   name: string;
-  member: MemberConfig;
-  cluster: MemberCluster;
-  /** Host pods bound to this node (the pod controller's informer). */
-  proxies: Informer<V1Pod>;
   /** Its kubelet API port (the daemon endpoint it publishes). */
   port: number;
+  /** Host pods bound to this node (the pod controller's informer). */
+  proxies: Informer<V1Pod>;
+  /** Runs the node's pods: logs, exec, attach, port-forward and usage. */
+  runtime: PodRuntime;
 }
 
 /** The nodes this process serves right now (members still being set up are absent). */
@@ -24,13 +22,13 @@ export interface NodeDirectory {
   nodes(): VirtualNode[];
 }
 
-/** A host pod and the member pod behind it. */
+/** A host pod on one of our nodes. */
 export interface ResolvedPod {
   node: VirtualNode;
   proxy: V1Pod;
-  delegate: V1Pod;
-  memberNamespace: string;
-  memberName: string;
+  namespace: string;
+  name: string;
+  uid: string;
 }
 
 /**
@@ -67,8 +65,8 @@ export function nodeFor(dir: NodeDirectory, hint: string | undefined, localPort?
 }
 
 /**
- * The pod `namespace/name` on one of our nodes (restricted to `hint` when given), with its delegate.
- * `uid` (from /exec/{ns}/{pod}/{uid}/{container} and friends) must match the host pod when given.
+ * The pod `namespace/name` on one of our nodes (restricted to `hint` when given). `uid` (from
+ * /exec/{ns}/{pod}/{uid}/{container} and friends) must match the host pod when given.
  */
 export function resolvePod(dir: NodeDirectory, namespace: string, name: string, opts: { hint?: string; uid?: string } = {}): ResolvedPod {
   const key = `${namespace}/${name}`;
@@ -78,14 +76,7 @@ export function resolvePod(dir: NodeDirectory, namespace: string, name: string, 
     if (!proxy) continue;
     const uid = proxy.metadata?.uid ?? '';
     if (opts.uid && opts.uid !== uid) throw new ApiError('NotFound', `pod ${key} with UID ${opts.uid} not found`);
-    const ns = memberNamespace(node.member.namespaceMapping, namespace);
-    const delegate = node.cluster.pods.get(`${ns}/${name}`);
-    const ref = delegate ? hostRefOf(delegate, node.cluster.owner) : undefined;
-    // A member pod of that name that is not this proxy's delegate is never reached through us.
-    if (!delegate || !ref || ref.uid !== uid || ref.namespace !== namespace || ref.name !== name) {
-      throw new ApiError('NotFound', `pod ${key} has no delegate in member ${node.member.name} yet`);
-    }
-    return { node, proxy, delegate, memberNamespace: ns, memberName: name };
+    return { node, proxy, namespace, name, uid };
   }
   throw new ApiError('NotFound', `pod ${key} is not on ${opts.hint ?? 'a virtual node served here'}`);
 }

@@ -1,15 +1,13 @@
 // port-forward: the host side is the kubelet's portforward.k8s.io protocol over SPDY/3.1 — per forwarded
 // connection the client opens an error stream and a data stream, with headers port and requestID. The
-// member side is the same protocol on a SPDY/3.1 upgrade of the member API server's pods/portforward (which
-// every version proxies to its kubelet), so each host stream is mirrored by a member stream with the same
-// headers, and data, half-closes and resets pass through unchanged. One member connection per host
-// connection. (The WebSocket tunnel of 1.31+, subprotocol "SPDY/3.1+portforward.k8s.io", is not used: the
-// `ws` client refuses a subprotocol with a "/" in it.)
+// runtime side is the same protocol on a SPDY/3.1 connection the runtime opens (for a member, an upgrade of
+// its API server's pods/portforward, which every version proxies to its kubelet), so each host stream is
+// mirrored by a runtime stream with the same headers, and data, half-closes and resets pass through unchanged.
+// One runtime connection per host connection. (The WebSocket tunnel of 1.31+, subprotocol
+// "SPDY/3.1+portforward.k8s.io", is not used: the `ws` client refuses a subprotocol with a "/" in it.)
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '../../log.ts';
-import { ApiError } from './errors.ts';
-import { memberSpdyUpgrade } from './member.ts';
 import type { ResolvedPod } from './nodes.ts';
 import { SpdySession, type SpdyStream } from './spdy/session.ts';
 import { acceptUpgrade, negotiate, offeredProtocols, requireSpdyUpgrade } from './upgrade.ts';
@@ -19,12 +17,7 @@ export const PORTFORWARD_PROTOCOL = 'portforward.k8s.io';
 export async function servePortForward(req: IncomingMessage, socket: Duplex, head: Buffer, target: ResolvedPod, log: Logger): Promise<void> {
   requireSpdyUpgrade(req);
   const protocol = negotiate(offeredProtocols(req), [PORTFORWARD_PROTOCOL]);
-  const path = `/api/v1/namespaces/${encodeURIComponent(target.memberNamespace)}/pods/${encodeURIComponent(target.memberName)}/portforward`;
-  const upgraded = await memberSpdyUpgrade(target.node.cluster.client, path, [PORTFORWARD_PROTOCOL]);
-  if (upgraded.protocol !== PORTFORWARD_PROTOCOL) {
-    upgraded.socket.destroy();
-    throw new ApiError('MemberError', `member ${target.node.member.name} answered port-forward with protocol "${upgraded.protocol}"`);
-  }
+  const upgraded = await target.node.runtime.portForward(target.namespace, target.name, target.uid, [PORTFORWARD_PROTOCOL]);
   const plog = log.child({ namespace: target.proxy.metadata?.namespace, pod: target.proxy.metadata?.name, kind: 'portForward' });
   upgraded.socket.on('error', (err: Error) => plog.debug({ err: err.message }, 'port-forward: member connection error'));
   const member = new SpdySession(upgraded.socket, 'client');

@@ -1,24 +1,25 @@
 // exec and attach: the host side speaks the kubelet's remote-command protocol over SPDY/3.1 (one stream per
-// stdin/stdout/stderr/resize plus the error stream, protocols v4 → v2), the member side is the member API
-// server's pods/exec or pods/attach over WebSocket (v5.channel.k8s.io, else v4: channel byte + payload).
-//   host stdin  → member channel 0; its FIN → v5 close signal for channel 0 (so `cat` ends)
-//   host resize → member channel 4 (the same JSON terminal sizes)
-//   member 1/2  → host stdout/stderr; member 3 (a metav1.Status) → host error stream, as is for v4, as text
-//                 for v2/v3; the member closing → FIN on every output stream, then GOAWAY.
+// stdin/stdout/stderr/resize plus the error stream, protocols v4 → v2), the runtime side is a WebSocket of the
+// API server's channel protocol (v5.channel.k8s.io, else v4: channel byte + payload), as pods/exec or
+// pods/attach of a member API server speaks it.
+//   host stdin  → channel 0; its FIN → v5 close signal for channel 0 (so `cat` ends)
+//   host resize → channel 4 (the same JSON terminal sizes)
+//   1/2         → host stdout/stderr; 3 (a metav1.Status) → host error stream, as is for v4, as text
+//                 for v2/v3; the runtime side closing → FIN on every output stream, then GOAWAY.
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type WebSocket from 'ws';
 import type { Logger } from '../../log.ts';
+import type { RemoteCommandKind } from '../../provider/runtime.ts';
 import { ApiError } from './errors.ts';
-import { memberWebSocket } from './member.ts';
-import type { ResolvedPod } from './nodes.ts';
-import { requireContainer } from './nodes.ts';
+import { requireContainer, type ResolvedPod } from './nodes.ts';
 import { SpdySession, type SpdyStream } from './spdy/session.ts';
 import { acceptUpgrade, negotiate, offeredProtocols, requireSpdyUpgrade } from './upgrade.ts';
 
 /** Remote-command protocols served to the host, best first (v1 has no well-defined error stream). */
 export const REMOTECOMMAND_PROTOCOLS = ['v4.channel.k8s.io', 'v3.channel.k8s.io', 'v2.channel.k8s.io'];
-const MEMBER_PROTOCOLS = ['v5.channel.k8s.io', 'v4.channel.k8s.io'];
+/** Channel protocols asked of the runtime, best first (v5 can signal the end of stdin). */
+const CHANNEL_PROTOCOLS = ['v5.channel.k8s.io', 'v4.channel.k8s.io'];
 
 const STDIN = 0;
 const STDOUT = 1;
@@ -41,7 +42,7 @@ const on = (v: string | null): boolean => v === '1';
  * The kubelet's reading of the query (cri/streaming/remotecommand NewOptions): the API server sends
  * input/output/error/tty=1 (core/v1 ExecStdinParam...) and one `command` per argument.
  */
-export function remoteCommandOptions(query: URLSearchParams, kind: 'exec' | 'attach'): RemoteCommandOptions {
+export function remoteCommandOptions(query: URLSearchParams, kind: RemoteCommandKind): RemoteCommandOptions {
   const tty = on(query.get('tty'));
   const opts = {
     command: query.getAll('command'), stdin: on(query.get('input')), stdout: on(query.get('output')),
@@ -53,9 +54,9 @@ export function remoteCommandOptions(query: URLSearchParams, kind: 'exec' | 'att
   return opts;
 }
 
-/** The member API's query for the same request (PodExecOptions / PodAttachOptions). */
-export function memberRemoteCommandQuery(o: RemoteCommandOptions, container: string, kind: 'exec' | 'attach'): URLSearchParams {
-  const q = new URLSearchParams({ container });
+/** The API's options for the same request (PodExecOptions / PodAttachOptions, the container aside). */
+export function podRemoteCommandOptions(o: RemoteCommandOptions, kind: RemoteCommandKind): URLSearchParams {
+  const q = new URLSearchParams();
   if (kind === 'exec') for (const c of o.command) q.append('command', c);
   if (o.stdin) q.set('stdin', 'true');
   if (o.stdout) q.set('stdout', 'true');
@@ -64,7 +65,7 @@ export function memberRemoteCommandQuery(o: RemoteCommandOptions, container: str
   return q;
 }
 
-/** What goes on the host's error stream once the member is done: v4 the Status JSON, v2/v3 the failure text. */
+/** What goes on the host's error stream once the runtime side is done: v4 the Status JSON, v2/v3 the failure text. */
 export function errorStreamPayload(protocol: string, status: Buffer | undefined, closeCode: number, closeReason: string): Buffer {
   let json = status?.length ? status.toString('utf8') : undefined;
   if (!json) {
@@ -82,18 +83,17 @@ export function errorStreamPayload(protocol: string, status: Buffer | undefined,
   }
 }
 
-export async function serveRemoteCommand(kind: 'exec' | 'attach', req: IncomingMessage, socket: Duplex, head: Buffer,
+export async function serveRemoteCommand(kind: RemoteCommandKind, req: IncomingMessage, socket: Duplex, head: Buffer,
   target: ResolvedPod, container: string, log: Logger): Promise<void> {
   requireSpdyUpgrade(req);
   requireContainer(target.proxy, container);
   const opts = remoteCommandOptions(new URL(req.url ?? '/', 'https://kubelet').searchParams, kind);
   const protocol = negotiate(offeredProtocols(req), REMOTECOMMAND_PROTOCOLS);
-  const q = memberRemoteCommandQuery(opts, container, kind);
-  const path = `/api/v1/namespaces/${encodeURIComponent(target.memberNamespace)}/pods/${encodeURIComponent(target.memberName)}/${kind}?${q}`;
-  // The member first: whatever it refuses (no such container, forbidden) is answered as a plain HTTP error.
-  const ws = await memberWebSocket(target.node.cluster.client, path, MEMBER_PROTOCOLS);
+  // The runtime first: whatever it refuses (no such container, forbidden) is answered as a plain HTTP error.
+  const ws = await target.node.runtime.remoteCommand(kind, target.namespace, target.name, target.uid, container,
+    podRemoteCommandOptions(opts, kind), CHANNEL_PROTOCOLS);
   ws.pause();
-  log.debug({ path, protocol, memberProtocol: ws.protocol }, `${kind}: member connected; upgrading`);
+  log.debug({ namespace: target.namespace, pod: target.name, protocol, memberProtocol: ws.protocol }, `${kind}: member connected; upgrading`);
   acceptUpgrade(socket, head, protocol);
   bridge(kind, ws, socket, protocol, opts, log.child({ namespace: target.proxy.metadata?.namespace, pod: target.proxy.metadata?.name, kind }));
 }

@@ -2,17 +2,18 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '../../log.ts';
+import type { RemoteCommandKind } from '../../provider/runtime.ts';
 import { servePortForward } from './portforward.ts';
 import type { ResolvedPod } from './nodes.ts';
 import { serveRemoteCommand } from './remotecommand.ts';
 import type { StreamHandlers } from './server.ts';
 
-export class MemberStreams implements StreamHandlers {
+export class PodStreams implements StreamHandlers {
   #log: Logger;
 
   constructor(log: Logger) { this.#log = log; }
 
-  async handle(kind: 'exec' | 'attach' | 'portForward', req: IncomingMessage, socket: Duplex, head: Buffer,
+  async handle(kind: RemoteCommandKind | 'portForward', req: IncomingMessage, socket: Duplex, head: Buffer,
     target: ResolvedPod, container: string | undefined): Promise<void> {
     switch (kind) {
       case 'exec':

@@ -1,26 +1,26 @@
-// The kubelet's container-log query → the member's pod-log query (src/host/api/logs.ts).
+// The kubelet's container-log query → the PodLogOptions the runtime is given (src/host/api/logs.ts).
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { memberLogQuery } from '../../../../src/host/api/logs.ts';
+import { podLogOptions } from '../../../../src/host/api/logs.ts';
 import type { ApiError } from '../../../../src/host/api/errors.ts';
 
-const q = (s: string): string => memberLogQuery(new URLSearchParams(s), 'main').toString();
+const q = (s: string): string => podLogOptions(new URLSearchParams(s)).toString();
 
 describe('container log query', () => {
   const cases: [string, string][] = [
-    ['', 'container=main'],
-    ['follow=true&timestamps=true&previous=true', 'container=main&follow=true&previous=true&timestamps=true'],
-    ['follow=1&timestamps=false', 'container=main&follow=true'],
-    ['tailLines=10', 'container=main&tailLines=10'],
-    ['tail=5', 'container=main&tailLines=5'],
-    ['tail=all&tailLines=3', 'container=main'],
-    ['tailLines=0', 'container=main&tailLines=0'],
-    ['limitBytes=100', 'container=main&limitBytes=100'],
-    ['sinceSeconds=60', 'container=main&sinceSeconds=60'],
-    ['sinceTime=2026-01-02T03:04:05Z', 'container=main&sinceTime=2026-01-02T03%3A04%3A05Z'],
-    ['stream=Stderr', 'container=main&stream=Stderr'],
-    ['stream=All', 'container=main'],
-    ['pretty=true&insecureSkipTLSVerifyBackend=true', 'container=main'],
+    ['', ''],
+    ['follow=true&timestamps=true&previous=true', 'follow=true&previous=true&timestamps=true'],
+    ['follow=1&timestamps=false', 'follow=true'],
+    ['tailLines=10', 'tailLines=10'],
+    ['tail=5', 'tailLines=5'],
+    ['tail=all&tailLines=3', ''],
+    ['tailLines=0', 'tailLines=0'],
+    ['limitBytes=100', 'limitBytes=100'],
+    ['sinceSeconds=60', 'sinceSeconds=60'],
+    ['sinceTime=2026-01-02T03:04:05Z', 'sinceTime=2026-01-02T03%3A04%3A05Z'],
+    ['stream=Stderr', 'stream=Stderr'],
+    ['stream=All', ''],
+    ['pretty=true&insecureSkipTLSVerifyBackend=true', ''],
   ];
   for (const [input, want] of cases) {
     it(`"${input}" → "${want}"`, () => assert.equal(q(input), want));

@@ -1,22 +1,21 @@
 // exec/attach bridging (src/host/api/remotecommand.ts): the kubelet's remote-command protocol over SPDY on one
-// side, a member API server's WebSocket v5 channels on the other — here a fake member, so that what KWOK
-// cannot show is checked: the end of stdin reaching the member, and the exit status coming back.
+// side, the runtime's WebSocket v5 channels on the other — here a fake runtime connecting to a WebSocket server
+// of the test, so that what KWOK cannot show is checked: the end of stdin reaching the back end, and the exit
+// status coming back.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer as createHttpServer, request, type IncomingMessage, type Server } from 'node:http';
-import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { Duplex } from 'node:stream';
 import { once } from 'node:events';
 import type { V1Pod } from '@kubernetes/client-node';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { pino } from 'pino';
-import { ClusterClient } from '../../../../src/kube/client.ts';
-import { parseKubeconfig } from '../../../../src/kube/kubeconfig.ts';
-import { errorStreamPayload, memberRemoteCommandQuery, remoteCommandOptions, serveRemoteCommand } from '../../../../src/host/api/remotecommand.ts';
+import { errorStreamPayload, podRemoteCommandOptions, remoteCommandOptions, serveRemoteCommand } from '../../../../src/host/api/remotecommand.ts';
 import { sendUpgradeError } from '../../../../src/host/api/errors.ts';
-import type { ResolvedPod } from '../../../../src/host/api/nodes.ts';
+import type { ResolvedPod, VirtualNode } from '../../../../src/host/api/nodes.ts';
 import { SpdySession, type SpdyStream } from '../../../../src/host/api/spdy/session.ts';
-import { newServingKey, selfSignedCertificate } from '../../../../src/host/api/x509.ts';
+import { ProviderError } from '../../../../src/provider/errors.ts';
+import { FakeRuntime } from '../../fakes/runtime.ts';
 
 const log = pino({ level: 'silent' });
 
@@ -29,10 +28,10 @@ describe('remote command options', () => {
     assert.throws(() => remoteCommandOptions(new URLSearchParams('output=1'), 'exec'), /command/);
   });
 
-  it('asks the member with the API\'s own parameter names', () => {
+  it('asks the runtime with the API\'s own parameter names', () => {
     const o = { command: ['ls', '-l'], stdin: true, stdout: true, stderr: false, tty: true };
-    assert.equal(memberRemoteCommandQuery(o, 'main', 'exec').toString(), 'container=main&command=ls&command=-l&stdin=true&stdout=true&tty=true');
-    assert.equal(memberRemoteCommandQuery(o, 'main', 'attach').toString(), 'container=main&stdin=true&stdout=true&tty=true');
+    assert.equal(podRemoteCommandOptions(o, 'exec').toString(), 'command=ls&command=-l&stdin=true&stdout=true&tty=true');
+    assert.equal(podRemoteCommandOptions(o, 'attach').toString(), 'stdin=true&stdout=true&tty=true');
   });
 
   it('the error stream: the Status as is for v4, its message for v2/v3, success when the member said nothing', () => {
@@ -48,23 +47,18 @@ describe('remote command options', () => {
 const EXIT_3 = JSON.stringify({ metadata: {}, status: 'Failure', message: 'command terminated with non-zero exit code: exit status 3',
   reason: 'NonZeroExitCode', details: { causes: [{ reason: 'ExitCode', message: '3' }] } });
 
-describe('exec through a fake member', () => {
-  let member: HttpsServer;
+describe('exec through a fake runtime', () => {
+  let backend: Server;
   let host: Server;
-  let memberURL = '';
   let hostPort = 0;
+  const runtime = new FakeRuntime();
   const seen: { url?: string; messages: Buffer[] } = { messages: [] };
 
   before(async () => {
-    const k = newServingKey();
-    member = createHttpsServer({ key: k.key, cert: selfSignedCertificate(k.keyObject, { subject: { commonName: 'member' }, dns: ['localhost'], ips: ['127.0.0.1'] }) });
+    backend = createHttpServer();
     const wss = new WebSocketServer({ noServer: true, handleProtocols: (ps) => ps.has('v5.channel.k8s.io') ? 'v5.channel.k8s.io' : false });
-    member.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    backend.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       seen.url = req.url;
-      if (!req.url?.includes('/pods/p/exec') && !req.url?.includes('/pods/p/attach')) {
-        socket.end('HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\n\r\n{"kind":"Status","message":"pods \\"x\\" not found"}');
-        return;
-      }
       wss.handleUpgrade(req, socket, head, (ws: WebSocket) => {
         // An echo: stdin → stdout; the end of stdin → exit status 3.
         ws.on('message', (m: Buffer) => {
@@ -79,30 +73,26 @@ describe('exec through a fake member', () => {
         });
       });
     });
-    member.listen(0, '127.0.0.1');
-    await once(member, 'listening');
-    memberURL = `https://127.0.0.1:${(member.address() as { port: number }).port}`;
-    const kc = parseKubeconfig(JSON.stringify({
-      apiVersion: 'v1', kind: 'Config', 'current-context': 'm',
-      clusters: [{ name: 'm', cluster: { server: memberURL, 'insecure-skip-tls-verify': true } }],
-      users: [{ name: 'u', user: { token: 't' } }], contexts: [{ name: 'm', context: { cluster: 'm', user: 'u' } }],
-    }), { source: 'test', baseDir: '.' });
-    const target = {
-      node: { name: 'vn', member: { name: 'm' }, cluster: { client: new ClusterClient(kc, { cluster: 'm', qps: 100, burst: 100 }) } },
-      proxy: { metadata: { namespace: 'ns', name: 'p' }, spec: { containers: [{ name: 'main' }] } } as V1Pod,
-      memberNamespace: 'member-ns', memberName: 'p',
-    } as unknown as ResolvedPod;
+    backend.listen(0, '127.0.0.1');
+    await once(backend, 'listening');
+    runtime.webSocketURL = `ws://127.0.0.1:${(backend.address() as { port: number }).port}`;
+    const target: ResolvedPod = {
+      node: { name: 'vn', runtime } as unknown as VirtualNode,
+      proxy: { metadata: { namespace: 'ns', name: 'p', uid: 'uid-p' }, spec: { containers: [{ name: 'main' }] } } as V1Pod,
+      namespace: 'ns', name: 'p', uid: 'uid-p',
+    };
     host = createHttpServer();
     host.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       const [, kind, , pod] = req.url!.split('/');
-      serveRemoteCommand(kind as 'exec' | 'attach', req, socket, head, pod === 'p' ? target : { ...target, memberName: 'x' }, 'main', log)
+      if (pod !== 'p') runtime.fail = new ProviderError('NotFound', `member m: pods "${pod}" not found`, { status: 404 });
+      serveRemoteCommand(kind as 'exec' | 'attach', req, socket, head, target, 'main', log)
         .catch((err: unknown) => sendUpgradeError(socket, err));
     });
     host.listen(0, '127.0.0.1');
     await once(host, 'listening');
     hostPort = (host.address() as { port: number }).port;
   });
-  after(() => { host.close(); member.close(); host.closeAllConnections(); member.closeAllConnections(); });
+  after(() => { host.close(); backend.close(); host.closeAllConnections(); backend.closeAllConnections(); });
 
   function upgrade(path: string, protocol: string): Promise<{ session?: SpdySession; status?: number; body?: string; protocol?: string }> {
     return new Promise((resolve, reject) => {
@@ -125,10 +115,12 @@ describe('exec through a fake member', () => {
     return out;
   };
 
-  it('carries stdin and its end to the member, stdout back, and the exit status on the error stream (v4)', async () => {
+  it('carries stdin and its end to the back end, stdout back, and the exit status on the error stream (v4)', async () => {
     const r = await upgrade('/exec/ns/p/main?command=cat&input=1&output=1&error=1', 'v4.channel.k8s.io,v3.channel.k8s.io');
     assert.equal(r.protocol, 'v4.channel.k8s.io');
-    assert.match(seen.url!, /^\/api\/v1\/namespaces\/member-ns\/pods\/p\/exec\?container=main&command=cat&stdin=true&stdout=true&stderr=true$/);
+    assert.deepEqual(runtime.calls.at(-1), { op: 'exec', pod: 'ns/p/uid-p/main', options: 'command=cat&stdin=true&stdout=true&stderr=true',
+      protocols: ['v5.channel.k8s.io', 'v4.channel.k8s.io'] });
+    assert.equal(seen.url, '/exec?command=cat&stdin=true&stdout=true&stderr=true');
     const s = r.session!;
     // As client-go: the error stream first, then the others.
     const error = await s.openStream({ streamtype: ['error'] });
@@ -154,18 +146,18 @@ describe('exec through a fake member', () => {
     assert.equal((await Promise.all([readAll(error), readAll(stdout)]))[0], 'command terminated with non-zero exit code: exit status 3');
   });
 
-  it('answers an HTTP error, before upgrading, when the member refuses or no protocol is shared', async () => {
+  it('answers an HTTP error, before upgrading, when the runtime refuses or no protocol is shared', async () => {
     const missing = await upgrade('/exec/ns/gone/main?command=cat&output=1', 'v4.channel.k8s.io');
     assert.equal(missing.status, 404);
-    assert.match(missing.body!, /member m: pods "x" not found/);
+    assert.match(missing.body!, /member m: pods "gone" not found/);
     const old = await upgrade('/exec/ns/p/main?command=cat&output=1', 'channel.k8s.io');
     assert.equal(old.status, 403);
     assert.match(old.body!, /unable to negotiate protocol/);
   });
 
-  it('attach with a terminal: stdin and resizes to the member, its output back', async () => {
+  it('attach with a terminal: stdin and resizes to the back end, its output back', async () => {
     const r = await upgrade('/attach/ns/p/main?input=1&output=1&tty=1', 'v4.channel.k8s.io');
-    assert.match(seen.url!, /^\/api\/v1\/namespaces\/member-ns\/pods\/p\/attach\?container=main&stdin=true&stdout=true&tty=true$/);
+    assert.equal(seen.url, '/attach?stdin=true&stdout=true&tty=true');
     const s = r.session!;
     const error = await s.openStream({ streamtype: ['error'] });
     const stdin = await s.openStream({ streamtype: ['stdin'] });

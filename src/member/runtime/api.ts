@@ -1,16 +1,16 @@
 // Streaming connections to a member's API with its kubeconfig credentials: a plain HTTPS request whose
 // response body is streamed (pod logs, node proxy), a WebSocket (exec, attach) and a SPDY/3.1 upgrade
 // (port-forward). Each takes a token of the member's client-side rate limit and is counted like every other
-// member request.
+// member request. A failure is a ProviderError: what the member answered, typed for the kubelet API.
 import { request as httpsRequest } from 'node:https';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import WebSocket from 'ws';
 import type { ClusterClient } from '../../kube/client.ts';
 import { metrics } from '../../metrics.ts';
-import { ApiError, fromMember } from './errors.ts';
+import { ProviderError } from '../../provider/errors.ts';
 
-/** GET `path` on the member; resolves with a 2xx response (its body not yet read), else throws ApiError. */
+/** GET `path` on the member; resolves with a 2xx response (its body not yet read), else throws ProviderError. */
 export async function memberGet(client: ClusterClient, path: string, signal?: AbortSignal): Promise<IncomingMessage> {
   await client.limiter.take();
   metrics.apiRequests.inc({ cluster: client.name, verb: 'get' });
@@ -18,8 +18,8 @@ export async function memberGet(client: ClusterClient, path: string, signal?: Ab
   const opts = { ...await client.connectOptions(), method: 'GET', signal };
   const res = await new Promise<IncomingMessage>((resolve, reject) => {
     const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, opts, resolve);
-    req.on('error', (err) => reject(signal?.aborted ? new ApiError('Unavailable', 'request cancelled', { cause: err })
-      : new ApiError('MemberError', `member ${client.name}: ${err.message}`, { cause: err })));
+    req.on('error', (err) => reject(signal?.aborted ? new ProviderError('Unavailable', 'request cancelled', { cause: err })
+      : unreachable(client, err)));
     req.end();
   });
   if (res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300) return res;
@@ -27,7 +27,7 @@ export async function memberGet(client: ClusterClient, path: string, signal?: Ab
   throw fromMember(client.name, res.statusCode ?? 0, statusMessage(await readAll(res, 64 << 10)));
 }
 
-/** A WebSocket to `path` on the member, open; an upgrade the member refuses throws ApiError with its answer. */
+/** A WebSocket to `path` on the member, open; an upgrade the member refuses throws ProviderError with its answer. */
 export async function memberWebSocket(client: ClusterClient, path: string, protocols: string[]): Promise<WebSocket> {
   await client.limiter.take();
   metrics.apiRequests.inc({ cluster: client.name, verb: 'create' });
@@ -36,19 +36,19 @@ export async function memberWebSocket(client: ClusterClient, path: string, proto
   const opts = await client.connectOptions();
   return new Promise<WebSocket>((resolve, reject) => {
     const ws = new WebSocket(url, protocols, { ...opts, perMessageDeflate: false });
-    const fail = (err: ApiError): void => { ws.removeAllListeners('open'); ws.terminate(); reject(err); };
+    const fail = (err: ProviderError): void => { ws.removeAllListeners('open'); ws.terminate(); reject(err); };
     ws.once('open', () => { ws.removeAllListeners('unexpected-response'); resolve(ws); });
     ws.once('unexpected-response', (_req, res) => {
       metrics.apiErrors.inc({ cluster: client.name, code: String(res.statusCode ?? 0) });
       void readAll(res, 64 << 10).then((body) => fail(fromMember(client.name, res.statusCode ?? 0, statusMessage(body))));
     });
-    ws.once('error', (err) => fail(new ApiError('MemberError', `member ${client.name}: ${err.message}`, { cause: err })));
+    ws.once('error', (err) => fail(unreachable(client, err)));
   });
 }
 
 /**
  * An HTTP upgrade to SPDY/3.1 on the member (POST, as kubectl): resolves with the upgraded socket and the
- * stream protocol the member chose; a refusal throws ApiError with the member's answer.
+ * stream protocol the member chose; a refusal throws ProviderError with the member's answer.
  */
 export async function memberSpdyUpgrade(client: ClusterClient, path: string, protocols: string[]):
   Promise<{ socket: Duplex; protocol: string }> {
@@ -69,9 +69,26 @@ export async function memberSpdyUpgrade(client: ClusterClient, path: string, pro
       metrics.apiErrors.inc({ cluster: client.name, code: String(res.statusCode ?? 0) });
       void readAll(res, 64 << 10).then((body) => reject(fromMember(client.name, res.statusCode ?? 0, statusMessage(body))));
     });
-    req.on('error', (err) => reject(new ApiError('MemberError', `member ${client.name}: ${err.message}`, { cause: err })));
+    req.on('error', (err) => reject(unreachable(client, err)));
     req.end();
   });
+}
+
+/**
+ * A member API answer that was not a success, typed: the caller sees "container not found" as the member said it,
+ * while a refusal of clusterlet's own credentials is a problem of its set-up, not of the caller.
+ */
+export function fromMember(member: string, status: number, message: string): ProviderError {
+  const text = `member ${member}: ${message || `HTTP ${status}`}`;
+  if (status === 401 || status === 403) return new ProviderError('Forbidden', `${text} (check clusterlet's RBAC in the member)`, { status });
+  if (status === 404) return new ProviderError('NotFound', text, { status });
+  if (status >= 400 && status < 500) return new ProviderError('InvalidInput', text, { status });
+  return new ProviderError('Upstream', text, { status: status || undefined });
+}
+
+/** The connection to the member failed (refused, reset, TLS). */
+function unreachable(client: ClusterClient, err: Error): ProviderError {
+  return new ProviderError('Unavailable', `member ${client.name}: ${err.message}`, { cause: err });
 }
 
 /** The message of a Kubernetes Status body, else the body itself. */

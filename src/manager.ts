@@ -1,6 +1,5 @@
 // Wires one process: the host client, and per member its cluster, node controller and pod controller.
 // Members are isolated: one that cannot be reached or fails never stops another.
-import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
 import type { Config, MemberConfig } from './config.ts';
 import { ClusterClient } from './kube/client.ts';
 import { type ClusterAccess, inClusterAccess, loadKubeconfigFile } from './kube/kubeconfig.ts';
@@ -10,9 +9,9 @@ import { NodeController, type NodeControllerOptions } from './host/node/controll
 import { MemberPodProvider } from './member/provider.ts';
 import { PodController } from './host/pod/controller.ts';
 import { MemberRuntime } from './member/runtime/runtime.ts';
-import { HostObjectCache } from './member/reflection/hostcache.ts';
-import { ObjectMirror, type HostCaches } from './member/reflection/mirror.ts';
-import { ExportConsent, ExportReflector } from './member/reflection/export.ts';
+import { hostObjects } from './member/reflection/hostcache.ts';
+import { ObjectMirror, mirrorTargets, type HostCaches } from './member/reflection/mirror.ts';
+import { ExportConsent, ExportReflector, exportSides, namespaceInformer } from './member/reflection/export.ts';
 import { hostClusterID } from './host/identity.ts';
 import { adoptLegacyObjects } from './member/adopt.ts';
 import { retryWithBackoff } from './util/backoff.ts';
@@ -67,18 +66,11 @@ export class Manager implements NodeDirectory {
     this.members = config.members.map((m) => ({ config: m, access: m.kubeconfig ? loadKubeconfigFile(m.kubeconfig) : undefined }));
     const h = this.host;
     this.hostCaches = {
-      configMaps: new HostObjectCache<V1ConfigMap>('ConfigMap', h, {
-        path: '/api/v1/configmaps', model: 'V1ConfigMap', resource: 'configmaps',
-        list: (p) => h.core.listConfigMapForAllNamespaces(p), read: (namespace, name) => h.core.readNamespacedConfigMap({ namespace, name }),
-      }, log),
-      secrets: new HostObjectCache<V1Secret>('Secret', h, {
-        path: '/api/v1/secrets', model: 'V1Secret', resource: 'secrets',
-        // Service-account tokens are host credentials, never mirrored: not even watched.
-        fieldSelector: 'type!=kubernetes.io/service-account-token',
-        list: (p) => h.core.listSecretForAllNamespaces(p), read: (namespace, name) => h.core.readNamespacedSecret({ namespace, name }),
-      }, log),
+      configMaps: hostObjects(h, 'ConfigMap', {}, log),
+      // Service-account tokens are host credentials, never mirrored: not even watched.
+      secrets: hostObjects(h, 'Secret', { fieldSelector: 'type!=kubernetes.io/service-account-token' }, log),
     };
-    this.exportConsent = new ExportConsent(h, config.exportNamespaces, log);
+    this.exportConsent = new ExportConsent(namespaceInformer(h, 'host-namespaces', undefined, log), config.exportNamespaces);
   }
 
   /** The host's identity (clusterlet.io/origin) once known. */
@@ -108,8 +100,8 @@ export class Manager implements NodeDirectory {
       m.node = new NodeController(this.host, {
         member: m.config, nodeIP: this.config.nodeIP, kubeletPort: m.config.kubeletPort ?? this.config.kubeletPort,
       }, m.cluster, log, { watchSilenceMs: silence, ...this.#opts.node });
-      m.mirror = new ObjectMirror(m.cluster, this.hostCaches, log);
-      m.exporter = new ExportReflector(m.cluster, this.host, this.exportConsent, log);
+      m.mirror = new ObjectMirror(m.cluster, mirrorTargets(m.cluster, log), this.hostCaches, log);
+      m.exporter = new ExportReflector(m.config.name, exportSides(m.cluster, this.host, log), this.exportConsent, log);
       m.provider = new MemberPodProvider(m.cluster, m.mirror, log, { nodeName: m.config.nodeName, hostIP: this.config.nodeIP });
       m.pods = new PodController(this.host, m.provider, log, {
         nodeName: m.config.nodeName, member: m.config.name, workers: this.config.podSyncWorkers, watchSilenceMs: silence,

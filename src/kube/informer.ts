@@ -22,18 +22,29 @@ export function splitKey(key: string): { namespace: string; name: string } {
   return i < 0 ? { namespace: '', name: key } : { namespace: key.slice(0, i), name: key.slice(i + 1) };
 }
 
+export interface InformerOptions {
+  /**
+   * Which keys the store keeps (default: every key). Objects of other keys are neither stored nor reported, as if
+   * the source did not have them: one watch can serve a few objects of interest among many. Whoever narrows the
+   * store tells it when a key stops being kept (`forget`) and may hand it an object read elsewhere (`seed`).
+   */
+  keep?: (key: string) => boolean;
+}
+
 export class Informer<T extends KubernetesObject> {
   readonly name: string;
   #source: Observable<ListWatchEvent<T>>;
+  #keep: (key: string) => boolean;
   #store = new Map<string, T>();
   #events = new Subject<StoreEvent<T>>();
   #sub: Subscription | undefined;
   #synced = false;
   #syncWaiters: (() => void)[] = [];
 
-  constructor(name: string, source: Observable<ListWatchEvent<T>>) {
+  constructor(name: string, source: Observable<ListWatchEvent<T>>, opts: InformerOptions = {}) {
     this.name = name;
     this.#source = source;
+    this.#keep = opts.keep ?? (() => true);
   }
 
   /** Changes, after the store has been updated. */
@@ -66,13 +77,25 @@ export class Informer<T extends KubernetesObject> {
   list(): T[] { return [...this.#store.values()]; }
   keys(): IterableIterator<string> { return this.#store.keys(); }
 
+  /** Drops a key that is no longer kept (see `keep`), without an event: the object itself did not change. */
+  forget(key: string): void { this.#store.delete(key); }
+
+  /**
+   * Stores an object read from the API for a kept key the watch has not reported since it became kept. Without
+   * an event (nothing changed); ignored if the store has the key already (the watch's version is as new).
+   */
+  seed(obj: T): void {
+    const key = objectKey(obj);
+    if (this.#keep(key) && !this.#store.has(key)) this.#store.set(key, slim(obj));
+  }
+
   #apply(ev: ListWatchEvent<T>): void {
     if (ev.type === 'SYNC') {
       const seen = new Set<string>();
       for (const obj of ev.items) {
         const key = objectKey(obj);
         seen.add(key);
-        this.#put(key, slim(obj));
+        if (this.#keep(key)) this.#put(key, slim(obj));
       }
       for (const [key, old] of this.#store) {
         if (!seen.has(key)) {
@@ -86,8 +109,9 @@ export class Informer<T extends KubernetesObject> {
       }
       return;
     }
+    const key = objectKey(ev.object);
+    if (!this.#keep(key)) return;
     const obj = slim(ev.object);
-    const key = objectKey(obj);
     if (ev.type === 'DELETED') {
       const old = this.#store.get(key);
       this.#store.delete(key);

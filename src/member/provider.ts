@@ -14,7 +14,7 @@ import { PROXY_NAMESPACE_ANNOTATION, PROXY_UID_LABEL } from '../forge/keys.ts';
 import { fromHost, hostRefOf, ownerLabels } from '../forge/owner.ts';
 import { PodRejectedError } from '../provider/errors.ts';
 import type { CreateOptions, PodChange, PodEvent, PodNotice, PodProvider, ProviderPod } from '../provider/pod.ts';
-import type { ObjectMirror } from './reflection/mirror.ts';
+import type { ObjectMirror, Prepared } from './reflection/mirror.ts';
 import type { Logger } from '../log.ts';
 
 export interface MemberPodProviderOptions {
@@ -87,7 +87,6 @@ export class MemberPodProvider implements PodProvider {
   hasSynced(): boolean { return this.#member.pods.hasSynced; }
   available(): boolean { return this.#member.reachable; }
   waitSynced(): Promise<void> { return this.#member.pods.waitSynced(); }
-  forgetPod(namespace: string, name: string): void { this.#mirror.forgetPod(`${namespace}/${name}`); }
   listPodKeys(): string[] { return this.#member.delegates.hostKeys(); }
   podCount(): number { return this.#member.delegates.size; }
 
@@ -118,14 +117,19 @@ export class MemberPodProvider implements PodProvider {
     const ns = check.namespace;
     await this.#ensureNamespace(ns, proxy.metadata!.namespace!);
     // What the pod refers to goes first, so the delegate finds it when it starts.
-    const { notices, release } = await this.#mirror.prepare(proxy, ns);
+    const prepared = await this.#mirror.prepare(proxy, ns);
+    const rejected = rejection(prepared, proxy.metadata!.namespace!);
+    if (rejected) {
+      prepared.release(false);
+      throw rejected;
+    }
     const body = forgeDelegatePod(proxy, { ...this.#ctxBase, memberNamespace: ns, restarts: opts.restarts });
     let created = false;
     try {
       await this.#member.client.core.createNamespacedPod({ namespace: ns, body });
       created = true;
       this.#log.debug({ namespace: ns, pod: body.metadata?.name }, 'delegate created');
-      return notices;
+      return prepared.notices;
     } catch (err) {
       const k = toKubeError(err);
       if (k.kind === 'AlreadyExists') { await this.#checkExisting(ns, proxy); return []; }
@@ -135,7 +139,7 @@ export class MemberPodProvider implements PodProvider {
       }
       throw k;
     } finally {
-      release(created);
+      prepared.release(created);
     }
   }
 
@@ -234,6 +238,17 @@ export class MemberPodProvider implements PodProvider {
     const p = this.#member.pods.get(`${namespace}/${name}`);
     return p !== undefined && p.metadata?.uid !== uid;
   }
+}
+
+/** Why a pod whose references were prepared cannot start: mandatory objects missing, or copies in conflict. */
+export function rejection(prepared: Prepared, hostNamespace: string): PodRejectedError | undefined {
+  const { missing, conflicts } = prepared;
+  if (missing.length) {
+    return new PodRejectedError(`Missing${missing[0].kind}`, missing.map((m) =>
+      `${m.kind.toLowerCase()} "${m.name}" not found in namespace ${hostNamespace}`).join('; ') + '; the pod starts once it exists');
+  }
+  if (conflicts.length) return new PodRejectedError('MemberObjectConflict', conflicts.join('; '));
+  return undefined;
 }
 
 function eventTime(e: CoreV1Event): number {

@@ -56,8 +56,6 @@ export interface PodLifecycleHandler {
   listPodKeys(): string[];
   /** How many pods the provider runs for this node (cheap: for metrics on every sync). */
   podCount(): number;
-  /** The proxy is gone and nothing runs for it: drop whatever the provider remembered about it. */
-  forgetPod(namespace: string, name: string): void;
 }
 
 /** A change in the back end for one host key. */

@@ -35,4 +35,7 @@ export class RefIndex<T = undefined> {
 
   /** Whether anyone refers to `key`. */
   has(key: string): boolean { return this.#holdersOf.has(key); }
+
+  /** Every key someone refers to. */
+  keys(): IterableIterator<string> { return this.#holdersOf.keys(); }
 }

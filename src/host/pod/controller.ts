@@ -167,7 +167,6 @@ export class PodController {
     if (!proxy) {
       // Deleted (or force-deleted) on the host, or an orphan left by an earlier run: remove it.
       if (running && !running.terminating) await this.#provider.deletePod(namespace, name);
-      if (!running) this.#provider.forgetPod(namespace, name);
       return;
     }
     if (running && running.proxyUID !== proxy.metadata!.uid) {

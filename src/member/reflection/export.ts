@@ -1,20 +1,20 @@
 // Member → host reflection (opt-in on both sides): ConfigMaps and Secrets that workloads create in an offloaded
 // member namespace with the label clusterlet.io/export=true appear in the matching host namespace, follow their
 // updates, and go when they go — if that host namespace accepts exports (ExportConsent). A host object of that
-// name that clusterlet did not create is never touched.
+// name that clusterlet did not create is never touched. A policy over one Reflector per kind, keyed by member
+// object (`<memberNamespace>/<name>`).
 import { filter, map, type Observable, type Subscription } from 'rxjs';
 import type { KubernetesObject, V1ConfigMap, V1Namespace, V1Secret } from '@kubernetes/client-node';
 import type { MemberCluster } from '../cluster.ts';
 import type { ClusterClient } from '../../kube/client.ts';
 import { Informer, splitKey } from '../../kube/informer.ts';
 import { listWatch } from '../../kube/listwatch.ts';
-import { ignoreGone, toKubeError } from '../../kube/errors.ts';
-import { WorkQueue } from '../../util/workqueue.ts';
+import { toKubeError } from '../../kube/errors.ts';
 import {
-  ACCEPT_EXPORTS_ANNOTATION, EXPORT_LABEL, MEMBER_LABEL, ORIGIN_LABEL, PROXY_NAMESPACE_ANNOTATION,
+  ACCEPT_EXPORTS_ANNOTATION, EXPORTED_FROM_ANNOTATION, EXPORT_LABEL, MEMBER_LABEL, ORIGIN_LABEL, PROXY_NAMESPACE_ANNOTATION,
 } from '../../forge/keys.ts';
 import { forgeExported, mirrorMatches } from '../../forge/refs.ts';
-import { EXPORTED_FROM_ANNOTATION } from '../../forge/keys.ts';
+import { Reflector, target, watchKind, type Applied, type ObjectOf, type Target } from './reflector.ts';
 import type { Logger } from '../../log.ts';
 
 type Exported = V1ConfigMap | V1Secret;
@@ -31,6 +31,13 @@ export function exportAllowed(namespace: V1Namespace | undefined, allowList: Rea
   return allowList.has(meta.name) || meta.annotations?.[ACCEPT_EXPORTS_ANNOTATION] === 'true';
 }
 
+/** A cluster's namespaces (those matching `labelSelector`). */
+export function namespaceInformer(client: ClusterClient, name: string, labelSelector: string | undefined, log: Logger): Informer<V1Namespace> {
+  return new Informer(name, listWatch<V1Namespace>(client, {
+    path: '/api/v1/namespaces', model: 'V1Namespace', resource: 'namespaces', labelSelector, list: (p) => client.core.listNamespace(p),
+  }, { log }));
+}
+
 /**
  * Which host namespaces accept exports (exportAllowed), from one watch of the host's namespaces that every
  * member's ExportReflector shares; its owner starts and stops it.
@@ -40,12 +47,10 @@ export class ExportConsent {
   #allow: ReadonlySet<string>;
   #changes: Observable<string>;
 
-  constructor(host: ClusterClient, allowList: readonly string[], log: Logger) {
+  constructor(hostNamespaces: Informer<V1Namespace>, allowList: readonly string[]) {
     const allow = new Set(allowList);
     this.#allow = allow;
-    this.#namespaces = new Informer('host-namespaces', listWatch<V1Namespace>(host, {
-      path: '/api/v1/namespaces', model: 'V1Namespace', resource: 'namespaces', list: (p) => host.core.listNamespace(p),
-    }, { log }));
+    this.#namespaces = hostNamespaces;
     this.#changes = this.#namespaces.events$.pipe(
       filter((ev) => exportAllowed(ev.old, allow) !== (ev.type !== 'DELETED' && exportAllowed(ev.object, allow))),
       map((ev) => ev.key),
@@ -61,76 +66,68 @@ export class ExportConsent {
   stop(): void { this.#namespaces.stop(); }
 }
 
-interface Ops {
-  member: Informer<Exported>;
-  host: Informer<Exported>;
-  create(ns: string, body: Exported): Promise<unknown>;
-  replace(ns: string, name: string, body: Exported): Promise<unknown>;
-  remove(ns: string, name: string, uid: string): Promise<unknown>;
+/** What an exporter reads and writes. */
+export interface ExportSides {
+  /** Member objects labelled for export (not copies of host objects), per kind. */
+  sources: { [K in Kind]: Informer<ObjectOf<K>> };
+  /** The host copies, labelled for this member, per kind. */
+  targets: { [K in Kind]: Target<ObjectOf<K>> };
+  /** Offloaded member namespaces: the ones clusterlet created, which name their host namespace. */
+  namespaces: Informer<V1Namespace>;
+}
+
+export function exportSides(member: MemberCluster, host: ClusterClient, log: Logger): ExportSides {
+  const m = member.client;
+  const exported = { labelSelector: `${EXPORT_LABEL}=true,!${ORIGIN_LABEL}` };
+  const copies = `${MEMBER_LABEL}=${member.config.name}`;
+  return {
+    sources: {
+      ConfigMap: new Informer(`${m.name}-export-configmaps`, watchKind(m, 'ConfigMap', exported, log)),
+      Secret: new Informer(`${m.name}-export-secrets`, watchKind(m, 'Secret', exported, log)),
+    },
+    targets: { ConfigMap: target(host, 'ConfigMap', copies, log), Secret: target(host, 'Secret', copies, log) },
+    namespaces: namespaceInformer(m, 'member-namespaces', `${ORIGIN_LABEL}=${member.hostName}`, log),
+  };
 }
 
 export class ExportReflector {
-  #member: MemberCluster;
+  #member: string;
   #log: Logger;
   #consent: ExportConsent;
+  #sources: Record<Kind, Informer<Exported>>;
   #namespaces: Informer<V1Namespace>;
-  #ops: Record<Kind, Ops>;
-  #queue: WorkQueue;
+  #reflectors: Record<Kind, Reflector<Exported>>;
   #subs: Subscription[] = [];
   /** Keys refused for want of consent and logged once; forgotten when exported or gone. */
   #refused = new Set<string>();
 
-  constructor(member: MemberCluster, host: ClusterClient, consent: ExportConsent, log: Logger) {
+  /** `member`: the member's name, which labels its copies. */
+  constructor(member: string, sides: ExportSides, consent: ExportConsent, log: Logger) {
     this.#member = member;
     this.#log = log;
     this.#consent = consent;
-    const m = member.client;
-    const name = member.config.name;
-    const informer = <T extends Exported>(c: ClusterClient, resource: string, model: string, labelSelector: string,
-      list: (p: { labelSelector?: string; limit: number; _continue?: string }) => Promise<{ items: T[] }>) =>
-      new Informer<Exported>(`${c.name}-export-${resource}`, listWatch<Exported>(c, {
-        path: `/api/v1/${resource}`, model, resource, labelSelector, list: list as never,
-      }, { log }));
-    const exported = `${EXPORT_LABEL}=true,!${ORIGIN_LABEL}`;
-    const copies = `${MEMBER_LABEL}=${name}`;
-    const pre = (uid: string) => ({ preconditions: { uid } });
-    this.#ops = {
-      ConfigMap: {
-        member: informer(m, 'configmaps', 'V1ConfigMap', exported, (p) => m.core.listConfigMapForAllNamespaces(p)),
-        host: informer(host, 'configmaps', 'V1ConfigMap', copies, (p) => host.core.listConfigMapForAllNamespaces(p)),
-        create: (ns, body) => host.core.createNamespacedConfigMap({ namespace: ns, body: body as V1ConfigMap }),
-        replace: (ns, n, body) => host.core.replaceNamespacedConfigMap({ namespace: ns, name: n, body: body as V1ConfigMap }),
-        remove: (ns, n, uid) => host.core.deleteNamespacedConfigMap({ namespace: ns, name: n, body: pre(uid) }),
-      },
-      Secret: {
-        member: informer(m, 'secrets', 'V1Secret', exported, (p) => m.core.listSecretForAllNamespaces(p)),
-        host: informer(host, 'secrets', 'V1Secret', copies, (p) => host.core.listSecretForAllNamespaces(p)),
-        create: (ns, body) => host.core.createNamespacedSecret({ namespace: ns, body: body as V1Secret }),
-        replace: (ns, n, body) => host.core.replaceNamespacedSecret({ namespace: ns, name: n, body: body as V1Secret }),
-        remove: (ns, n, uid) => host.core.deleteNamespacedSecret({ namespace: ns, name: n, body: pre(uid) }),
-      },
-    };
-    // Offloaded member namespaces: the ones clusterlet created, which name their host namespace.
-    this.#namespaces = new Informer('member-namespaces', listWatch<V1Namespace>(m, {
-      path: '/api/v1/namespaces', model: 'V1Namespace', resource: 'namespaces', labelSelector: `${ORIGIN_LABEL}=${member.hostName}`,
-      list: (p) => m.core.listNamespace(p),
-    }, { log }));
-    this.#queue = new WorkQueue({ name: `export-${name}`, workers: 2, log, maxDelayMs: 30_000 });
+    this.#sources = sides.sources as Record<Kind, Informer<Exported>>;
+    this.#namespaces = sides.namespaces;
+    // Copies labelled for this member follow their member object; any other host object is not touched.
+    const copies = { ours: (o: Exported) => o.metadata?.labels?.[MEMBER_LABEL] === member, matches: mirrorMatches };
+    const reflector = (kind: Kind): Reflector<Exported> => new Reflector<Exported>({
+      name: `export-${kind.toLowerCase()}-${member}`, workers: 2, target: sides.targets[kind] as Target<Exported>, update: copies,
+      sync: (key) => this.#sync(kind, key), log,
+    });
+    this.#reflectors = { ConfigMap: reflector('ConfigMap'), Secret: reflector('Secret') };
   }
 
   start(): void {
     this.#namespaces.start();
     for (const k of KINDS) {
-      this.#ops[k].member.start();
-      this.#ops[k].host.start();
+      this.#sources[k].start();
+      this.#reflectors[k].start();
     }
-    this.#queue.start((key) => this.#sync(key));
     for (const kind of KINDS) {
-      const o = this.#ops[kind];
       this.#subs.push(
-        o.member.events$.subscribe((ev) => this.#queue.add(`${kind}/${ev.key}`)),
+        this.#sources[kind].events$.subscribe((ev) => this.#reflectors[kind].add(ev.key)),
         // A host copy changed or deleted by someone: bring it back in line with its member object.
-        o.host.events$.subscribe((ev) => this.#addCopy(kind, ev.object)),
+        this.#reflectors[kind].store.events$.subscribe((ev) => this.#addCopy(kind, ev.object)),
       );
     }
     this.#subs.push(
@@ -141,16 +138,16 @@ export class ExportReflector {
           if (ns.metadata?.annotations?.[PROXY_NAMESPACE_ANNOTATION] === hostNs) this.#addMemberNamespace(ns.metadata.name!);
         }
         for (const kind of KINDS) {
-          for (const c of this.#ops[kind].host.list()) if (c.metadata?.namespace === hostNs) this.#addCopy(kind, c);
+          for (const c of this.#reflectors[kind].store.list()) if (c.metadata?.namespace === hostNs) this.#addCopy(kind, c);
         }
       }),
     );
     // #sync skips keys until every cache has synced: go over everything once they have.
-    const caches = [this.#namespaces, ...KINDS.flatMap((k) => [this.#ops[k].member, this.#ops[k].host])];
+    const caches = [this.#namespaces, ...KINDS.flatMap((k) => [this.#sources[k], this.#reflectors[k]])];
     void Promise.all([this.#consent.waitSynced(), ...caches.map((c) => c.waitSynced())]).then(() => {
       for (const kind of KINDS) {
-        for (const k of this.#ops[kind].member.keys()) this.#queue.add(`${kind}/${k}`);
-        for (const c of this.#ops[kind].host.list()) this.#addCopy(kind, c);
+        for (const k of this.#sources[kind].keys()) this.#reflectors[kind].add(k);
+        for (const c of this.#reflectors[kind].store.list()) this.#addCopy(kind, c);
       }
     });
   }
@@ -158,38 +155,36 @@ export class ExportReflector {
   /** Every member object of a member namespace. */
   #addMemberNamespace(memberNs: string): void {
     for (const kind of KINDS) {
-      for (const k of this.#ops[kind].member.keys()) if (k.startsWith(`${memberNs}/`)) this.#queue.add(`${kind}/${k}`);
+      for (const k of this.#sources[kind].keys()) if (k.startsWith(`${memberNs}/`)) this.#reflectors[kind].add(k);
     }
   }
 
   /** The member key of a host copy, from its exported-from annotation. */
   #addCopy(kind: Kind, copy: KubernetesObject): void {
     const memberNs = copy.metadata?.annotations?.[EXPORTED_FROM_ANNOTATION]?.split('/')[1];
-    if (memberNs) this.#queue.add(`${kind}/${memberNs}/${copy.metadata!.name}`);
+    if (memberNs) this.#reflectors[kind].add(`${memberNs}/${copy.metadata!.name}`);
   }
 
   stop(): void {
     for (const s of this.#subs.splice(0)) s.unsubscribe();
-    this.#queue.shutdown();
     this.#namespaces.stop();
     for (const k of KINDS) {
-      this.#ops[k].member.stop();
-      this.#ops[k].host.stop();
+      this.#reflectors[k].stop();
+      this.#sources[k].stop();
     }
   }
 
-  async #sync(key: string): Promise<void> {
-    const kind = key.slice(0, key.indexOf('/')) as Kind;
-    const memberKey = key.slice(kind.length + 1);
-    const o = this.#ops[kind];
-    if (!o.member.hasSynced || !o.host.hasSynced || !this.#namespaces.hasSynced || !this.#consent.hasSynced) return;
+  async #sync(kind: Kind, memberKey: string): Promise<void> {
+    const source = this.#sources[kind];
+    const reflector = this.#reflectors[kind];
+    if (!source.hasSynced || !reflector.hasSynced || !this.#namespaces.hasSynced || !this.#consent.hasSynced) return;
     const { namespace: memberNs, name } = splitKey(memberKey);
     const hostNs = this.#namespaces.get(memberNs)?.metadata?.annotations?.[PROXY_NAMESPACE_ANNOTATION];
-    const source = o.member.get(memberKey);
-    const copyKey = hostNs ? `${hostNs}/${name}` : undefined;
-    const copy = copyKey ? o.host.get(copyKey) : this.#findCopy(o, memberNs, name);
-    const live = source && hostNs && !source.metadata?.deletionTimestamp;
+    const object = source.get(memberKey);
+    const copy = hostNs ? reflector.store.get(`${hostNs}/${name}`) : this.#findCopy(reflector, memberNs, name);
+    const live = object && hostNs && !object.metadata?.deletionTimestamp;
     const wanted = live && this.#consent.accepts(hostNs);
+    const key = `${kind}/${memberKey}`;
     if (live && !wanted) {
       // Not retried: a change of the host namespace's consent enqueues this key again.
       if (!this.#refused.has(key)) {
@@ -202,34 +197,28 @@ export class ExportReflector {
     }
     if (!wanted) {
       if (copy) {
-        await o.remove(copy.metadata!.namespace!, name, copy.metadata!.uid!).catch(ignoreGone);
+        await reflector.remove(copy);
         this.#log.debug({ kind, namespace: copy.metadata!.namespace, name }, 'removed an exported copy');
       }
       return;
     }
-    const desired = forgeExported(source, { member: this.#member.config.name, hostNamespace: hostNs, memberNamespace: memberNs });
-    if (!copy) {
-      try {
-        await o.create(hostNs, desired);
-        this.#log.debug({ kind, namespace: hostNs, name }, 'exported to the host');
-      } catch (err) {
-        const k = toKubeError(err);
-        if (k.kind === 'AlreadyExists') {
-          this.#log.warn({ kind, namespace: hostNs, name },
-            'not exported: an object of that name exists in the host namespace and was not created by clusterlet');
-          return;
-        }
-        if (k.kind === 'NotFound') return; // the host namespace is gone
-        throw k;
-      }
-      return;
+    const desired = forgeExported(object, { member: this.#member, hostNamespace: hostNs, memberNamespace: memberNs });
+    let applied: Applied;
+    try {
+      applied = await reflector.apply(hostNs, name, () => desired);
+    } catch (err) {
+      if (toKubeError(err).kind === 'NotFound') return; // the host namespace is gone
+      throw err;
     }
-    if (mirrorMatches(desired, copy)) return;
-    await o.replace(hostNs, name, { ...desired, metadata: { ...desired.metadata, resourceVersion: copy.metadata?.resourceVersion } } as Exported);
+    if (applied === 'conflict') {
+      this.#log.warn({ kind, namespace: hostNs, name },
+        'not exported: an object of that name exists in the host namespace and was not created by clusterlet');
+    }
+    if (applied === 'created') this.#log.debug({ kind, namespace: hostNs, name }, 'exported to the host');
   }
 
-  #findCopy(o: Ops, memberNs: string, name: string): KubernetesObject | undefined {
-    return o.host.list().find((c) => c.metadata?.name === name
-      && c.metadata?.annotations?.[EXPORTED_FROM_ANNOTATION] === `${this.#member.config.name}/${memberNs}`);
+  #findCopy(reflector: Reflector<Exported>, memberNs: string, name: string): Exported | undefined {
+    return reflector.store.list().find((c) => c.metadata?.name === name
+      && c.metadata?.annotations?.[EXPORTED_FROM_ANNOTATION] === `${this.#member}/${memberNs}`);
   }
 }

@@ -1,121 +1,60 @@
-// A host-side cache of one kind (ConfigMaps or Secrets) shared by every member, that keeps only the
-// objects some member wants: one cluster-wide watch, and nothing unrelated held in memory
-// (a Helm release Secret nobody offloads never stays here).
-import { Subject, type Observable, type Subscription } from 'rxjs';
+// Host objects of one kind (ConfigMaps or Secrets) shared by every member, of which only those some member wants
+// are kept: one cluster-wide watch, and nothing unrelated held in memory (a Helm release Secret nobody offloads
+// never stays here). An Informer narrowed to the keys with interest, and the interest counted per key.
+import type { Observable } from 'rxjs';
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { listWatch, type ListWatchSpec } from '../../kube/listwatch.ts';
-import { objectKey, splitKey, type StoreEvent } from '../../kube/informer.ts';
-import { toKubeError } from '../../kube/errors.ts';
+import { Informer, splitKey, type StoreEvent } from '../../kube/informer.ts';
+import type { ListWatchEvent } from '../../kube/listwatch.ts';
+import { ignoreNotFound } from '../../kube/errors.ts';
 import type { ClusterClient } from '../../kube/client.ts';
+import { KINDS, watchKind, type Kind, type ObjectOf, type Selectors } from './reflector.ts';
 import type { Logger } from '../../log.ts';
 
-export interface HostCacheSpec<T> extends ListWatchSpec<T> {
-  read(namespace: string, name: string): Promise<T>;
-}
-
-export class HostObjectCache<T extends KubernetesObject> {
-  readonly kind: string;
-  #spec: HostCacheSpec<T>;
-  #client: ClusterClient;
-  #log: Logger;
-  #store = new Map<string, T>();
+export class HostObjects<T extends KubernetesObject> {
+  #informer: Informer<T>;
+  #read: (namespace: string, name: string) => Promise<T>;
   /** key → how many interested parties. */
-  #wanted = new Map<string, number>();
-  #events = new Subject<StoreEvent<T>>();
-  #sub: Subscription | undefined;
-  #synced = false;
-  #syncWaiters: (() => void)[] = [];
+  #interest = new Map<string, number>();
 
-  constructor(kind: string, client: ClusterClient, spec: HostCacheSpec<T>, log: Logger) {
-    this.kind = kind;
-    this.#client = client;
-    this.#spec = spec;
-    this.#log = log;
+  /** `read` fetches one object on a miss (it throws when there is none, as the API does). */
+  constructor(name: string, source: Observable<ListWatchEvent<T>>, read: (namespace: string, name: string) => Promise<T>) {
+    this.#informer = new Informer(name, source, { keep: (key) => this.#interest.has(key) });
+    this.#read = read;
   }
 
   /** Changes of wanted objects (ADDED includes an object appearing that was wanted while missing). */
-  get events$(): Observable<StoreEvent<T>> { return this.#events.asObservable(); }
+  get events$(): Observable<StoreEvent<T>> { return this.#informer.events$; }
 
-  start(): void {
-    this.#sub ??= listWatch<T>(this.#client, this.#spec, { log: this.#log }).subscribe((ev) => {
-      if (ev.type === 'SYNC') {
-        const seen = new Set<string>();
-        for (const o of ev.items) {
-          const k = objectKey(o);
-          seen.add(k);
-          if (this.#wanted.has(k)) this.#put(k, o);
-        }
-        for (const [k, old] of this.#store) if (!seen.has(k)) this.#drop(k, old);
-        if (!this.#synced) {
-          this.#synced = true;
-          for (const w of this.#syncWaiters.splice(0)) w();
-        }
-        return;
-      }
-      const k = objectKey(ev.object);
-      if (!this.#wanted.has(k)) return;
-      if (ev.type === 'DELETED') this.#drop(k, ev.object);
-      else this.#put(k, ev.object);
-    });
-  }
+  start(): void { this.#informer.start(); }
+  stop(): void { this.#informer.stop(); }
 
-  stop(): void {
-    this.#sub?.unsubscribe();
-    this.#sub = undefined;
-    this.#events.complete();
-  }
-
-  waitSynced(): Promise<void> {
-    return this.#synced ? Promise.resolve() : new Promise((r) => this.#syncWaiters.push(r));
-  }
-
-  /** Registers interest in a key: from now on the cache keeps it and reports its changes. */
+  /** Registers interest in a key: from now on it is kept and its changes are reported. */
   want(key: string): void {
-    this.#wanted.set(key, (this.#wanted.get(key) ?? 0) + 1);
+    this.#interest.set(key, (this.#interest.get(key) ?? 0) + 1);
   }
 
   release(key: string): void {
-    const n = (this.#wanted.get(key) ?? 0) - 1;
-    if (n > 0) { this.#wanted.set(key, n); return; }
-    this.#wanted.delete(key);
-    this.#store.delete(key);
+    const n = (this.#interest.get(key) ?? 0) - 1;
+    if (n > 0) { this.#interest.set(key, n); return; }
+    this.#interest.delete(key);
+    this.#informer.forget(key);
   }
 
-  /** The object from the cache, or read from the API on a miss (and kept if wanted); undefined if it does not exist. */
+  /** The object, from the store or read from the API on a miss (and kept if wanted); undefined if it does not exist. */
   async lookup(key: string): Promise<T | undefined> {
-    const cached = this.#store.get(key);
+    const cached = this.#informer.get(key);
     if (cached) return cached;
     const { namespace, name } = splitKey(key);
-    try {
-      const obj = slim(await this.#spec.read(namespace, name));
-      // The watch may have delivered a newer version meanwhile.
-      const now = this.#store.get(key);
-      if (now) return now;
-      if (this.#wanted.has(key)) this.#store.set(key, obj);
-      return obj;
-    } catch (err) {
-      if (toKubeError(err).kind === 'NotFound') return undefined;
-      throw toKubeError(err);
-    }
-  }
-
-  get(key: string): T | undefined { return this.#store.get(key); }
-
-  #put(key: string, obj: T): void {
-    const old = this.#store.get(key);
-    if (old?.metadata?.resourceVersion === obj.metadata?.resourceVersion) return;
-    this.#store.set(key, slim(obj));
-    this.#events.next({ type: old ? 'MODIFIED' : 'ADDED', key, object: obj, old });
-  }
-
-  #drop(key: string, obj: T): void {
-    const old = this.#store.get(key);
-    this.#store.delete(key);
-    this.#events.next({ type: 'DELETED', key, object: obj, old });
+    const obj = await ignoreNotFound(() => this.#read(namespace, name));
+    if (!obj) return undefined;
+    this.#informer.seed(obj);
+    // The watch may have delivered a newer version meanwhile.
+    return this.#informer.get(key) ?? obj;
   }
 }
 
-function slim<T extends KubernetesObject>(obj: T): T {
-  if (obj.metadata?.managedFields) delete obj.metadata.managedFields;
-  return obj;
+/** The host's objects of a kind (matching `selectors`), read and watched through `client`. */
+export function hostObjects<K extends Kind>(client: ClusterClient, kind: K, selectors: Selectors, log: Logger): HostObjects<ObjectOf<K>> {
+  const read: (c: ClusterClient, namespace: string, name: string) => Promise<ObjectOf<K>> = KINDS[kind].read;
+  return new HostObjects(`host-${kind}`, watchKind(client, kind, selectors, log), (namespace, name) => read(client, namespace, name));
 }

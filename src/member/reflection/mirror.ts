@@ -1,16 +1,12 @@
-// Host → member reflection of the ConfigMaps, Secrets and ServiceAccounts offloaded pods use.
-// One reflector (queue + workers) per kind; keys are in host coordinates: `<Kind>/<hostNamespace>/<name>`.
-// A copy exists while a delegate in the member refers to it (counted from the delegates' own specs, so
-// the count survives restarts) or a delegate is being created; it is removed once none does.
+// Host → member reflection of the ConfigMaps, Secrets and ServiceAccounts offloaded pods use: a policy over one
+// Reflector per kind. Keys are in host coordinates: `<Kind>/<hostNamespace>/<name>`. A copy exists while a delegate
+// of this node refers to it (counted from the delegates' own specs, so the count survives restarts) or a delegate
+// that refers to it is being created; it is removed once none does.
 import { Subject, type Observable, type Subscription } from 'rxjs';
 import { LRUCache } from 'lru-cache';
 import type { V1ConfigMap, V1Pod, V1Secret, V1ServiceAccount } from '@kubernetes/client-node';
 import type { MemberCluster } from '../cluster.ts';
-import { memberNamespace } from '../../config.ts';
-import { Informer } from '../../kube/informer.ts';
-import { listWatch } from '../../kube/listwatch.ts';
-import { ignoreGone, toKubeError } from '../../kube/errors.ts';
-import { WorkQueue } from '../../util/workqueue.ts';
+import { memberNamespace, type MemberConfig } from '../../config.ts';
 import {
   forgeMirroredConfigMap, forgeMirroredSecret, forgeServiceAccount, isHostCredential, mirrorMatches,
   podReferences, type MirrorContext, type ObjectRef, type RefKind,
@@ -18,29 +14,57 @@ import {
 import { NODE_LABEL, ORIGIN_LABEL, PROXY_NAMESPACE_ANNOTATION } from '../../forge/keys.ts';
 import { delegateOf, fromHost, ownedBy } from '../../forge/owner.ts';
 import { RefIndex } from '../../util/refindex.ts';
-import { PodRejectedError } from '../../provider/errors.ts';
-import type { HostObjectCache } from './hostcache.ts';
+import { Reflector, target, type ObjectOf, type Target, type UpdateRule } from './reflector.ts';
+import type { HostObjects } from './hostcache.ts';
 import type { Logger } from '../../log.ts';
 
 export interface Notice { type: 'Normal' | 'Warning'; reason: string; message: string }
 
 export interface HostCaches {
-  configMaps: HostObjectCache<V1ConfigMap>;
-  secrets: HostObjectCache<V1Secret>;
+  configMaps: HostObjects<V1ConfigMap>;
+  secrets: HostObjects<V1Secret>;
+}
+
+/** What the mirror uses of its member: every pod there, the owner of what it writes, the name and namespace mapping. */
+export type MirrorMember = Pick<MemberCluster, 'pods' | 'owner'> & { config: Pick<MemberConfig, 'name' | 'namespaceMapping'> };
+
+/** Where copies go, per kind. */
+export type MirrorTargets = { [K in RefKind]: Target<ObjectOf<K>> };
+
+/** The member's copies of every kind: the objects labelled with the host's identity. */
+export function mirrorTargets(member: MemberCluster, log: Logger): MirrorTargets {
+  const origin = `${ORIGIN_LABEL}=${member.hostName}`;
+  const c = member.client;
+  return { ConfigMap: target(c, 'ConfigMap', origin, log), Secret: target(c, 'Secret', origin, log),
+    ServiceAccount: target(c, 'ServiceAccount', origin, log) };
+}
+
+export interface MirrorOptions {
+  /** How long a delegate just created holds its copies if it is never seen. */
+  createHoldMs?: number;
+  /**
+   * How long a pod that waits for a missing mandatory object is remembered, to be woken when it appears. A pod still
+   * rejected is retried (and waits again) well within this; one deleted meanwhile is forgotten after it.
+   */
+  waitMs?: number;
+}
+
+/** What `prepare` found: a pod with missing mandatory objects or conflicts cannot start. */
+export interface Prepared {
+  /** Optional objects missing: for the proxy's events. */
+  notices: Notice[];
+  /** Mandatory objects missing on the host; the pod is woken (wake$) when one appears. */
+  missing: ObjectRef[];
+  /** Objects that cannot be copied because a member object of that name is not clusterlet's, one message each. */
+  conflicts: string[];
+  /** Call once the delegate is created (true), or not (false): the copies stay needed until the delegate is seen. */
+  release(created?: boolean): void;
 }
 
 type Mirrored = V1ConfigMap | V1Secret | V1ServiceAccount;
-
-interface KindOps {
-  store: Informer<Mirrored>;
-  create(ns: string, body: Mirrored): Promise<unknown>;
-  replace(ns: string, name: string, body: Mirrored): Promise<unknown>;
-  remove(ns: string, name: string, uid: string): Promise<unknown>;
-}
+type Copied = 'ConfigMap' | 'Secret';
 
 const KINDS: RefKind[] = ['ConfigMap', 'Secret', 'ServiceAccount'];
-/** How long a copy made for a delegate being created counts as needed, until the delegate is seen. */
-const INFLIGHT_MS = 30_000;
 
 export function mirrorKey(kind: RefKind, hostNamespace: string, name: string): string {
   return `${kind}/${hostNamespace}/${name}`;
@@ -51,98 +75,78 @@ function parseKey(key: string): { kind: RefKind; hostNamespace: string; name: st
   return { kind: kind as RefKind, hostNamespace, name };
 }
 
-/** The host cache's key (namespace/name) of a mirror key. */
-function cacheKey(key: string): string {
-  const { hostNamespace, name } = parseKey(key);
-  return `${hostNamespace}/${name}`;
-}
+/** The holder of the copies a proxy's delegate needs while it is being created (`:` is in no namespace's name). */
+const creating = (proxyUID: string): string => `creating:${proxyUID}`;
+
+const isCredential = (kind: RefKind, host: V1ConfigMap | V1Secret): boolean => kind === 'Secret' && isHostCredential(host as V1Secret);
 
 export class ObjectMirror {
   /** Host pod keys to sync again: a mandatory object they waited for appeared. */
   readonly wake$: Observable<string>;
-  #member: MemberCluster;
-  #caches: HostCaches;
+  #member: MirrorMember;
+  #hosts: HostCaches;
   #log: Logger;
-  #ops: Record<RefKind, KindOps>;
-  #queues: Record<RefKind, WorkQueue>;
-  /** mirror key → member keys of this node's delegates that refer to it. */
-  #refs = new RefIndex();
+  #createHoldMs: number;
+  #reflectors: { [K in RefKind]: Reflector<ObjectOf<K>> };
+  /**
+   * Who needs each copy: this node's delegates (by member key) and delegates being created (`creating(uid)`). The
+   * host caches keep what is needed.
+   */
+  #uses = new RefIndex();
   /**
    * Copies in member coordinates (`<Kind>/<memberNamespace>/<name>`) → the delegates of this host, of any of its
    * virtual nodes, that refer to them (tagged with their host namespace): a copy another node's delegate uses is
    * never removed from under it.
    */
   #hostRefs = new RefIndex<string>();
-  #inflight = new Map<string, number>();
-  /** member pod key → in-flight keys held for its delegate until the delegate is seen. */
-  #pending = new Map<string, { keys: string[]; timer: NodeJS.Timeout }>();
-  /** mirror key → host pods waiting for it to appear. */
-  #waiting = new Map<string, Set<string>>();
-  /** Keys this mirror holds interest in, in the host caches. */
-  #held = new Set<string>();
+  /** Proxies (UID) whose delegate is being created → once it is, the timer that ends the hold if it is never seen. */
+  #creating = new Map<string, NodeJS.Timeout | undefined>();
+  /** Missing mandatory objects (mirror keys) → host pods to wake when they appear; the host caches watch for them. */
+  #waiting: LRUCache<string, Set<string>>;
   #wake = new Subject<string>();
   /** ServiceAccounts known to exist (the member's own "default" among them), re-checked after a minute. */
   #accounts = new LRUCache<string, true>({ max: 10_000, ttl: 60_000 });
   #subs: Subscription[] = [];
 
-  constructor(member: MemberCluster, caches: HostCaches, log: Logger) {
+  constructor(member: MirrorMember, targets: MirrorTargets, hosts: HostCaches, log: Logger, opts: MirrorOptions = {}) {
     this.#member = member;
-    this.#caches = caches;
+    this.#hosts = hosts;
     this.#log = log;
+    this.#createHoldMs = opts.createHoldMs ?? 30_000;
     this.wake$ = this.#wake.asObservable();
-    const c = member.client;
-    const origin = `${ORIGIN_LABEL}=${member.hostName}`;
-    const informer = <T extends Mirrored>(resource: string, model: string, list: (p: Parameters<typeof c.core.listConfigMapForAllNamespaces>[0]) => Promise<{ items: T[] }>) =>
-      new Informer<Mirrored>(`member-${resource}`, listWatch<Mirrored>(c, {
-        path: `/api/v1/${resource}`, model, resource, labelSelector: origin, list: list as never,
-      }, { log }));
-    const precondition = (uid: string) => ({ preconditions: { uid } });
-    this.#ops = {
-      ConfigMap: {
-        store: informer('configmaps', 'V1ConfigMap', (p) => c.core.listConfigMapForAllNamespaces(p)),
-        create: (ns, body) => c.core.createNamespacedConfigMap({ namespace: ns, body: body as V1ConfigMap }),
-        replace: (ns, name, body) => c.core.replaceNamespacedConfigMap({ namespace: ns, name, body: body as V1ConfigMap }),
-        remove: (ns, name, uid) => c.core.deleteNamespacedConfigMap({ namespace: ns, name, body: precondition(uid) }),
-      },
-      Secret: {
-        store: informer('secrets', 'V1Secret', (p) => c.core.listSecretForAllNamespaces(p)),
-        create: (ns, body) => c.core.createNamespacedSecret({ namespace: ns, body: body as V1Secret }),
-        replace: (ns, name, body) => c.core.replaceNamespacedSecret({ namespace: ns, name, body: body as V1Secret }),
-        remove: (ns, name, uid) => c.core.deleteNamespacedSecret({ namespace: ns, name, body: precondition(uid) }),
-      },
-      ServiceAccount: {
-        store: informer('serviceaccounts', 'V1ServiceAccount', (p) => c.core.listServiceAccountForAllNamespaces(p)),
-        create: (ns, body) => c.core.createNamespacedServiceAccount({ namespace: ns, body: body as V1ServiceAccount }),
-        replace: (ns, name, body) => c.core.replaceNamespacedServiceAccount({ namespace: ns, name, body: body as V1ServiceAccount }),
-        remove: (ns, name, uid) => c.core.deleteNamespacedServiceAccount({ namespace: ns, name, body: precondition(uid) }),
-      },
-    };
-    this.#queues = Object.fromEntries(KINDS.map((k) => [k,
-      new WorkQueue({ name: `mirror-${k.toLowerCase()}-${member.config.name}`, workers: 4, log, maxDelayMs: 30_000 })])) as Record<RefKind, WorkQueue>;
+    const sync = (key: string): Promise<void> => this.#sync(key);
+    const reflector = <K extends RefKind>(kind: K, update?: UpdateRule<ObjectOf<K>>): Reflector<ObjectOf<K>> => new Reflector({
+      name: `mirror-${kind.toLowerCase()}-${member.config.name}`, workers: 4, target: targets[kind], update, sync, log,
+    });
+    // A copy of this host's (whichever of its nodes made it) follows the host object; any other is not touched.
+    const copies: UpdateRule<V1ConfigMap | V1Secret> = { ours: (o) => fromHost(o.metadata, member.owner.host), matches: mirrorMatches };
+    // Any ServiceAccount of the pod's name will do (tokens are the member's).
+    this.#reflectors = { ConfigMap: reflector('ConfigMap', copies), Secret: reflector('Secret', copies), ServiceAccount: reflector('ServiceAccount') };
+    this.#waiting = new LRUCache<string, Set<string>>({
+      max: 10_000, ttl: opts.waitMs ?? 600_000, ttlAutopurge: true, noDisposeOnSet: true,
+      dispose: (_pods, key) => this.#release(key),
+    });
   }
 
   start(): void {
-    for (const k of KINDS) {
-      this.#ops[k].store.start();
-      this.#queues[k].start((key) => this.#sync(key));
-    }
+    for (const k of KINDS) this.#reflector(k).start();
     this.#subs.push(
       this.#member.pods.events$.subscribe((ev) => this.#trackDelegate(ev.key, ev.type === 'DELETED' ? undefined : ev.object, ev.old)),
-      ...(['ConfigMap', 'Secret'] as const).map((kind) => this.#cacheOf(kind)!.events$.subscribe((ev) => {
+      ...(['ConfigMap', 'Secret'] as const).map((kind) => this.#hostObjects(kind).events$.subscribe((ev) => {
         const key = mirrorKey(kind, ev.object.metadata!.namespace!, ev.object.metadata!.name!);
-        if (this.#held.has(key)) this.#enqueue(key);
-        for (const pod of this.#waiting.get(key) ?? []) this.#wake.next(pod);
+        if (this.#uses.has(key)) this.#enqueue(key);
+        this.#wakeWaiting(key);
       })),
       // A copy changed or removed by someone is set back.
-      ...KINDS.map((k) => this.#ops[k].store.events$.subscribe((ev) => {
+      ...KINDS.map((k) => this.#reflector(k).store.events$.subscribe((ev) => {
         const hostNs = ev.object.metadata?.annotations?.[PROXY_NAMESPACE_ANNOTATION];
         if (hostNs) this.#enqueue(mirrorKey(k, hostNs, ev.object.metadata!.name!));
       })),
     );
     // Stale copies (their delegates went while we were away) are removed once every view is complete.
-    void Promise.all([this.#member.pods.waitSynced(), ...KINDS.map((k) => this.#ops[k].store.waitSynced())]).then(() => {
+    void Promise.all([this.#member.pods.waitSynced(), ...KINDS.map((k) => this.#reflector(k).waitSynced())]).then(() => {
       for (const k of KINDS) {
-        for (const o of this.#ops[k].store.list()) {
+        for (const o of this.#reflector(k).store.list()) {
           const hostNs = o.metadata?.annotations?.[PROXY_NAMESPACE_ANNOTATION];
           if (hostNs) this.#enqueue(mirrorKey(k, hostNs, o.metadata!.name!));
         }
@@ -152,125 +156,141 @@ export class ObjectMirror {
 
   stop(): void {
     for (const s of this.#subs.splice(0)) s.unsubscribe();
-    for (const k of KINDS) {
-      this.#queues[k].shutdown();
-      this.#ops[k].store.stop();
-    }
-    for (const p of this.#pending.values()) clearTimeout(p.timer);
-    this.#pending.clear();
-    for (const key of this.#held) this.#cacheOf(parseKey(key).kind)?.release(cacheKey(key));
-    this.#held.clear();
+    for (const k of KINDS) this.#reflector(k).stop();
+    for (const timer of this.#creating.values()) clearTimeout(timer);
+    this.#creating.clear();
+    for (const key of this.#uses.keys()) this.#release(key);
+    this.#waiting.clear();
   }
 
-  hasSynced(): boolean { return KINDS.every((k) => this.#ops[k].store.hasSynced); }
+  hasSynced(): boolean { return KINDS.every((k) => this.#reflector(k).hasSynced); }
 
   /**
-   * Makes sure everything `proxy` refers to exists in `memberNs` before its delegate is created.
-   * Throws PodRejectedError naming what is missing (mandatory) or in conflict; returns notices for the
-   * proxy (optional objects missing). Call `release()` once the delegate is created or given up.
+   * Makes sure everything `proxy` refers to exists in `memberNs` before its delegate is created, and says what is
+   * missing or in conflict. Call `release()` once the delegate is created or given up.
    */
-  async prepare(proxy: V1Pod, memberNs: string): Promise<{ notices: Notice[]; release(created?: boolean): void }> {
+  async prepare(proxy: V1Pod, memberNs: string): Promise<Prepared> {
     const hostNs = proxy.metadata!.namespace!;
     const podKey = `${hostNs}/${proxy.metadata!.name}`;
+    const uid = proxy.metadata!.uid!;
     const refs = podReferences(proxy.spec);
-    const keys = refs.map((r) => mirrorKey(r.kind, hostNs, r.name));
-    for (const k of keys) this.#inflight.set(k, (this.#inflight.get(k) ?? 0) + 1);
-    const memberKey = `${memberNs}/${proxy.metadata!.name}`;
+    // Copies made for a delegate count as needed until the delegate itself is seen (then its spec counts), or, if
+    // it never shows up, for a while.
+    this.#use(creating(uid), refs.map((r) => mirrorKey(r.kind, hostNs, r.name)));
+    if (!this.#creating.has(uid)) this.#creating.set(uid, undefined);
     let released = false;
-    // Copies made for a delegate count as needed until the delegate itself is seen (then its spec counts),
-    // or, if it never shows up, for INFLIGHT_MS.
     const release = (created = true): void => {
       if (released) return;
       released = true;
-      if (!created) return this.#endInflight(keys);
-      const timer = setTimeout(() => { this.#pending.delete(memberKey); this.#endInflight(keys); }, INFLIGHT_MS);
-      timer.unref();
-      this.#pending.set(memberKey, { keys, timer });
+      this.#created(uid, created);
     };
     try {
-      const notices: Notice[] = [];
-      const missing: ObjectRef[] = [];
-      const conflicts: string[] = [];
+      const prepared: Prepared = { notices: [], missing: [], conflicts: [], release };
       for (const ref of refs) {
         const key = mirrorKey(ref.kind, hostNs, ref.name);
         if (ref.kind === 'ServiceAccount') {
           await this.#ensureServiceAccount(ref.name, hostNs, memberNs);
           continue;
         }
-        this.#hold(key);
-        const host = await this.#cacheOf(ref.kind)!.lookup(cacheKey(key));
-        if (!host || (ref.kind === 'Secret' && isHostCredential(host as V1Secret))) {
+        const host = await this.#hostObjects(ref.kind).lookup(`${hostNs}/${ref.name}`);
+        if (!host || isCredential(ref.kind, host)) {
           if (ref.optional) {
-            notices.push({ type: 'Normal', reason: `Optional${ref.kind}Missing`,
+            prepared.notices.push({ type: 'Normal', reason: `Optional${ref.kind}Missing`,
               message: `optional ${ref.kind.toLowerCase()} "${ref.name}" ${host ? 'is a host credential and is not copied' : 'not found'}; the pod runs without it` });
           } else {
-            missing.push(ref);
+            prepared.missing.push(ref);
             this.#waitFor(key, podKey);
           }
           continue;
         }
         this.#unwait(key, podKey);
-        const conflict = await this.#upsert(ref.kind, key, memberNs);
-        if (conflict) conflicts.push(conflict);
+        const conflict = await this.#copy(ref.kind, host, memberNs, hostNs);
+        if (conflict) prepared.conflicts.push(conflict);
       }
-      if (missing.length) {
-        throw new PodRejectedError(`Missing${missing[0].kind}`, missing.map((m) =>
-          `${m.kind.toLowerCase()} "${m.name}" not found in namespace ${hostNs}`).join('; ') + '; the pod starts once it exists');
-      }
-      if (conflicts.length) throw new PodRejectedError('MemberObjectConflict', conflicts.join('; '));
-      return { notices, release };
+      return prepared;
     } catch (err) {
       release(false);
       throw err;
     }
   }
 
-  #endInflight(keys: string[]): void {
-    for (const k of keys) {
-      const n = (this.#inflight.get(k) ?? 1) - 1;
-      if (n > 0) this.#inflight.set(k, n); else this.#inflight.delete(k);
+  /**
+   * A delegate was created, or not. Created, it holds its copies until it is seen or the hold expires; not created,
+   * the hold ends now, unless an earlier attempt for the same proxy created it (its hold runs on).
+   */
+  #created(uid: string, created: boolean): void {
+    // Its delegate was seen already: its spec counts.
+    if (!this.#creating.has(uid)) return;
+    const timer = this.#creating.get(uid);
+    if (!created) {
+      if (timer === undefined) this.#endCreating(uid);
+      return;
+    }
+    clearTimeout(timer);
+    const expiry = setTimeout(() => this.#endCreating(uid), this.#createHoldMs);
+    expiry.unref();
+    this.#creating.set(uid, expiry);
+  }
+
+  #endCreating(uid: string): void {
+    clearTimeout(this.#creating.get(uid));
+    this.#creating.delete(uid);
+    this.#use(creating(uid), []);
+  }
+
+  /** Sets what a holder needs; the host caches keep what is needed, and copies no longer needed are looked at. */
+  #use(holder: string, keys: string[]): void {
+    const change = this.#uses.update(holder, keys, undefined);
+    for (const k of change?.added ?? []) this.#want(k);
+    for (const k of change?.released ?? []) {
+      this.#release(k);
       this.#enqueue(k);
     }
   }
 
-  #cacheOf(kind: RefKind): HostObjectCache<V1ConfigMap | V1Secret> | undefined {
-    if (kind === 'ConfigMap') return this.#caches.configMaps as HostObjectCache<V1ConfigMap | V1Secret>;
-    if (kind === 'Secret') return this.#caches.secrets as HostObjectCache<V1ConfigMap | V1Secret>;
-    return undefined;
+  /** The host cache of a mirror key's kind, and the key there; none for ServiceAccounts (only their name matters). */
+  #hostEntry(key: string): { cache: HostObjects<V1ConfigMap | V1Secret>; key: string } | undefined {
+    const { kind, hostNamespace, name } = parseKey(key);
+    return kind === 'ServiceAccount' ? undefined : { cache: this.#hostObjects(kind), key: `${hostNamespace}/${name}` };
   }
 
-  #hold(key: string): void {
-    if (this.#held.has(key)) return;
-    const kind = parseKey(key).kind;
-    if (!this.#cacheOf(kind)) return;
-    this.#held.add(key);
-    this.#cacheOf(kind)!.want(cacheKey(key));
+  #want(key: string): void {
+    const h = this.#hostEntry(key);
+    h?.cache.want(h.key);
   }
 
-  #unhold(key: string): void {
-    if (!this.#held.delete(key)) return;
-    this.#cacheOf(parseKey(key).kind)?.release(cacheKey(key));
+  #release(key: string): void {
+    const h = this.#hostEntry(key);
+    h?.cache.release(h.key);
   }
 
+  #hostObjects(kind: Copied): HostObjects<V1ConfigMap | V1Secret> {
+    return (kind === 'ConfigMap' ? this.#hosts.configMaps : this.#hosts.secrets) as HostObjects<V1ConfigMap | V1Secret>;
+  }
+
+  #reflector(kind: RefKind): Reflector<Mirrored> {
+    return this.#reflectors[kind] as Reflector<Mirrored>;
+  }
+
+  /** `podKey` waits for the missing `key`: the host cache watches for it, and the pod is woken when it appears. */
   #waitFor(key: string, podKey: string): void {
-    let s = this.#waiting.get(key);
-    if (!s) this.#waiting.set(key, s = new Set());
-    s.add(podKey);
+    const pods = this.#waiting.get(key);
+    if (!pods) this.#want(key);
+    // Set again (the same set) to restart its expiry.
+    this.#waiting.set(key, (pods ?? new Set()).add(podKey));
   }
 
   #unwait(key: string, podKey: string): void {
-    const s = this.#waiting.get(key);
-    if (!s) return;
-    s.delete(podKey);
-    if (s.size === 0) this.#waiting.delete(key);
+    const pods = this.#waiting.get(key);
+    if (pods?.delete(podKey) && pods.size === 0) this.#waiting.delete(key);
   }
 
-  /** Forgets waits of a host pod that is gone. */
-  forgetPod(podKey: string): void {
-    for (const [key, s] of this.#waiting) {
-      s.delete(podKey);
-      if (s.size === 0) this.#waiting.delete(key);
-    }
+  /** Wakes the pods waiting for `key`, once: one still missing something waits again when it is synced. */
+  #wakeWaiting(key: string): void {
+    const pods = this.#waiting.get(key);
+    if (!pods) return;
+    this.#waiting.delete(key);
+    for (const pod of pods) this.#wake.next(pod);
   }
 
   #trackDelegate(memberKey: string, pod: V1Pod | undefined, old: V1Pod | undefined): void {
@@ -289,40 +309,27 @@ export class ObjectMirror {
       const [kind, , name] = k.split('/');
       this.#enqueue(mirrorKey(kind as RefKind, host!.previousTag!, name));
     }
-    // This node's delegates, in host coordinates.
-    const after = delegate?.ownNode ? refs.map((r) => mirrorKey(r.kind, hostNs!, r.name)) : [];
-    const own = this.#refs.update(memberKey, after, undefined);
-    if (!own) return;
-    for (const k of own.released) this.#enqueue(k);
-    for (const k of own.added) this.#hold(k);
-    const pending = this.#pending.get(memberKey);
-    if (pending && after.length) {
-      clearTimeout(pending.timer);
-      this.#pending.delete(memberKey);
-      this.#endInflight(pending.keys);
-    }
-  }
-
-  #needed(key: string): boolean {
-    return this.#refs.has(key) || (this.#inflight.get(key) ?? 0) > 0;
+    // This node's delegates, in host coordinates; one being created is seen now, and its spec counts from here on.
+    this.#use(memberKey, delegate?.ownNode ? refs.map((r) => mirrorKey(r.kind, hostNs!, r.name)) : []);
+    if (delegate?.ownNode && this.#creating.has(delegate.ref.uid)) this.#endCreating(delegate.ref.uid);
   }
 
   #enqueue(key: string): void {
-    this.#queues[parseKey(key).kind].add(key);
+    this.#reflector(parseKey(key).kind).add(key);
   }
 
   async #sync(key: string): Promise<void> {
     if (!this.#member.pods.hasSynced || !this.hasSynced()) return;
     const { kind, hostNamespace, name } = parseKey(key);
     const memberNs = memberNamespace(this.#member.config.namespaceMapping, hostNamespace);
-    const copy = this.#ops[kind].store.get(`${memberNs}/${name}`);
-    if (!this.#needed(key)) {
-      this.#unhold(key);
+    const reflector = this.#reflector(kind);
+    const copy = reflector.store.get(`${memberNs}/${name}`);
+    if (!this.#uses.has(key)) {
       // Only the node that owns a copy removes it, and only once no delegate of this host uses it. The member's own
       // "default" ServiceAccount is recreated by its controller anyway: leave it.
       if (copy && this.#mine(copy) && !this.#hostRefs.has(`${kind}/${memberNs}/${name}`)
         && !(kind === 'ServiceAccount' && name === 'default')) {
-        await this.#ops[kind].remove(memberNs, name, copy.metadata!.uid!).catch(ignoreGone);
+        await reflector.remove(copy);
         this.#log.debug({ kind, namespace: memberNs, name }, 'removed a copy no delegate needs');
       }
       return;
@@ -331,46 +338,23 @@ export class ObjectMirror {
       if (!copy) await this.#ensureServiceAccount(name, hostNamespace, memberNs);
       return;
     }
-    const conflict = await this.#upsert(kind, key, memberNs);
+    const host = await this.#hostObjects(kind).lookup(`${hostNamespace}/${name}`);
+    // Deleted on the host: the copy stays while a delegate needs it, and goes with the last one.
+    if (!host || isCredential(kind, host)) return;
+    const conflict = await this.#copy(kind, host, memberNs, hostNamespace);
     if (conflict) this.#log.warn({ kind, namespace: memberNs, name }, conflict);
   }
 
-  /** Creates or updates the copy; returns a conflict message when a foreign object holds the name. */
-  async #upsert(kind: RefKind, key: string, memberNs: string): Promise<string | undefined> {
-    const { hostNamespace, name } = parseKey(key);
-    const host = await this.#cacheOf(kind)!.lookup(cacheKey(key));
-    // Deleted on the host: the copy stays while a delegate needs it, and goes with the last one.
-    if (!host) return undefined;
-    if (kind === 'Secret' && isHostCredential(host as V1Secret)) return undefined;
-    const ops = this.#ops[kind];
-    let copy = ops.store.get(`${memberNs}/${name}`) as V1ConfigMap | V1Secret | undefined;
-    const desired = this.#forgeCopy(kind, host, memberNs, hostNamespace, copy);
-    if (!copy) {
-      try {
-        await ops.create(memberNs, desired);
-        this.#log.debug({ kind, namespace: memberNs, name }, 'mirrored to the member');
-        return undefined;
-      } catch (err) {
-        if (toKubeError(err).kind !== 'AlreadyExists') throw toKubeError(err);
-        copy = await this.#read(kind, memberNs, name);
-        if (!copy) return undefined;
-      }
-    }
-    if (!fromHost(copy.metadata, this.#member.hostName)) {
+  /** Creates or updates the copy of `host`; returns a conflict message when a foreign object holds the name. */
+  async #copy(kind: Copied, host: V1ConfigMap | V1Secret, memberNs: string, hostNamespace: string): Promise<string | undefined> {
+    const name = host.metadata!.name!;
+    const applied = await this.#reflector(kind).apply(memberNs, name,
+      (existing) => this.#forgeCopy(kind, host, memberNs, hostNamespace, existing as V1ConfigMap | V1Secret | undefined));
+    if (applied === 'conflict') {
       return `${kind.toLowerCase()} ${memberNs}/${name} exists in member ${this.#member.config.name} and was not created by clusterlet; it is left untouched`;
     }
-    const wanted = this.#forgeCopy(kind, host, memberNs, hostNamespace, copy);
-    if (mirrorMatches(wanted, copy)) return undefined;
-    try {
-      await ops.replace(memberNs, name, { ...wanted, metadata: { ...wanted.metadata, resourceVersion: copy.metadata?.resourceVersion } });
-    } catch (err) {
-      const k = toKubeError(err);
-      // An immutable copy cannot change: replace it.
-      if (k.kind !== 'Invalid') throw k;
-      await ops.remove(memberNs, name, copy.metadata!.uid!).catch(ignoreGone);
-      await ops.create(memberNs, wanted);
-    }
-    this.#log.debug({ kind, namespace: memberNs, name }, 'updated the member copy');
+    if (applied === 'created') this.#log.debug({ kind, namespace: memberNs, name }, 'mirrored to the member');
+    if (applied === 'updated') this.#log.debug({ kind, namespace: memberNs, name }, 'updated the member copy');
     return undefined;
   }
 
@@ -378,10 +362,10 @@ export class ObjectMirror {
    * The copy of a host object, owned by this node, or by the node of this host that already owns `existing` (a copy
    * two virtual nodes of one host share in a member namespace keeps its owner; both keep its content current).
    */
-  #forgeCopy(kind: RefKind, host: V1ConfigMap | V1Secret, memberNs: string, hostNamespace: string,
+  #forgeCopy(kind: Copied, host: V1ConfigMap | V1Secret, memberNs: string, hostNamespace: string,
     existing: V1ConfigMap | V1Secret | undefined): V1ConfigMap | V1Secret {
-    const otherNode = existing && fromHost(existing.metadata, this.#member.hostName) ? existing.metadata?.labels?.[NODE_LABEL] : undefined;
-    const ctx: MirrorContext = { originCluster: this.#member.hostName, nodeName: otherNode ?? this.#member.owner.node,
+    const otherNode = existing && fromHost(existing.metadata, this.#member.owner.host) ? existing.metadata?.labels?.[NODE_LABEL] : undefined;
+    const ctx: MirrorContext = { originCluster: this.#member.owner.host, nodeName: otherNode ?? this.#member.owner.node,
       memberNamespace: memberNs, hostNamespace };
     return kind === 'ConfigMap' ? forgeMirroredConfigMap(host as V1ConfigMap, ctx) : forgeMirroredSecret(host as V1Secret, ctx);
   }
@@ -389,32 +373,16 @@ export class ObjectMirror {
   /** This node's copy: labelled for it, or one of this host's from before copies had an owning node (adopted). */
   #mine(copy: Mirrored): boolean {
     return ownedBy(copy.metadata, this.#member.owner)
-      || (fromHost(copy.metadata, this.#member.hostName) && copy.metadata?.labels?.[NODE_LABEL] === undefined);
-  }
-
-  async #read(kind: RefKind, ns: string, name: string): Promise<V1ConfigMap | V1Secret | undefined> {
-    const c = this.#member.client.core;
-    try {
-      return kind === 'ConfigMap' ? await c.readNamespacedConfigMap({ namespace: ns, name })
-        : await c.readNamespacedSecret({ namespace: ns, name });
-    } catch (err) {
-      if (toKubeError(err).kind === 'NotFound') return undefined;
-      throw toKubeError(err);
-    }
+      || (fromHost(copy.metadata, this.#member.owner.host) && copy.metadata?.labels?.[NODE_LABEL] === undefined);
   }
 
   /** The pod's ServiceAccount exists in the member namespace: any existing one will do (tokens are the member's). */
   async #ensureServiceAccount(name: string, hostNs: string, memberNs: string): Promise<void> {
     const key = `${memberNs}/${name}`;
-    if (this.#accounts.has(key) || this.#ops.ServiceAccount.store.get(key)) return;
-    const body = forgeServiceAccount(name, { originCluster: this.#member.hostName, nodeName: this.#member.owner.node,
-      memberNamespace: memberNs, hostNamespace: hostNs });
-    try {
-      await this.#ops.ServiceAccount.create(memberNs, body);
-    } catch (err) {
-      if (toKubeError(err).kind !== 'AlreadyExists') throw toKubeError(err);
-    }
+    if (this.#accounts.has(key)) return;
+    await this.#reflectors.ServiceAccount.apply(memberNs, name, () => forgeServiceAccount(name, {
+      originCluster: this.#member.owner.host, nodeName: this.#member.owner.node, memberNamespace: memberNs, hostNamespace: hostNs,
+    }));
     this.#accounts.set(key, true);
   }
 }
-

@@ -35,7 +35,6 @@ export class FakeProvider implements PodProvider {
   available(): boolean { return this.reachable; }
   listPodKeys(): string[] { return [...this.pods.keys()]; }
   podCount(): number { return this.pods.size; }
-  forgetPod(): void { /* nothing to forget */ }
   getPod(namespace: string, name: string): ProviderPod | undefined { return this.pods.get(`${namespace}/${name}`); }
   getPodStatus(namespace: string, name: string): V1PodStatus | undefined {
     return structuredClone(this.pods.get(`${namespace}/${name}`)?.status);

@@ -10,6 +10,7 @@ describe('RefIndex', () => {
     assert.equal(idx.update('p1', ['a', 'b'], 'ns1'), undefined, 'unchanged');
     assert.deepEqual(idx.update('p1', [], 'ns1'), { added: [], released: ['a'], previousTag: 'ns1' });
     assert.ok(idx.has('b') && !idx.has('a'));
+    assert.deepEqual([...idx.keys()], ['b']);
     assert.deepEqual(idx.update('p2', [], ''), { added: [], released: ['b'], previousTag: 'ns2' });
     assert.ok(!idx.has('b'));
     assert.equal(idx.update('p3', [], ''), undefined, 'nothing before, nothing now');

@@ -1,0 +1,187 @@
+// One reflector per kind: the store of the objects it may have written (an informer of the target cluster), the
+// writes (deletes with a UID precondition), the rule of which existing objects it may change, and a work queue
+// with workers. What an object should be, where it goes and when it goes are a policy's (the host → member mirror,
+// the member → host exporter): the policy handles each queued key and writes through `apply` and `remove`.
+// A new kind is one entry of KINDS (and its object type in KindObjects).
+import type { Observable } from 'rxjs';
+import type { KubernetesObject, V1ConfigMap, V1Secret, V1ServiceAccount } from '@kubernetes/client-node';
+import type { ClusterClient } from '../../kube/client.ts';
+import { Informer } from '../../kube/informer.ts';
+import { listWatch, type ListPage, type ListParams, type ListWatchEvent } from '../../kube/listwatch.ts';
+import { ignoreGone, ignoreNotFound, toKubeError } from '../../kube/errors.ts';
+import { WorkQueue } from '../../util/workqueue.ts';
+import type { Logger } from '../../log.ts';
+
+interface KindObjects { ConfigMap: V1ConfigMap; Secret: V1Secret; ServiceAccount: V1ServiceAccount }
+export type Kind = keyof KindObjects;
+export type ObjectOf<K extends Kind> = KindObjects[K];
+
+/** How one kind is listed, watched, read and written. */
+interface KindApi<T> {
+  /** The collection across namespaces, for the watch. */
+  path: string;
+  model: string;
+  /** For logs and metrics. */
+  resource: string;
+  list(c: ClusterClient, p: ListParams): Promise<ListPage<T>>;
+  read(c: ClusterClient, namespace: string, name: string): Promise<T>;
+  create(c: ClusterClient, namespace: string, body: T): Promise<unknown>;
+  replace(c: ClusterClient, namespace: string, name: string, body: T): Promise<unknown>;
+  /** Deletes the object of that UID only: a newer object of that name is not this one. */
+  remove(c: ClusterClient, namespace: string, name: string, uid: string): Promise<unknown>;
+}
+
+const precondition = (uid: string) => ({ preconditions: { uid } });
+
+export const KINDS: { [K in Kind]: KindApi<KindObjects[K]> } = {
+  ConfigMap: {
+    path: '/api/v1/configmaps', model: 'V1ConfigMap', resource: 'configmaps',
+    list: (c, p) => c.core.listConfigMapForAllNamespaces(p),
+    read: (c, namespace, name) => c.core.readNamespacedConfigMap({ namespace, name }),
+    create: (c, namespace, body) => c.core.createNamespacedConfigMap({ namespace, body }),
+    replace: (c, namespace, name, body) => c.core.replaceNamespacedConfigMap({ namespace, name, body }),
+    remove: (c, namespace, name, uid) => c.core.deleteNamespacedConfigMap({ namespace, name, body: precondition(uid) }),
+  },
+  Secret: {
+    path: '/api/v1/secrets', model: 'V1Secret', resource: 'secrets',
+    list: (c, p) => c.core.listSecretForAllNamespaces(p),
+    read: (c, namespace, name) => c.core.readNamespacedSecret({ namespace, name }),
+    create: (c, namespace, body) => c.core.createNamespacedSecret({ namespace, body }),
+    replace: (c, namespace, name, body) => c.core.replaceNamespacedSecret({ namespace, name, body }),
+    remove: (c, namespace, name, uid) => c.core.deleteNamespacedSecret({ namespace, name, body: precondition(uid) }),
+  },
+  ServiceAccount: {
+    path: '/api/v1/serviceaccounts', model: 'V1ServiceAccount', resource: 'serviceaccounts',
+    list: (c, p) => c.core.listServiceAccountForAllNamespaces(p),
+    read: (c, namespace, name) => c.core.readNamespacedServiceAccount({ namespace, name }),
+    create: (c, namespace, body) => c.core.createNamespacedServiceAccount({ namespace, body }),
+    replace: (c, namespace, name, body) => c.core.replaceNamespacedServiceAccount({ namespace, name, body }),
+    remove: (c, namespace, name, uid) => c.core.deleteNamespacedServiceAccount({ namespace, name, body: precondition(uid) }),
+  },
+};
+
+export interface Selectors { labelSelector?: string; fieldSelector?: string }
+
+/** Every object of a kind in the cluster (matching the selectors), as a list-watch stream. */
+export function watchKind<K extends Kind>(client: ClusterClient, kind: K, selectors: Selectors, log: Logger):
+  Observable<ListWatchEvent<ObjectOf<K>>> {
+  const api: KindApi<ObjectOf<K>> = KINDS[kind];
+  return listWatch<ObjectOf<K>>(client, {
+    path: api.path, model: api.model, resource: api.resource, ...selectors, list: (p) => api.list(client, p),
+  }, { log });
+}
+
+/** One kind in one cluster, as a reflector writes it. */
+export interface Target<T extends KubernetesObject> {
+  /** The objects the reflector may have written (those carrying its label): what it reconciles against. */
+  store: Informer<T>;
+  /** The object of that name, whoever wrote it (the store does not see others'); undefined if there is none. */
+  read(namespace: string, name: string): Promise<T | undefined>;
+  create(namespace: string, body: T): Promise<unknown>;
+  replace(namespace: string, name: string, body: T): Promise<unknown>;
+  /** Deletes the object of that UID only. */
+  remove(namespace: string, name: string, uid: string): Promise<unknown>;
+}
+
+/** A kind of `client`'s, the store holding the objects labelled `labelSelector`. */
+export function target<K extends Kind>(client: ClusterClient, kind: K, labelSelector: string, log: Logger): Target<ObjectOf<K>> {
+  const api: KindApi<ObjectOf<K>> = KINDS[kind];
+  return {
+    store: new Informer(`${client.name}-${api.resource}`, watchKind(client, kind, { labelSelector }, log)),
+    read: (namespace, name) => ignoreNotFound(() => api.read(client, namespace, name)),
+    create: (namespace, body) => api.create(client, namespace, body),
+    replace: (namespace, name, body) => api.replace(client, namespace, name, body),
+    remove: (namespace, name, uid) => api.remove(client, namespace, name, uid),
+  };
+}
+
+/** Which existing objects a reflector changes, and when. */
+export interface UpdateRule<T> {
+  /** Whether an existing object is the reflector's: one that is not is a conflict, and never touched. */
+  ours(obj: T): boolean;
+  /** Whether an existing object already is as desired. */
+  matches(desired: T, actual: T): boolean;
+}
+
+export interface ReflectorOptions<T extends KubernetesObject> {
+  /** Of the queue, for logs and metrics. */
+  name: string;
+  workers: number;
+  target: Target<T>;
+  /** Without one, an existing object of the name will do as it is: only its existence matters. */
+  update?: UpdateRule<T>;
+  /** The policy's handling of one key; a failure is retried with backoff. */
+  sync(key: string): Promise<void>;
+  log: Logger;
+}
+
+/** What `apply` did. `conflict`: an object of that name is not the reflector's; it was left untouched. */
+export type Applied = 'created' | 'updated' | 'unchanged' | 'conflict';
+
+export class Reflector<T extends KubernetesObject> {
+  readonly store: Informer<T>;
+  #target: Target<T>;
+  #update: UpdateRule<T> | undefined;
+  #sync: (key: string) => Promise<void>;
+  #queue: WorkQueue;
+
+  constructor(opts: ReflectorOptions<T>) {
+    this.store = opts.target.store;
+    this.#target = opts.target;
+    this.#update = opts.update;
+    this.#sync = opts.sync;
+    this.#queue = new WorkQueue({ name: opts.name, workers: opts.workers, log: opts.log, maxDelayMs: 30_000 });
+  }
+
+  get hasSynced(): boolean { return this.store.hasSynced; }
+  waitSynced(): Promise<void> { return this.store.waitSynced(); }
+
+  start(): void {
+    this.store.start();
+    this.#queue.start((key) => this.#sync(key));
+  }
+
+  stop(): void {
+    this.#queue.shutdown();
+    this.store.stop();
+  }
+
+  /** Has the policy handle `key` (once, however often it is added before it runs). */
+  add(key: string): void { this.#queue.add(key); }
+
+  /** Makes `namespace/name` what `forge` makes of the object there (undefined: there is none). */
+  async apply(namespace: string, name: string, forge: (existing: T | undefined) => T): Promise<Applied> {
+    let existing = this.store.get(`${namespace}/${name}`);
+    if (!existing) {
+      try {
+        await this.#target.create(namespace, forge(undefined));
+        return 'created';
+      } catch (err) {
+        if (toKubeError(err).kind !== 'AlreadyExists') throw toKubeError(err);
+      }
+    }
+    if (!this.#update) return 'unchanged';
+    // Not in the store: someone else's, or ours and the store is behind.
+    existing ??= await this.#target.read(namespace, name);
+    // Gone again meanwhile: nothing to update.
+    if (!existing) return 'unchanged';
+    if (!this.#update.ours(existing)) return 'conflict';
+    const desired = forge(existing);
+    if (this.#update.matches(desired, existing)) return 'unchanged';
+    try {
+      await this.#target.replace(namespace, name,
+        { ...desired, metadata: { ...desired.metadata, resourceVersion: existing.metadata?.resourceVersion } });
+    } catch (err) {
+      // An immutable object cannot change: replace it.
+      if (toKubeError(err).kind !== 'Invalid') throw toKubeError(err);
+      await this.remove(existing);
+      await this.#target.create(namespace, desired);
+    }
+    return 'updated';
+  }
+
+  /** Deletes this very object (by UID): gone already, or replaced by a newer one of the name, is fine. */
+  async remove(obj: T): Promise<void> {
+    await this.#target.remove(obj.metadata!.namespace!, obj.metadata!.name!, obj.metadata!.uid!).catch(ignoreGone);
+  }
+}

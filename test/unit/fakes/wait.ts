@@ -1,0 +1,13 @@
+// Waiting in unit tests against fakes: for a condition (polled), or for queues to handle what is pending.
+import assert from 'node:assert/strict';
+
+export async function eventually(what: string, check: () => boolean, timeoutMs = 3000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+/** Long enough for work queues to have handled what is pending: for asserting that something did not happen. */
+export const settle = (): Promise<void> => new Promise((r) => setTimeout(r, 20));

@@ -1,0 +1,109 @@
+// The generic per-kind reflector against a fake API: create, update only what is ours and differs, never touch
+// what is not ours, replace an immutable object, delete by UID, and run a policy's keys through its queue.
+import { describe, it, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import type { V1ConfigMap } from '@kubernetes/client-node';
+import { Reflector, type UpdateRule } from '../../../../src/member/reflection/reflector.ts';
+import { createLogger } from '../../../../src/log.ts';
+import { FakeObjects, labelled } from '../../fakes/objects.ts';
+import { eventually } from '../../fakes/wait.ts';
+
+const OURS = { 'example.io/by': 'me' };
+const cm = (name: string, data: Record<string, string>, labels: Record<string, string> = OURS, immutable?: boolean): V1ConfigMap =>
+  ({ metadata: { namespace: 'ns', name, labels }, data, immutable });
+const rule: UpdateRule<V1ConfigMap> = {
+  ours: (o) => o.metadata?.labels?.['example.io/by'] === 'me',
+  matches: (d, a) => JSON.stringify(d.data) === JSON.stringify(a.data),
+};
+
+let running: Reflector<V1ConfigMap>[] = [];
+afterEach(() => { for (const r of running.splice(0)) r.stop(); });
+
+function setup(opts: { update?: UpdateRule<V1ConfigMap>; sync?: (key: string) => Promise<void> } = {}) {
+  const api = new FakeObjects();
+  const r = new Reflector<V1ConfigMap>({
+    name: 'test', workers: 2, target: api.target('ConfigMap', labelled('example.io/by=me')), log: createLogger('silent'),
+    update: 'update' in opts ? opts.update : rule, sync: opts.sync ?? (async () => undefined),
+  });
+  r.start();
+  running.push(r);
+  return { api, r };
+}
+
+describe('Reflector.apply', () => {
+  it('creates a missing object, then leaves it alone while it matches', async () => {
+    const { api, r } = setup();
+    assert.equal(await r.apply('ns', 'a', () => cm('a', { v: '1' })), 'created');
+    assert.equal(r.store.get('ns/a')?.data?.v, '1', 'the store sees it');
+    assert.equal(await r.apply('ns', 'a', () => cm('a', { v: '1' })), 'unchanged');
+    assert.deepEqual(api.writes().map((w) => w.verb), ['create']);
+  });
+
+  it('updates its own object that differs, on the version it saw', async () => {
+    const { api, r } = setup();
+    await r.apply('ns', 'a', () => cm('a', { v: '1' }));
+    const seen: (V1ConfigMap | undefined)[] = [];
+    assert.equal(await r.apply('ns', 'a', (existing) => { seen.push(existing); return cm('a', { v: '2' }); }), 'updated');
+    assert.equal(seen[0]?.data?.v, '1', 'the desired object is forged from the existing one');
+    assert.equal(api.get<V1ConfigMap>('ConfigMap', 'ns', 'a')?.data?.v, '2');
+  });
+
+  it('never touches an object of that name that is not its own: a conflict', async () => {
+    const { api, r } = setup();
+    api.put('ConfigMap', cm('a', { owner: 'someone' }, { team: 'x' }));
+    assert.equal(await r.apply('ns', 'a', () => cm('a', { v: '1' })), 'conflict');
+    assert.deepEqual(api.get<V1ConfigMap>('ConfigMap', 'ns', 'a')?.data, { owner: 'someone' });
+    assert.deepEqual(api.writes(), []);
+  });
+
+  it('reads an object of its own the store has not seen yet, and updates it', async () => {
+    const { api, r } = setup();
+    r.stop(); // the store stops following: it is behind from here on
+    api.put('ConfigMap', cm('a', { v: '1' }));
+    assert.equal(await r.apply('ns', 'a', () => cm('a', { v: '2' })), 'updated');
+    assert.equal(api.get<V1ConfigMap>('ConfigMap', 'ns', 'a')?.data?.v, '2');
+  });
+
+  it('without an update rule any object of the name will do, unread', async () => {
+    const { api, r } = setup({ update: undefined });
+    api.put('ConfigMap', cm('a', { owner: 'someone' }, {}));
+    assert.equal(await r.apply('ns', 'a', () => cm('a', { v: '1' })), 'unchanged');
+    assert.deepEqual(api.calls, [], 'neither written nor read');
+  });
+
+  it('replaces an immutable object that must change', async () => {
+    const { api, r } = setup();
+    await r.apply('ns', 'a', () => cm('a', { v: '1' }, OURS, true));
+    const before = api.get<V1ConfigMap>('ConfigMap', 'ns', 'a')!.metadata!.uid;
+    assert.equal(await r.apply('ns', 'a', () => cm('a', { v: '2' }, OURS, true)), 'updated');
+    const after = api.get<V1ConfigMap>('ConfigMap', 'ns', 'a')!;
+    assert.equal(after.data?.v, '2');
+    assert.notEqual(after.metadata!.uid, before, 'a new object');
+  });
+});
+
+describe('Reflector.remove', () => {
+  it('deletes that very object: a newer one of the same name stays', async () => {
+    const { api, r } = setup();
+    await r.apply('ns', 'a', () => cm('a', { v: '1' }));
+    const old = r.store.get('ns/a')!;
+    api.drop('ConfigMap', 'ns', 'a');
+    api.put('ConfigMap', cm('a', { v: 'new' }));
+    await r.remove(old);
+    assert.equal(api.get<V1ConfigMap>('ConfigMap', 'ns', 'a')?.data?.v, 'new');
+    await r.remove(r.store.get('ns/a')!);
+    assert.equal(api.get('ConfigMap', 'ns', 'a'), undefined);
+    await r.remove(old); // gone already: fine
+  });
+});
+
+describe('Reflector queue', () => {
+  it('runs the policy for the keys added', async () => {
+    const runs: string[] = [];
+    const { r } = setup({ sync: async (key) => { runs.push(key); } });
+    r.add('ns/a');
+    r.add('ns/b');
+    await eventually('both run', () => runs.length === 2);
+    assert.deepEqual(runs.sort(), ['ns/a', 'ns/b']);
+  });
+});

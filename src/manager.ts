@@ -98,7 +98,8 @@ export class Manager implements NodeDirectory {
         { watchSilenceMs: silence, probeIntervalMs: this.config.probePeriodSeconds * 1000,
           probeFailureThreshold: this.config.probeFailureThreshold, ...this.#opts.member });
       m.node = new NodeController(this.host, {
-        member: m.config, nodeIP: this.config.nodeIP, kubeletPort: m.config.kubeletPort ?? this.config.kubeletPort,
+        nodeName: m.config.nodeName, memberName: m.config.name, labels: m.config.labels, taints: m.config.taints,
+        nodeIP: this.config.nodeIP, kubeletPort: m.config.kubeletPort ?? this.config.kubeletPort,
       }, m.cluster, log, { watchSilenceMs: silence, ...this.#opts.node });
       m.mirror = new ObjectMirror(m.cluster, mirrorTargets(m.cluster, log), this.hostCaches, log);
       m.exporter = new ExportReflector(m.config.name, exportSides(m.cluster, this.host, log), this.exportConsent, log);

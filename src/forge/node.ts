@@ -1,14 +1,16 @@
-// The virtual node, forged from what the member reports. Pure functions: member state in, node parts out.
+// The virtual node, forged from what its provider reports. Pure functions: node state in, node parts out.
 import type { V1Node, V1NodeCondition, V1NodeStatus, V1Taint } from '@kubernetes/client-node';
-import type { MemberConfig } from '../config.ts';
 import {
   HOSTNAME_LABEL, MEMBER_LABEL, ROLE_LABEL, VIRTUAL_NODE_ROLE, VIRTUAL_NODE_TAINT_EFFECT, VIRTUAL_NODE_TAINT_KEY,
   VIRTUAL_NODE_TAINT_VALUE, VIRTUAL_NODE_TYPE, VIRTUAL_NODE_TYPE_LABEL,
 } from './keys.ts';
 import { VERSION } from '../version.ts';
 
-/** What the member looks like right now, as the node controller needs it. */
-export interface MemberState {
+/**
+ * What the virtual node should show right now: the member cluster behind it, as its node provider reports it.
+ * Plain data, so forging depends on no provider (provider/node.ts carries it across the seam).
+ */
+export interface NodeState {
   /** The member API answered the last probe. */
   reachable: boolean;
   /** Why it did not (the error), when it did not. */
@@ -21,11 +23,18 @@ export interface MemberState {
   topologyLabels: Record<string, string>;
   operatingSystem: string;
   architecture: string;
-  memberVersion?: string;
+  /** The member API server's version (shown as the container runtime version). */
+  backendVersion?: string;
 }
 
+/** The virtual node's own settings: what forging needs besides the state. */
 export interface NodeContext {
-  member: MemberConfig;
+  nodeName: string;
+  /** The member cluster's name (the clusterlet.io/member label, condition messages, osImage). */
+  memberName: string;
+  /** Configured extra labels and taints. */
+  labels: Record<string, string>;
+  taints: V1Taint[];
   nodeIP: string;
   kubeletPort: number;
 }
@@ -37,23 +46,23 @@ export function virtualNodeTaint(): V1Taint {
 }
 
 /** Our labels on the node: the virtual-kubelet ones, OS/arch, shared topology labels, configured extras. */
-export function forgeNodeLabels(ctx: NodeContext, state: MemberState): Record<string, string> {
+export function forgeNodeLabels(ctx: NodeContext, state: NodeState): Record<string, string> {
   return {
     [VIRTUAL_NODE_TYPE_LABEL]: VIRTUAL_NODE_TYPE,
     [ROLE_LABEL]: VIRTUAL_NODE_ROLE,
     'kubernetes.io/os': state.operatingSystem,
     'kubernetes.io/arch': state.architecture,
-    [HOSTNAME_LABEL]: ctx.member.nodeName,
+    [HOSTNAME_LABEL]: ctx.nodeName,
     'node.kubernetes.io/exclude-from-external-load-balancers': 'true',
-    [MEMBER_LABEL]: ctx.member.name,
+    [MEMBER_LABEL]: ctx.memberName,
     ...state.topologyLabels,
-    ...ctx.member.labels,
+    ...ctx.labels,
   };
 }
 
 /** Our taints: the virtual-node taint and the configured ones. */
 export function forgeNodeTaints(ctx: NodeContext): V1Taint[] {
-  return [virtualNodeTaint(), ...ctx.member.taints];
+  return [virtualNodeTaint(), ...ctx.taints];
 }
 
 const taintId = (t: V1Taint): string => `${t.key}:${t.effect}`;
@@ -74,8 +83,8 @@ function condition(type: string, ok: boolean, reason: string, message: string): 
   return { type, status: ok ? 'True' : 'False', reason, message };
 }
 
-export function forgeNodeConditions(ctx: NodeContext, state: MemberState): V1NodeCondition[] {
-  const name = ctx.member.name;
+export function forgeNodeConditions(ctx: NodeContext, state: NodeState): V1NodeCondition[] {
+  const name = ctx.memberName;
   let ready: V1NodeCondition;
   if (!state.reachable) {
     ready = condition('Ready', false, 'MemberUnreachable',
@@ -101,7 +110,7 @@ export function forgeNodeConditions(ctx: NodeContext, state: MemberState): V1Nod
  * The node status without timestamps. Capacity and allocatable keep their last known values while the
  * member does not answer, so a blip does not make the scheduler see an empty node.
  */
-export function forgeNodeStatus(ctx: NodeContext, state: MemberState): V1NodeStatus {
+export function forgeNodeStatus(ctx: NodeContext, state: NodeState): V1NodeStatus {
   const capacity = { ...state.capacity };
   const allocatable = { ...state.allocatable };
   capacity.pods ??= '0';
@@ -111,7 +120,7 @@ export function forgeNodeStatus(ctx: NodeContext, state: MemberState): V1NodeSta
     conditions: forgeNodeConditions(ctx, state),
     addresses: [
       { type: 'InternalIP', address: ctx.nodeIP },
-      { type: 'Hostname', address: ctx.member.nodeName },
+      { type: 'Hostname', address: ctx.nodeName },
     ],
     daemonEndpoints: { kubeletEndpoint: { Port: ctx.kubeletPort } },
     nodeInfo: {
@@ -119,9 +128,9 @@ export function forgeNodeStatus(ctx: NodeContext, state: MemberState): V1NodeSta
       operatingSystem: state.operatingSystem,
       kubeletVersion: KUBELET_VERSION,
       kubeProxyVersion: '',
-      containerRuntimeVersion: `clusterlet://${state.memberVersion ?? 'unknown'}`,
+      containerRuntimeVersion: `clusterlet://${state.backendVersion ?? 'unknown'}`,
       kernelVersion: '',
-      osImage: `member cluster ${ctx.member.name}`,
+      osImage: `member cluster ${ctx.memberName}`,
       bootID: '', machineID: '', systemUUID: '',
     },
   };
@@ -169,12 +178,12 @@ export function labelPatch(desired: Record<string, string>, current: Record<stri
 }
 
 /** A new node object as registered on the host. */
-export function forgeNewNode(ctx: NodeContext, state: MemberState, now: Date): V1Node {
+export function forgeNewNode(ctx: NodeContext, state: NodeState, now: Date): V1Node {
   const status = forgeNodeStatus(ctx, state);
   status.conditions = stampConditions(status.conditions ?? [], undefined, now);
   return {
     apiVersion: 'v1', kind: 'Node',
-    metadata: { name: ctx.member.nodeName, labels: forgeNodeLabels(ctx, state) },
+    metadata: { name: ctx.nodeName, labels: forgeNodeLabels(ctx, state) },
     spec: { taints: forgeNodeTaints(ctx) },
     status,
   };

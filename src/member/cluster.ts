@@ -1,5 +1,6 @@
 // One member cluster as clusterlet sees it: its API client, cluster-wide informers of its nodes and pods,
-// a liveness probe, and `state$`, the stream of what its virtual node should show.
+// a liveness probe, and `state$`, the stream of what its virtual node should show: the member is its virtual
+// node's NodeProvider.
 import {
   BehaviorSubject, auditTime, combineLatest, distinctUntilChanged, exhaustMap, filter, from, map, merge, of, scan,
   share, shareReplay, startWith, timer, type Observable, type Subscription, catchError,
@@ -15,7 +16,7 @@ import { toKubeError } from '../kube/errors.ts';
 
 import { aggregateCapacityFromRequests, nodeIsUsable, nodeSystemInfo, sharedTopologyLabels } from '../forge/capacity.ts';
 import { ownedBy, type Owner } from '../forge/owner.ts';
-import type { MemberState } from '../forge/node.ts';
+import type { NodeProvider, NodeState } from '../provider/node.ts';
 import type { Logger } from '../log.ts';
 import { metrics } from '../metrics.ts';
 
@@ -35,7 +36,7 @@ export interface MemberOptions {
   watchSilenceMs?: number;
 }
 
-export class MemberCluster {
+export class MemberCluster implements NodeProvider {
   readonly config: MemberConfig;
   readonly client: ClusterClient;
   /** The host's identity (the value of clusterlet.io/origin on what clusterlet creates here). */
@@ -48,8 +49,10 @@ export class MemberCluster {
   readonly delegates: DelegateIndex;
   /** Probe results, every `probeIntervalMs`, with the failure threshold applied; replays the latest. */
   readonly probe$: Observable<ProbeResult>;
+  /** The NodeProvider's ping: each probe result (the node's lease is renewed on the reachable ones). */
+  readonly ping$: Observable<ProbeResult>;
   /** What the virtual node should show; replays the latest, emits only on change. */
-  readonly state$: Observable<MemberState>;
+  readonly state$: Observable<NodeState>;
   #log: Logger;
   #opts: Required<MemberOptions>;
   #version = new BehaviorSubject<string | undefined>(undefined);
@@ -93,6 +96,7 @@ export class MemberCluster {
       filter((p): p is ProbeResult => p !== undefined),
       shareReplay({ bufferSize: 1, refCount: true }),
     );
+    this.ping$ = this.probe$;
     // Only this node's own delegates are its load; other nodes' and other hosts' delegates use the member like
     // any other workload.
     this.#usage = new PodRequests((key, err) => this.#log.warn({ pod: key, err: err.message }, 'pod requests unreadable; not counted'),
@@ -115,8 +119,8 @@ export class MemberCluster {
       capacity$.pipe(startWith(empty)),
       this.#version,
     ]).pipe(
-      map(([probe, cap, version]): MemberState => ({
-        reachable: probe.reachable, unreachableReason: probe.reason, memberVersion: version, ...cap,
+      map(([probe, cap, version]): NodeState => ({
+        reachable: probe.reachable, unreachableReason: probe.reason, backendVersion: version, ...cap,
       })),
       distinctUntilChanged((a, b) => JSON.stringify(a) === JSON.stringify(b)),
       shareReplay({ bufferSize: 1, refCount: true }),
@@ -149,7 +153,7 @@ export class MemberCluster {
     this.pods.stop();
   }
 
-  #computeCapacity(): Omit<MemberState, 'reachable' | 'unreachableReason' | 'memberVersion'> {
+  #computeCapacity(): Omit<NodeState, 'reachable' | 'unreachableReason' | 'backendVersion'> {
     const nodes = this.nodes.list();
     const usable = nodes.filter(nodeIsUsable);
     const agg = aggregateCapacityFromRequests(nodes, this.#usage.byNode);

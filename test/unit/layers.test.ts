@@ -11,16 +11,6 @@ import ts from 'typescript';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-/**
- * Imports that break the rule today and are being removed. The lead empties this list; it can only shrink:
- * an entry that no longer occurs fails the test too, so fixed imports cannot come back unnoticed.
- * Each entry is "importing file -> imported file", both from the repository root.
- */
-const KNOWN_VIOLATIONS: string[] = [
-  'src/forge/node.ts -> src/config.ts',
-  'src/host/node/controller.ts -> src/member/cluster.ts',
-];
-
 /** One relative import (or re-export): both ends as paths from the repository root, e.g. `src/host/identity.ts`. */
 interface Import { from: string; to: string }
 
@@ -63,15 +53,8 @@ function srcImports(): Import[] {
 describe('dependency rule of src/', () => {
   const found = violations(srcImports());
 
-  it('no import breaks the rule, apart from KNOWN_VIOLATIONS', () => {
-    const known = new Set(KNOWN_VIOLATIONS);
-    assert.deepEqual(found.filter((v) => !known.has(v)), [], 'imports that break the dependency rule (file -> target)');
-  });
-
-  it('every KNOWN_VIOLATIONS entry still occurs (the list only shrinks)', () => {
-    const current = new Set(found);
-    assert.deepEqual(KNOWN_VIOLATIONS.filter((v) => !current.has(v)), [],
-      'fixed: remove these from KNOWN_VIOLATIONS in test/unit/layers.test.ts');
+  it('no import crosses the seam: host/ and member/ meet only in provider/, manager.ts wires them', () => {
+    assert.deepEqual(found, [], 'imports that break the dependency rule (file -> target)');
   });
 });
 

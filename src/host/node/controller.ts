@@ -1,6 +1,6 @@
-// The host side of one virtual node: registers it, keeps its labels, taints and status in line with the
-// member (patches, only on change and at least once a minute), renews its lease every 10 s while the
-// member answers, and recreates the node if someone deletes it.
+// The host side of one virtual node: registers it, keeps its labels, taints and status in line with what its
+// NodeProvider reports (patches, only on change and at least once a minute), renews its lease on each ping
+// while the back end answers, and recreates the node if someone deletes it.
 import { interval, type Subscription } from 'rxjs';
 import type { V1Node } from '@kubernetes/client-node';
 import { PATCH, type ClusterClient } from '../../kube/client.ts';
@@ -10,9 +10,9 @@ import { toKubeError } from '../../kube/errors.ts';
 import { WorkQueue } from '../../util/workqueue.ts';
 import {
   forgeNewNode, forgeNodeLabels, forgeNodeStatus, forgeNodeTaints, labelPatch, mergeTaints, nodeStatusMatches,
-  stampConditions, type MemberState, type NodeContext,
+  stampConditions, type NodeContext,
 } from '../../forge/node.ts';
-import type { MemberCluster } from '../../member/cluster.ts';
+import type { NodeProvider, NodeState } from '../../provider/node.ts';
 import { MANAGED_LABELS_ANNOTATION } from '../../forge/keys.ts';
 import type { Logger } from '../../log.ts';
 
@@ -20,7 +20,7 @@ export const LEASE_NAMESPACE = 'kube-node-lease';
 export const LEASE_DURATION_SECONDS = 40;
 
 export interface NodeControllerOptions {
-  leaseRenewMs?: number;
+  /** The status is written at least this often, changed or not (its heartbeat times). */
   statusRefreshMs?: number;
   watchSilenceMs?: number;
 }
@@ -34,25 +34,24 @@ export function microTime(d: Date): string {
 }
 
 export class NodeController {
-  readonly ctx: NodeContext;
+  #ctx: NodeContext;
   #host: ClusterClient;
-  #member: MemberCluster;
+  #provider: NodeProvider;
   #log: Logger;
   #node: Informer<V1Node>;
   #queue: WorkQueue;
-  #state: MemberState | undefined;
+  #state: NodeState | undefined;
   #lastStatusWrite = 0;
   #subs: Subscription[] = [];
   #opts: Required<NodeControllerOptions>;
 
-  constructor(host: ClusterClient, ctx: NodeContext, member: MemberCluster, log: Logger, opts: NodeControllerOptions = {}) {
+  constructor(host: ClusterClient, ctx: NodeContext, provider: NodeProvider, log: Logger, opts: NodeControllerOptions = {}) {
     this.#host = host;
-    this.ctx = ctx;
-    this.#member = member;
+    this.#ctx = ctx;
+    this.#provider = provider;
     this.#log = log;
-    this.#opts = { leaseRenewMs: opts.leaseRenewMs ?? 10_000, statusRefreshMs: opts.statusRefreshMs ?? 60_000,
-      watchSilenceMs: opts.watchSilenceMs ?? 90_000 };
-    const name = ctx.member.nodeName;
+    this.#opts = { statusRefreshMs: opts.statusRefreshMs ?? 60_000, watchSilenceMs: opts.watchSilenceMs ?? 90_000 };
+    const name = ctx.nodeName;
     this.#node = new Informer(`node-${name}`, listWatch<V1Node>(host, {
       path: '/api/v1/nodes', model: 'V1Node', resource: 'nodes', fieldSelector: `metadata.name=${name}`,
       list: (p) => host.core.listNode(p),
@@ -60,7 +59,7 @@ export class NodeController {
     this.#queue = new WorkQueue({ name: `node-${name}`, workers: 1, log, maxDelayMs: 10_000 });
   }
 
-  get nodeName(): string { return this.ctx.member.nodeName; }
+  get nodeName(): string { return this.#ctx.nodeName; }
 
   /** The node as last seen on the host. */
   get node(): V1Node | undefined { return this.#node.get(this.nodeName); }
@@ -71,11 +70,11 @@ export class NodeController {
     // The first state may arrive before the node cache has synced; sync again once it has.
     void this.#node.waitSynced().then(() => this.#queue.add('node'));
     this.#subs.push(
-      this.#member.state$.subscribe((s) => { this.#state = s; this.#queue.add('node'); }),
+      this.#provider.state$.subscribe((s) => { this.#state = s; this.#queue.add('node'); }),
       // A node deleted by someone is recreated; a status overwritten by someone is set back.
       this.#node.events$.subscribe(() => this.#queue.add('node')),
       interval(this.#opts.statusRefreshMs).subscribe(() => this.#queue.add('node')),
-      this.#member.probe$.subscribe((p) => {
+      this.#provider.ping$.subscribe((p) => {
         if (p.reachable) void this.#renewLease().catch((err: unknown) =>
           this.#log.warn({ err: toKubeError(err).message }, 'lease renewal failed'));
       }),
@@ -94,7 +93,7 @@ export class NodeController {
     const now = new Date();
     const current = this.node;
     if (!current) {
-      const node = forgeNewNode(this.ctx, state, now);
+      const node = forgeNewNode(this.#ctx, state, now);
       node.metadata!.annotations = { [MANAGED_LABELS_ANNOTATION]: Object.keys(node.metadata!.labels ?? {}).sort().join(',') };
       try {
         const created = await this.#host.core.createNode({ body: node });
@@ -108,17 +107,19 @@ export class NodeController {
       return;
     }
     await this.#patchMeta(current, state);
-    const desired = forgeNodeStatus(this.ctx, state);
-    const due = Date.now() - this.#lastStatusWrite >= this.#opts.statusRefreshMs - 500;
+    const desired = forgeNodeStatus(this.#ctx, state);
+    // The refresh tick comes a little less than statusRefreshMs after the write it follows: a slack keeps it due.
+    const slack = Math.min(500, this.#opts.statusRefreshMs / 10);
+    const due = Date.now() - this.#lastStatusWrite >= this.#opts.statusRefreshMs - slack;
     if (!due && nodeStatusMatches(desired, current.status)) return;
     await this.#patchStatus(current, state, now);
   }
 
-  async #patchMeta(node: V1Node, state: MemberState): Promise<void> {
-    const labels = forgeNodeLabels(this.ctx, state);
+  async #patchMeta(node: V1Node, state: NodeState): Promise<void> {
+    const labels = forgeNodeLabels(this.#ctx, state);
     const managed = new Set((node.metadata?.annotations?.[MANAGED_LABELS_ANNOTATION] ?? '').split(',').filter(Boolean));
     const lp = labelPatch(labels, node.metadata?.labels, managed);
-    const taints = mergeTaints(node.spec?.taints, forgeNodeTaints(this.ctx));
+    const taints = mergeTaints(node.spec?.taints, forgeNodeTaints(this.#ctx));
     const managedValue = Object.keys(labels).sort().join(',');
     const annChanged = node.metadata?.annotations?.[MANAGED_LABELS_ANNOTATION] !== managedValue;
     if (!lp && !taints && !annChanged) return;
@@ -129,10 +130,10 @@ export class NodeController {
     await this.#host.core.patchNode({ name: this.nodeName, body }, strategic);
   }
 
-  async #patchStatus(node: V1Node, state: MemberState, now: Date): Promise<void> {
-    const status = forgeNodeStatus(this.ctx, state);
+  async #patchStatus(node: V1Node, state: NodeState, now: Date): Promise<void> {
+    const status = forgeNodeStatus(this.#ctx, state);
     status.conditions = stampConditions(status.conditions ?? [], node.status?.conditions, now);
-    // Resources the member no longer has are removed (null), not left behind by the merge.
+    // Resources the back end no longer has are removed (null), not left behind by the merge.
     const drop = (cur: Record<string, string> | undefined, want: Record<string, string> | undefined) =>
       Object.fromEntries(Object.keys(cur ?? {}).filter((k) => !(k in (want ?? {}))).map((k) => [k, null]));
     const body = {

@@ -1,11 +1,12 @@
-// Waiting in unit tests against fakes: for a condition (polled), or for queues to handle what is pending.
+// Waiting in unit tests against fakes: for a condition (polled, bounded: the test fails naming what it waited
+// for), or for queues to handle what is pending.
 import assert from 'node:assert/strict';
 
-export async function eventually(what: string, check: () => boolean, timeoutMs = 3000): Promise<void> {
+export async function eventually(what: string, check: () => boolean, timeoutMs = 5000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
     if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 2));
+    await new Promise((r) => setTimeout(r, 5));
   }
 }
 

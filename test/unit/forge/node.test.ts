@@ -1,7 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1NodeCondition, V1NodeStatus, V1Taint } from '@kubernetes/client-node';
-import type { MemberConfig } from '../../../src/config.ts';
 import {
   KUBELET_VERSION,
   forgeNewNode,
@@ -15,32 +14,23 @@ import {
   stampConditions,
   virtualNodeTaint,
 } from '../../../src/forge/node.ts';
-import type { MemberState, NodeContext } from '../../../src/forge/node.ts';
+import type { NodeContext, NodeState } from '../../../src/forge/node.ts';
 
 const T0 = new Date('2026-03-01T10:00:00Z');
 const T1 = new Date('2026-03-01T10:00:10Z');
 
-function member(o: Partial<MemberConfig> = {}): MemberConfig {
-  return {
-    name: 'm1', kubeconfig: '/x', nodeName: 'clusterlet-m1',
-    namespaceMapping: { template: '{namespace}', overrides: {} },
-    labels: {}, taints: [], qps: 10, burst: 20,
-    ...o,
-  };
+function context(o: Partial<NodeContext> = {}): NodeContext {
+  return { nodeName: 'clusterlet-m1', memberName: 'm1', labels: {}, taints: [], nodeIP: '10.0.0.7', kubeletPort: 10250, ...o };
 }
 
-function context(o: Partial<MemberConfig> = {}): NodeContext {
-  return { member: member(o), nodeIP: '10.0.0.7', kubeletPort: 10250 };
-}
-
-function state(o: Partial<MemberState> = {}): MemberState {
+function state(o: Partial<NodeState> = {}): NodeState {
   return {
     reachable: true, synced: true, readyNodes: 3,
     capacity: { cpu: '12', memory: '48Gi', pods: '330' },
     allocatable: { cpu: '10', memory: '40Gi', pods: '300' },
     topologyLabels: {},
     operatingSystem: 'linux', architecture: 'amd64',
-    memberVersion: 'v1.34.1',
+    backendVersion: 'v1.34.1',
     ...o,
   };
 }
@@ -68,7 +58,7 @@ describe('forgeNodeLabels', () => {
   });
 
   it('uses the configured node name for the hostname label and the member name for the member label', () => {
-    const labels = forgeNodeLabels(context({ name: 'eu-west', nodeName: 'vk-eu' }), state());
+    const labels = forgeNodeLabels(context({ memberName: 'eu-west', nodeName: 'vk-eu' }), state());
     assert.equal(labels['kubernetes.io/hostname'], 'vk-eu');
     assert.equal(labels['clusterlet.io/member'], 'eu-west');
   });
@@ -183,7 +173,7 @@ describe('forgeNodeConditions', () => {
   });
 
   it('is not Ready when the member has no Ready node', () => {
-    const r = ready(forgeNodeConditions(context({ name: 'eu1' }), state({ readyNodes: 0 })));
+    const r = ready(forgeNodeConditions(context({ memberName: 'eu1' }), state({ readyNodes: 0 })));
     assert.equal(r.status, 'False');
     assert.equal(r.reason, 'MemberHasNoReadyNode');
     assert.match(r.message ?? '', /\beu1\b/);
@@ -231,7 +221,7 @@ describe('forgeNodeStatus', () => {
   });
 
   it('publishes the node IP, hostname and kubelet port', () => {
-    const s = forgeNodeStatus({ ...context({ nodeName: 'vk-m1' }), nodeIP: '192.0.2.10', kubeletPort: 11250 }, state());
+    const s = forgeNodeStatus(context({ nodeName: 'vk-m1', nodeIP: '192.0.2.10', kubeletPort: 11250 }), state());
     assert.deepEqual(s.addresses, [
       { type: 'InternalIP', address: '192.0.2.10' },
       { type: 'Hostname', address: 'vk-m1' },
@@ -251,7 +241,7 @@ describe('forgeNodeStatus', () => {
   });
 
   it('names an unknown member version', () => {
-    const info = forgeNodeStatus(context(), state({ memberVersion: undefined })).nodeInfo;
+    const info = forgeNodeStatus(context(), state({ backendVersion: undefined })).nodeInfo;
     assert.equal(info?.containerRuntimeVersion, 'clusterlet://unknown');
   });
 });

@@ -7,6 +7,7 @@ import { PodController } from '../../../../src/host/pod/controller.ts';
 import { createLogger } from '../../../../src/log.ts';
 import { FakeHost } from '../../fakes/host.ts';
 import { FakeProvider, PodRejectedError } from '../../fakes/provider.ts';
+import { eventually } from '../../fakes/wait.ts';
 
 const NODE = 'clusterlet-eu';
 const NS = 'web';
@@ -26,13 +27,6 @@ const ready = (status: 'True' | 'False' = 'True'): V1PodStatus => ({
   containerStatuses: [{ name: 'app', image: 'a', imageID: '', ready: status === 'True', restartCount: 0, state: { running: {} } }],
 });
 
-async function eventually(what: string, check: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 let running: PodController[] = [];
 function start(host: FakeHost, provider: FakeProvider): PodController {

@@ -1,7 +1,7 @@
 // A member's API as the member pod provider calls it: namespaces and pods in a FakeObjects (an Informer of its pods
 // feeds the delegate index), member events in a FakeCollection whose LIST and WATCH the test drives by hand, every
 // pod delete asked for, and errors to inject into the next call of a core method. As the API does, a pod cannot be
-// created in a namespace that does not exist.
+// created in a namespace that does not exist. Every call is recorded by method name, failed or not.
 import type { CoreV1Event, V1DeleteOptions, V1Namespace, V1Pod } from '@kubernetes/client-node';
 import type { ClusterClient } from '../../../src/kube/client.ts';
 import { KubeError } from '../../../src/kube/errors.ts';
@@ -18,6 +18,8 @@ export class FakeMember {
   readonly objects = new FakeObjects();
   readonly events = new FakeCollection<CoreV1Event>('member');
   readonly deletes: PodDelete[] = [];
+  /** The core methods called, in order. */
+  readonly calls: string[] = [];
   #failures = new Map<string, Error[]>();
 
   /** The next call of core method `method` (e.g. "createNamespacedPod") fails with `err`, doing nothing. */
@@ -53,6 +55,7 @@ export class FakeMember {
 
   #guard<P, R>(method: string, call: (p: P) => Promise<R>): (p: P) => Promise<R> {
     return async (p) => {
+      this.calls.push(method);
       const err = this.#failures.get(method)?.shift();
       if (err) throw err;
       return call(p);

@@ -25,11 +25,15 @@ export interface MemberPodProviderOptions {
   eventReplayWindowMs?: number;
 }
 
+/** What the provider uses of its member cluster (narrowed so that unit tests can stand in for one). */
+export type ProviderMember = Pick<MemberCluster,
+  'client' | 'config' | 'hostName' | 'owner' | 'pods' | 'delegates' | 'probe$' | 'reachable'>;
+
 export class MemberPodProvider implements PodProvider {
   readonly podChanges$: Observable<PodChange>;
   readonly podEvents$: Observable<PodEvent>;
   readonly resync$: Observable<void>;
-  #member: MemberCluster;
+  #member: ProviderMember;
   #opts: Required<MemberPodProviderOptions>;
   #log: Logger;
   /** Member events (uid and resourceVersion) already passed on, so that a relist does not repeat them. */
@@ -39,7 +43,7 @@ export class MemberPodProvider implements PodProvider {
   #mirror: ObjectMirror;
   #subs: Subscription[] = [];
 
-  constructor(member: MemberCluster, mirror: ObjectMirror, log: Logger, opts: MemberPodProviderOptions) {
+  constructor(member: ProviderMember, mirror: ObjectMirror, log: Logger, opts: MemberPodProviderOptions) {
     this.#member = member;
     this.#mirror = mirror;
     this.#log = log;

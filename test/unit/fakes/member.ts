@@ -1,0 +1,64 @@
+// A member's API as the member pod provider calls it: namespaces and pods in a FakeObjects (an Informer of its pods
+// feeds the delegate index), member events in a FakeCollection whose LIST and WATCH the test drives by hand, every
+// pod delete asked for, and errors to inject into the next call of a core method. As the API does, a pod cannot be
+// created in a namespace that does not exist. Every call is recorded by method name, failed or not.
+import type { CoreV1Event, V1DeleteOptions, V1Namespace, V1Pod } from '@kubernetes/client-node';
+import type { ClusterClient } from '../../../src/kube/client.ts';
+import { KubeError } from '../../../src/kube/errors.ts';
+import type { ListParams } from '../../../src/kube/listwatch.ts';
+import { FakeObjects } from './objects.ts';
+import { FakeCollection } from './listwatch.ts';
+
+/** A pod delete as asked for: the query's grace period and the body (its grace period and UID precondition). */
+export interface PodDelete { namespace: string; name: string; gracePeriodSeconds?: number; body?: V1DeleteOptions }
+
+type PodRef = { namespace: string; name: string };
+
+export class FakeMember {
+  readonly objects = new FakeObjects();
+  readonly events = new FakeCollection<CoreV1Event>('member');
+  readonly deletes: PodDelete[] = [];
+  /** The core methods called, in order. */
+  readonly calls: string[] = [];
+  #failures = new Map<string, Error[]>();
+
+  /** The next call of core method `method` (e.g. "createNamespacedPod") fails with `err`, doing nothing. */
+  failNext(method: string, err: Error): void {
+    this.#failures.set(method, [...this.#failures.get(method) ?? [], err]);
+  }
+
+  client(): ClusterClient {
+    const o = this.objects;
+    const core = {
+      createNamespace: this.#guard('createNamespace', ({ body }: { body: V1Namespace }) => o.create('Namespace', '', body)),
+      listNamespace: this.#guard('listNamespace', async ({ fieldSelector }: { fieldSelector?: string }) => {
+        const name = /^metadata\.name=(.*)$/.exec(fieldSelector ?? '')?.[1];
+        const ns = name === undefined ? undefined : o.get<V1Namespace>('Namespace', '', name);
+        return { items: ns ? [ns] : [] };
+      }),
+      createNamespacedPod: this.#guard('createNamespacedPod', async ({ namespace, body }: PodRef & { body: V1Pod }) => {
+        if (!o.get('Namespace', '', namespace)) throw new KubeError('NotFound', 404, 'NotFound', `namespaces "${namespace}" not found`);
+        return o.create('Pod', namespace, body);
+      }),
+      readNamespacedPod: this.#guard('readNamespacedPod', ({ namespace, name }: PodRef) => o.read<V1Pod>('Pod', namespace, name)),
+      replaceNamespacedPod: this.#guard('replaceNamespacedPod',
+        ({ namespace, name, body }: PodRef & { body: V1Pod }) => o.replace('Pod', namespace, name, body)),
+      deleteNamespacedPod: this.#guard('deleteNamespacedPod', async (d: PodDelete) => {
+        this.deletes.push(structuredClone(d));
+        await o.delete('Pod', d.namespace, d.name, d.body?.preconditions?.uid);
+        return {};
+      }),
+      listEventForAllNamespaces: this.#guard('listEventForAllNamespaces', (p: ListParams) => this.events.spec().list(p)),
+    };
+    return { name: 'member', core, watch: this.events.client().watch } as unknown as ClusterClient;
+  }
+
+  #guard<P, R>(method: string, call: (p: P) => Promise<R>): (p: P) => Promise<R> {
+    return async (p) => {
+      this.calls.push(method);
+      const err = this.#failures.get(method)?.shift();
+      if (err) throw err;
+      return call(p);
+    };
+  }
+}

@@ -1,0 +1,353 @@
+// The member pod provider against a fake member and host: it creates the member namespace and the delegate (what the
+// pod refers to copied first), refuses what cannot work with the reason the proxy shows, deletes and updates the
+// delegate, reports it in host coordinates, maps member events onto proxies once each, and asks for a resync when
+// the member answers again.
+import { describe, it, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import { Subject } from 'rxjs';
+import type { CoreV1Event, V1Namespace, V1Pod, V1PodSpec } from '@kubernetes/client-node';
+import { MemberPodProvider, type MemberPodProviderOptions, type ProviderMember } from '../../../src/member/provider.ts';
+import type { ProbeResult } from '../../../src/member/cluster.ts';
+import { DelegateIndex } from '../../../src/member/delegates.ts';
+import { ObjectMirror } from '../../../src/member/reflection/mirror.ts';
+import { HostObjects } from '../../../src/member/reflection/hostcache.ts';
+import { checkMemberNamespace, type MemberConfig } from '../../../src/config.ts';
+import { forgeDelegatePod } from '../../../src/forge/pod.ts';
+import { KubeError } from '../../../src/kube/errors.ts';
+import { PodRejectedError } from '../../../src/provider/errors.ts';
+import type { PodChange, PodEvent } from '../../../src/provider/pod.ts';
+import { createLogger } from '../../../src/log.ts';
+import { FakeObjects, labelled } from '../fakes/objects.ts';
+import { FakeMember } from '../fakes/member.ts';
+
+const HOST = 'host-1';
+const NODE = 'vnode-a';
+const HOST_IP = '10.1.2.3';
+const log = createLogger('silent');
+
+const config: MemberConfig = {
+  name: 'm1', nodeName: NODE, labels: { zone: 'z1' }, taints: [], qps: 50, burst: 100,
+  namespaceMapping: { template: 'h-{namespace}', overrides: { legacy: 'shared', other: 'shared', bad: 'Not_A_Label' } },
+};
+
+const proxy = (name: string, spec: Partial<V1PodSpec> = {}, namespace = 'shop'): V1Pod => ({
+  metadata: { namespace, name, uid: `uid-${name}` },
+  spec: { containers: [{ name: 'app', image: 'app:1' }], ...spec },
+});
+
+/** What the provider should create for `p` in member namespace `memberNamespace`. */
+const forged = (p: V1Pod, memberNamespace = 'h-shop', restarts?: Record<string, number>): V1Pod =>
+  forgeDelegatePod(p, { originCluster: HOST, nodeName: NODE, nodeLabels: config.labels, memberNamespace, restarts });
+
+const stops: (() => void)[] = [];
+afterEach(() => { for (const s of stops.splice(0).reverse()) s(); });
+
+/** A member and a host, and the provider of virtual node NODE over them; the member answers (`reachable`). */
+function world(opts: Partial<MemberPodProviderOptions> = {}) {
+  const member = new FakeMember();
+  const host = new FakeObjects();
+  const owner = { host: HOST, node: NODE };
+  const pods = member.objects.informer<V1Pod>('Pod');
+  const delegates = new DelegateIndex(pods, owner);
+  const caches = {
+    configMaps: new HostObjects('host-cm', host.watch('ConfigMap'), (ns, name) => host.read('ConfigMap', ns, name)),
+    secrets: new HostObjects('host-secrets', host.watch('Secret'), (ns, name) => host.read('Secret', ns, name)),
+  };
+  const origin = labelled(`clusterlet.io/origin=${HOST}`);
+  const mirror = new ObjectMirror({ pods, owner, config }, {
+    ConfigMap: member.objects.target('ConfigMap', origin), Secret: member.objects.target('Secret', origin),
+    ServiceAccount: member.objects.target('ServiceAccount', origin),
+  }, caches, log);
+  const probe$ = new Subject<ProbeResult>();
+  const cluster: ProviderMember = { client: member.client(), config, hostName: HOST, owner, pods, delegates, probe$, reachable: true };
+  const provider = new MemberPodProvider(cluster, mirror, log, { nodeName: NODE, hostIP: HOST_IP, ...opts });
+  const changes: PodChange[] = [];
+  provider.podChanges$.subscribe((c) => changes.push(c));
+  caches.configMaps.start();
+  caches.secrets.start();
+  delegates.start();
+  pods.start();
+  mirror.start();
+  provider.start();
+  stops.push(() => {
+    provider.stop(); mirror.stop(); delegates.stop(); pods.stop(); caches.configMaps.stop(); caches.secrets.stop();
+  });
+  const memberPod = (namespace: string, name: string): V1Pod | undefined => member.objects.get<V1Pod>('Pod', namespace, name);
+  return { member, host, provider, probe$, changes, memberPod };
+}
+
+describe('MemberPodProvider.createPod', () => {
+  it('creates the member namespace once, then the delegate in the mapped namespace', async () => {
+    const { member, provider, memberPod } = world();
+    const web = proxy('web', { nodeSelector: { zone: 'z1', disk: 'ssd' } });
+    assert.deepEqual(await provider.createPod(web, { restarts: { app: 2 } }), []);
+    const ns = member.objects.get<V1Namespace>('Namespace', '', 'h-shop');
+    assert.deepEqual(ns?.metadata?.labels, { 'clusterlet.io/origin': HOST, 'clusterlet.io/node': NODE });
+    assert.deepEqual(ns?.metadata?.annotations, { 'clusterlet.io/proxy-namespace': 'shop' });
+    const d = memberPod('h-shop', 'web');
+    const want = forged(web, 'h-shop', { app: 2 });
+    assert.deepEqual([d?.metadata?.labels, d?.metadata?.annotations, d?.spec], [want.metadata?.labels, want.metadata?.annotations, want.spec]);
+    assert.equal(d?.metadata?.labels?.['clusterlet.io/proxy-uid'], 'uid-web');
+    assert.deepEqual(d?.spec?.nodeSelector, { disk: 'ssd' }, 'what selected the virtual node (its labels) is not asked of the member');
+    await provider.createPod(proxy('api'));
+    assert.deepEqual(member.calls.filter((c) => c.endsWith('Namespace')), ['createNamespace'], 'the namespace is known to exist');
+    assert.deepEqual(provider.listPodKeys().sort(), ['shop/api', 'shop/web']);
+    assert.equal(provider.podCount(), 2);
+  });
+
+  it('uses a member namespace of the member\'s own (or another host\'s) that is there already', async () => {
+    const { member, provider, memberPod } = world();
+    member.objects.put('Namespace', { metadata: { name: 'h-shop' } });
+    member.objects.put('Namespace', { metadata: { name: 'shared', labels: { 'clusterlet.io/origin': 'host-2' },
+      annotations: { 'clusterlet.io/proxy-namespace': 'legacy' } } });
+    await provider.createPod(proxy('web'));
+    await provider.createPod(proxy('api', {}, 'other'));
+    assert.ok(memberPod('h-shop', 'web'));
+    assert.ok(memberPod('shared', 'api'));
+    assert.deepEqual(member.objects.writes('create', 'Namespace'), []);
+  });
+
+  it('rejects for good a pod whose host namespace maps to a member namespace that cannot exist', async () => {
+    const { member, provider } = world();
+    const long = 'n'.repeat(62);
+    for (const [namespace, reason] of [['bad', 'InvalidNamespace'], [long, 'NamespaceTooLong']]) {
+      const { error } = checkMemberNamespace(config.namespaceMapping, namespace);
+      await assert.rejects(provider.createPod(proxy('web', {}, namespace)),
+        { name: 'PodRejectedError', reason, message: error, retry: false });
+    }
+    assert.deepEqual(member.objects.writes(), []);
+  });
+
+  it('rejects for good a pod whose member namespace holds another host namespace', async () => {
+    const { member, provider, memberPod } = world();
+    await provider.createPod(proxy('first', {}, 'legacy'));
+    assert.equal(member.objects.get<V1Namespace>('Namespace', '', 'shared')?.metadata?.annotations?.['clusterlet.io/proxy-namespace'], 'legacy');
+    await assert.rejects(provider.createPod(proxy('second', {}, 'other')), {
+      name: 'PodRejectedError', reason: 'MemberNamespaceConflict', retry: false,
+      message: 'host namespace "other" maps to member namespace "shared" (namespace mapping of member m1), which already '
+        + 'holds host namespace "legacy": two host namespaces cannot share one',
+    });
+    assert.equal(memberPod('shared', 'second'), undefined);
+  });
+
+  it('after a restart, learns from the member which host namespace a member namespace of its host holds', async () => {
+    const { member, provider, memberPod } = world();
+    member.objects.put('Namespace', { metadata: { name: 'shared', labels: { 'clusterlet.io/origin': HOST },
+      annotations: { 'clusterlet.io/proxy-namespace': 'legacy' } } });
+    await assert.rejects(provider.createPod(proxy('second', {}, 'other')), { reason: 'MemberNamespaceConflict', retry: false });
+    await provider.createPod(proxy('first', {}, 'legacy'));
+    assert.ok(memberPod('shared', 'first'));
+  });
+
+  it('a pod of that name that clusterlet did not create is a DelegateConflict, and left untouched', async () => {
+    const { member, provider, memberPod } = world();
+    member.objects.put('Namespace', { metadata: { name: 'h-shop' } });
+    member.objects.put('Pod', { metadata: { namespace: 'h-shop', name: 'web', labels: { team: 'member' } }, spec: { containers: [] } });
+    await assert.rejects(provider.createPod(proxy('web')), {
+      name: 'PodRejectedError', reason: 'DelegateConflict',
+      message: 'member m1 already has a pod h-shop/web that clusterlet did not create; it is left untouched',
+    });
+    assert.deepEqual(memberPod('h-shop', 'web')?.metadata?.labels, { team: 'member' });
+    assert.deepEqual(member.objects.writes('create', 'Pod').concat(member.objects.writes('replace'), member.objects.writes('delete')), []);
+  });
+
+  it('a delegate of its own already there (this proxy\'s or an earlier one\'s) is no error', async () => {
+    const { member, provider } = world();
+    member.objects.put('Namespace', { metadata: { name: 'h-shop' } });
+    member.objects.put('Pod', forged(proxy('web')));
+    assert.deepEqual(await provider.createPod(proxy('web')), []);
+    member.objects.put('Pod', forged({ ...proxy('api'), metadata: { ...proxy('api').metadata, uid: 'uid-earlier' } }));
+    assert.deepEqual(await provider.createPod(proxy('api')), []);
+    assert.deepEqual(member.objects.writes('create', 'Pod'), []);
+  });
+
+  it('the member refusing the delegate (Forbidden, Invalid, BadRequest) rejects the pod with the member\'s reason', async () => {
+    const { member, provider, memberPod } = world();
+    const refusals = [
+      new KubeError('Forbidden', 403, 'Forbidden', 'pods "web" is forbidden: exceeded quota: pods'),
+      new KubeError('Invalid', 422, 'Invalid', 'Pod "web" is invalid: spec.containers[0].image: Required value'),
+      new KubeError('BadRequest', 400, '', 'the body is not a pod'),
+    ];
+    for (const err of refusals) {
+      member.failNext('createNamespacedPod', err);
+      await assert.rejects(provider.createPod(proxy('web')),
+        { name: 'PodRejectedError', reason: err.reason || err.kind, message: err.message, retry: true });
+    }
+    member.failNext('createNamespacedPod', new KubeError('Unavailable', 503, 'ServiceUnavailable', 'etcd is away'));
+    await assert.rejects(provider.createPod(proxy('web')), (err: unknown) =>
+      !(err instanceof PodRejectedError) && (err as KubeError).kind === 'Unavailable', 'a failure of the member is no rejection');
+    assert.equal(memberPod('h-shop', 'web'), undefined);
+  });
+
+  it('a missing mandatory ConfigMap rejects the pod as rejection() says; it is woken when the ConfigMap appears', async () => {
+    const { host, member, provider, changes, memberPod } = world();
+    const web = proxy('web', { volumes: [{ name: 'c', configMap: { name: 'cfg' } }] });
+    await assert.rejects(provider.createPod(web), {
+      name: 'PodRejectedError', reason: 'MissingConfigMap', retry: true,
+      message: 'configmap "cfg" not found in namespace shop; the pod starts once it exists',
+    });
+    assert.equal(memberPod('h-shop', 'web'), undefined);
+    host.put('ConfigMap', { metadata: { namespace: 'shop', name: 'cfg' }, data: { v: '1' } });
+    assert.deepEqual(changes, [{ key: 'shop/web', lifecycle: true }]);
+    await provider.createPod(web);
+    assert.ok(memberPod('h-shop', 'web'));
+    assert.deepEqual(member.objects.get('ConfigMap', 'h-shop', 'cfg')?.metadata?.labels,
+      { 'clusterlet.io/origin': HOST, 'clusterlet.io/node': NODE }, 'copied before the delegate');
+  });
+
+  it('makes the member namespace again when it went away under the provider', async () => {
+    const { member, provider, memberPod } = world();
+    await provider.createPod(proxy('web'));
+    member.objects.drop('Namespace', '', 'h-shop');
+    await assert.rejects(provider.createPod(proxy('api')), { name: 'KubeError', kind: 'NotFound' });
+    await provider.createPod(proxy('api'));
+    assert.ok(memberPod('h-shop', 'api'));
+    assert.equal(member.objects.writes('create', 'Namespace').length, 2);
+  });
+});
+
+describe('MemberPodProvider: delete, update, read', () => {
+  it('deletes the delegate with its UID as precondition and the grace period; one gone already is no error', async () => {
+    const { member, provider, memberPod } = world();
+    await provider.createPod(proxy('web'));
+    const uid = memberPod('h-shop', 'web')?.metadata?.uid;
+    await provider.deletePod('shop', 'web', 7);
+    assert.deepEqual(member.deletes, [{ namespace: 'h-shop', name: 'web', gracePeriodSeconds: 7,
+      body: { gracePeriodSeconds: 7, preconditions: { uid } } }]);
+    assert.equal(memberPod('h-shop', 'web'), undefined);
+    await provider.deletePod('shop', 'web', 7);
+    assert.equal(member.deletes.length, 1, 'no delegate: nothing to ask');
+    await provider.createPod(proxy('api'));
+    member.failNext('deleteNamespacedPod', new KubeError('NotFound', 404, 'NotFound', 'pods "api" not found'));
+    await provider.deletePod('shop', 'api', 0);
+    member.failNext('deleteNamespacedPod', new KubeError('Conflict', 409, 'Conflict', 'Precondition failed: UID in precondition'));
+    await provider.deletePod('shop', 'api', 0);
+    member.failNext('deleteNamespacedPod', new KubeError('Forbidden', 403, 'Forbidden', 'pods "api" is forbidden'));
+    await assert.rejects(provider.deletePod('shop', 'api', 0), { kind: 'Forbidden' });
+  });
+
+  it('replaces the delegate only when the proxy\'s mutable fields differ from it, and never a terminating one', async () => {
+    const { member, provider, memberPod } = world();
+    await provider.createPod(proxy('web'));
+    await provider.updatePod(proxy('web'));
+    assert.deepEqual(member.objects.writes('replace'), []);
+    const newer = proxy('web', { containers: [{ name: 'app', image: 'app:2' }] });
+    await provider.updatePod(newer);
+    assert.equal(memberPod('h-shop', 'web')?.spec?.containers[0].image, 'app:2');
+    await provider.updatePod(newer);
+    assert.equal(member.objects.writes('replace').length, 1);
+    const d = memberPod('h-shop', 'web')!;
+    member.objects.put('Pod', { ...d, metadata: { ...d.metadata, deletionTimestamp: new Date() } });
+    await provider.updatePod(proxy('web', { containers: [{ name: 'app', image: 'app:3' }] }));
+    await provider.updatePod(proxy('api'));
+    assert.equal(member.objects.writes('replace').length, 1);
+  });
+
+  it('reports the delegate and its status in host coordinates, with the virtual node\'s hostIP', async () => {
+    const { member, provider, changes, memberPod } = world();
+    await provider.createPod(proxy('web'));
+    const d = memberPod('h-shop', 'web')!;
+    member.objects.put('Pod', { ...d, spec: { ...d.spec!, nodeName: 'worker-1' }, status: {
+      phase: 'Running', hostIP: '192.168.0.9', podIP: '10.244.0.5', podIPs: [{ ip: '10.244.0.5' }],
+      conditions: [{ type: 'DisruptionTarget', status: 'True', reason: 'EvictionByEvictionAPI' }],
+    } });
+    assert.deepEqual(provider.getPod('shop', 'web'), { proxyUID: 'uid-web', terminating: false, phase: 'Running',
+      reason: undefined, message: undefined, disruption: 'EvictionByEvictionAPI' });
+    const status = provider.getPodStatus('shop', 'web');
+    assert.deepEqual([status?.phase, status?.hostIP, status?.hostIPs, status?.podIP],
+      ['Running', HOST_IP, [{ ip: HOST_IP }], '10.244.0.5']);
+    assert.deepEqual(changes, [{ key: 'shop/web', lifecycle: true }, { key: 'shop/web', lifecycle: false }]);
+    assert.equal(provider.getPod('h-shop', 'web'), undefined, 'member coordinates are not host keys');
+    assert.equal(provider.getPodStatus('shop', 'api'), undefined);
+    const now = memberPod('h-shop', 'web')!;
+    member.objects.put('Pod', { ...now, metadata: { ...now.metadata, deletionTimestamp: new Date() } });
+    assert.equal(provider.getPod('shop', 'web')?.terminating, true);
+  });
+});
+
+describe('MemberPodProvider.podEvents$', () => {
+  /** A member event about pod `pod` of member namespace h-shop, last seen `agoMs` ago. */
+  const event = (uid: string, resourceVersion: string, pod: { name: string; uid?: string }, agoMs = 1000, count = 1): CoreV1Event => ({
+    metadata: { namespace: 'h-shop', name: `${pod.name}.${uid}`, uid, resourceVersion },
+    involvedObject: { kind: 'Pod', namespace: 'h-shop', name: pod.name, uid: pod.uid },
+    type: 'Warning', reason: 'BackOff', message: 'Back-off restarting failed container', count,
+    firstTimestamp: new Date(Date.now() - agoMs - 5000), lastTimestamp: new Date(Date.now() - agoMs),
+    source: { component: 'kubelet', host: 'worker-1' },
+  });
+
+  /** A world with the delegate of proxy shop/web, and the events its provider passes on (subscribed now). */
+  async function watching(before: (web: { name: string; uid?: string }) => CoreV1Event[] = () => []) {
+    const w = world({ eventReplayWindowMs: 60_000 });
+    await w.provider.createPod(proxy('web'));
+    const web = { name: 'web', uid: w.memberPod('h-shop', 'web')?.metadata?.uid };
+    w.member.events.items = before(web);
+    const seen: PodEvent[] = [];
+    const sub = w.provider.podEvents$.subscribe((e) => seen.push(e));
+    stops.push(() => sub.unsubscribe());
+    const watch = await w.member.events.watch(1);
+    return { ...w, web, seen, watch };
+  }
+
+  it('maps an event about a delegate onto its proxy', async () => {
+    const { member, web, seen, watch } = await watching();
+    assert.equal(member.events.lists[0].fieldSelector, 'involvedObject.kind=Pod');
+    const e = event('ev-1', '10', web);
+    watch.send('ADDED', e);
+    assert.deepEqual(seen, [{ namespace: 'shop', name: 'web', id: 'ev-1', event: {
+      type: 'Warning', reason: 'BackOff', message: 'Back-off restarting failed container', count: 1,
+      firstTimestamp: e.firstTimestamp, lastTimestamp: e.lastTimestamp, source: { component: 'kubelet', host: 'worker-1' },
+    } }]);
+  });
+
+  it('passes each version of an event once, a relist repeating none of them', async () => {
+    const { member, web, seen, watch } = await watching((web) => [event('listed', '5', web)]);
+    watch.send('ADDED', event('ev-1', '10', web));
+    watch.send('MODIFIED', event('ev-1', '10', web));
+    watch.send('MODIFIED', event('ev-1', '11', web, 0, 2));
+    watch.send('DELETED', event('ev-1', '12', web, 0, 2));
+    member.events.items = [event('listed', '5', web), event('ev-1', '11', web, 0, 2), event('ev-2', '13', web)];
+    watch.send('ERROR', { code: 410, message: 'too old resource version' });
+    await member.events.watch(2);
+    assert.deepEqual(seen.map((e) => [e.id, e.event.count]), [['listed', 1], ['ev-1', 1], ['ev-1', 2], ['ev-2', 1]]);
+  });
+
+  it('drops events about pods that are not delegates, and about an earlier pod of the delegate\'s name', async () => {
+    const { seen, watch } = await watching();
+    watch.send('ADDED', event('theirs', '10', { name: 'theirs' }));
+    watch.send('ADDED', event('earlier', '11', { name: 'web', uid: 'uid-of-an-earlier-delegate' }));
+    assert.deepEqual(seen, []);
+  });
+
+  it('on the first list, passes on only the events of the replay window', async () => {
+    const { seen } = await watching((web) => [event('old', '5', web, 10 * 60_000), event('recent', '6', web, 1000)]);
+    assert.deepEqual(seen.map((e) => e.id), ['recent']);
+  });
+
+  it('maps an event that comes after its delegate is gone', async () => {
+    const { member, web, seen, watch } = await watching();
+    member.objects.drop('Pod', 'h-shop', 'web');
+    watch.send('ADDED', event('late', '10', web));
+    assert.deepEqual(seen.map((e) => [e.namespace, e.name, e.id]), [['shop', 'web', 'late']]);
+  });
+});
+
+describe('MemberPodProvider.resync$', () => {
+  it('asks for a resync when the member answers: at its first answer and after an outage, not on every probe', () => {
+    const { provider, probe$ } = world();
+    let resyncs = 0;
+    provider.resync$.subscribe(() => resyncs++);
+    const probe = (reachable: boolean): void => probe$.next({ reachable, at: Date.now(), failures: reachable ? 0 : 3 });
+    probe(false);
+    assert.equal(resyncs, 0, 'not before the member ever answered');
+    probe(true);
+    assert.equal(resyncs, 1);
+    probe(true);
+    probe(true);
+    assert.equal(resyncs, 1);
+    probe(false);
+    probe(false);
+    probe(true);
+    probe(true);
+    assert.equal(resyncs, 2);
+  });
+});

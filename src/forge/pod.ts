@@ -28,6 +28,7 @@ import {
   VIRTUAL_NODE_TYPE,
   VIRTUAL_NODE_TYPE_LABEL,
 } from './keys.ts';
+import { nonEmpty } from './objects.ts';
 
 export interface DelegateContext {
   /** Name of the host cluster, the value of our origin label. */
@@ -321,20 +322,9 @@ export function isScheduled(pod: V1Pod): boolean {
   return Boolean(pod.spec?.nodeName);
 }
 
-export function wholeSeconds(date: Date): Date {
-  return new Date(Math.floor(date.getTime() / 1000) * 1000);
-}
-
-export function nonEmpty<T>(items: T[] | undefined): T[] | undefined {
-  return items && items.length > 0 ? items : undefined;
-}
-
 // Sets `field`, or removes it when there is no value, so that forged objects carry no `undefined` keys.
 function setOrDelete<T extends object, K extends keyof T>(target: T, field: K, value: T[K] | undefined): void {
   if (value === undefined) delete target[field];
   else target[field] = value;
 }
 
-export function compact<T extends object>(value: T): T {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
-}

@@ -3,7 +3,8 @@
 // deciding what to write, is the host's (host/pod/status.ts). See docs/ARCHITECTURE.md.
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { RESTARTS_ANNOTATION } from './keys.ts';
-import { compact, isScheduled, isTerminal, nonEmpty } from './pod.ts';
+import { isScheduled, isTerminal } from './pod.ts';
+import { compact, nonEmpty } from './objects.ts';
 
 // Conditions the member's kubelet and scheduler set on the delegate; they replace the proxy's.
 export const DELEGATE_CONDITIONS = new Set([

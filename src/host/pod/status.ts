@@ -4,7 +4,8 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { V1Container, V1ContainerStatus, V1Pod, V1PodCondition, V1PodReadinessGate, V1PodStatus } from '@kubernetes/client-node';
 import { OFFLOADED_CONDITION } from '../../forge/keys.ts';
-import { compact, isTerminal, nonEmpty, wholeSeconds } from '../../forge/pod.ts';
+import { isTerminal } from '../../forge/pod.ts';
+import { compact, nonEmpty, wholeSeconds } from '../../forge/objects.ts';
 import { DELEGATE_CONDITIONS, HOST_SHARED_CONDITIONS } from '../../forge/status.ts';
 import type { ProviderPod } from '../../provider/pod.ts';
 

@@ -1,0 +1,13 @@
+// Small shape helpers the forge functions share (no undefined keys, no empty lists, API-precision times). Pure.
+
+export function compact<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}
+
+export function nonEmpty<T>(items: T[] | undefined): T[] | undefined {
+  return items && items.length > 0 ? items : undefined;
+}
+
+export function wholeSeconds(date: Date): Date {
+  return new Date(Math.floor(date.getTime() / 1000) * 1000);
+}

@@ -16,7 +16,7 @@ const HOST = 'host-1';
 const NS = 'shop';
 /** The member namespace of NS: the mapping is not the identity, so a copy in the host's namespace would show. */
 const MNS = 'm1-shop';
-const log = createLogger(process.env.TEST_LOG ?? 'silent');
+const log = createLogger('silent');
 
 const stops: (() => void)[] = [];
 afterEach(() => { for (const s of stops.splice(0).reverse()) s(); });

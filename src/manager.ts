@@ -12,6 +12,9 @@ import { MemberRuntime } from './member/runtime/runtime.ts';
 import { hostObjects } from './member/reflection/hostcache.ts';
 import { ObjectMirror, mirrorTargets, type HostCaches } from './member/reflection/mirror.ts';
 import { ExportConsent, ExportReflector, exportSides, namespaceInformer } from './member/reflection/export.ts';
+import { ServiceReflector, hostServiceWarnings, hostServices, serviceTarget } from './member/reflection/services.ts';
+import type { Informer } from './kube/informer.ts';
+import type { V1Service } from '@kubernetes/client-node';
 import { hostClusterID } from './host/identity.ts';
 import { adoptLegacyObjects } from './member/adopt.ts';
 import { retryWithBackoff } from './util/backoff.ts';
@@ -32,6 +35,8 @@ export interface MemberParts {
   provider?: MemberPodProvider;
   mirror?: ObjectMirror;
   exporter?: ExportReflector;
+  /** Host Services that select the node's delegates, reflected into the member. */
+  services?: ServiceReflector;
   pods?: PodController;
   /** Logs, exec, attach, port-forward and stats of the node's pods, for the kubelet API. */
   runtime?: MemberRuntime;
@@ -52,6 +57,8 @@ export class Manager implements NodeDirectory {
   readonly hostCaches: HostCaches;
   /** Which host namespaces accept exports: one namespace watch shared by every member's ExportReflector. */
   readonly exportConsent: ExportConsent;
+  /** Every host Service, one watch shared by every member's ServiceReflector. */
+  readonly hostServices: Informer<V1Service>;
   #stopped = false;
   /** The host's identity on member objects: --host-name, or its cluster ID once read. */
   #hostName: string | undefined;
@@ -71,6 +78,7 @@ export class Manager implements NodeDirectory {
       secrets: hostObjects(h, 'Secret', { fieldSelector: 'type!=kubernetes.io/service-account-token' }, log),
     };
     this.exportConsent = new ExportConsent(namespaceInformer(h, 'host-namespaces', undefined, log), config.exportNamespaces);
+    this.hostServices = hostServices(h, log);
   }
 
   /** The host's identity (clusterlet.io/origin) once known. */
@@ -79,6 +87,7 @@ export class Manager implements NodeDirectory {
   start(): void {
     this.hostCaches.configMaps.start();
     this.hostCaches.secrets.start();
+    this.hostServices.start();
     void (async () => {
       this.#hostName = this.config.hostName ?? await hostClusterID(this.host, this.#log, () => this.#stopped);
       this.#log.info({ hostName: this.#hostName, configured: this.config.hostName !== undefined }, 'host identity');
@@ -103,6 +112,8 @@ export class Manager implements NodeDirectory {
       }, m.cluster, log, { watchSilenceMs: silence, ...this.#opts.node });
       m.mirror = new ObjectMirror(m.cluster, mirrorTargets(m.cluster, log), this.hostCaches, log);
       m.exporter = new ExportReflector(m.config.name, exportSides(m.cluster, this.host, log), this.exportConsent, log);
+      m.services = new ServiceReflector(m.cluster, serviceTarget(m.cluster, log), this.hostServices,
+        hostServiceWarnings(this.host, m.config.nodeName), log);
       m.provider = new MemberPodProvider(m.cluster, m.mirror, log, { nodeName: m.config.nodeName, hostIP: this.config.nodeIP });
       m.pods = new PodController(this.host, m.provider, log, {
         nodeName: m.config.nodeName, member: m.config.name, workers: this.config.podSyncWorkers, watchSilenceMs: silence,
@@ -124,6 +135,7 @@ export class Manager implements NodeDirectory {
       m.cluster.start();
       m.mirror.start();
       m.exporter.start();
+      m.services.start();
       m.provider.start();
       m.pods.start();
       log.info({ node: m.config.nodeName }, 'member started');
@@ -161,12 +173,14 @@ export class Manager implements NodeDirectory {
     for (const t of this.#retryTimers) clearTimeout(t);
     this.hostCaches.configMaps.stop();
     this.hostCaches.secrets.stop();
+    this.hostServices.stop();
     this.exportConsent.stop();
     for (const m of this.members) {
       m.credentials?.stop();
       m.pods?.stop();
       m.provider?.stop();
       m.exporter?.stop();
+      m.services?.stop();
       m.mirror?.stop();
       m.node?.stop();
       m.cluster?.stop();

@@ -53,6 +53,15 @@ export const metrics = {
     name: 'clusterlet_crashes_total', help: 'Unhandled rejections and uncaught exceptions, each logged before exit 1, by kind.',
     labelNames: ['kind'] as const, registers: [registry],
   }),
+  objectsReflected: new Gauge({
+    name: 'clusterlet_objects_reflected',
+    help: 'Objects a reflector keeps written, by member, kind and direction (to-member: copies of host objects; to-host: exports).',
+    labelNames: ['member', 'kind', 'direction'] as const, registers: [registry],
+  }),
+  reflectionErrors: new Counter({
+    name: 'clusterlet_reflection_errors_total', help: 'Reflection syncs that failed (each is retried), by member, kind and direction.',
+    labelNames: ['member', 'kind', 'direction'] as const, registers: [registry],
+  }),
   memberReady: new Gauge({
     name: 'clusterlet_member_ready', help: '1 when the member answers and has a Ready node.',
     labelNames: ['member'] as const, registers: [registry],

@@ -60,7 +60,8 @@ export interface MirrorContext {
   hostNamespace: string;
 }
 
-function mirroredMeta(host: V1ObjectMeta | undefined, ctx: MirrorContext): V1ObjectMeta {
+/** The metadata of a host object's copy in the member: its labels and annotations, owned, naming its host namespace. */
+export function mirroredMeta(host: V1ObjectMeta | undefined, ctx: MirrorContext): V1ObjectMeta {
   return {
     name: host?.name,
     namespace: ctx.memberNamespace,
@@ -99,7 +100,8 @@ export function forgeServiceAccount(name: string, ctx: MirrorContext): V1Service
   return { apiVersion: 'v1', kind: 'ServiceAccount', metadata: mirroredMeta({ name }, ctx) };
 }
 
-const sortedJSON = (v: unknown): string => JSON.stringify(v, (_k, val: unknown) =>
+/** JSON with object keys sorted: equal for equal content whatever the key order. */
+export const sortedJSON = (v: unknown): string => JSON.stringify(v, (_k, val: unknown) =>
   val && typeof val === 'object' && !Array.isArray(val)
     ? Object.fromEntries(Object.entries(val as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b)))
     : val);

@@ -155,6 +155,7 @@ describe('manifests/host', { skip }, () => {
       'core/pods': ['delete', 'list', 'watch'],
       'core/pods/status': ['patch'],
       'core/secrets': ['create', 'delete', 'get', 'list', 'update', 'watch'],
+      'core/services': ['list', 'watch'],
       'kube-node-lease:coordination.k8s.io/leases': ['create', 'patch'],
     });
   });
@@ -178,6 +179,7 @@ describe('manifests/member', { skip }, () => {
       'core/pods/portforward': ['create', 'get'],
       'core/secrets': ['create', 'delete', 'get', 'list', 'update', 'watch'],
       'core/serviceaccounts': ['create', 'delete', 'list', 'update', 'watch'],
+      'core/services': ['create', 'delete', 'get', 'list', 'update', 'watch'],
       'metrics.k8s.io/pods': ['list'],
     });
   });

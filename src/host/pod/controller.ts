@@ -3,12 +3,12 @@
 //   proxy marked for deletion → provider pod deleted with the same grace period → proxy removed (grace 0).
 // It talks to the back end only through the PodProvider interface.
 import { interval, mergeMap, type Subscription } from 'rxjs';
-import { createHash } from 'node:crypto';
 import type { V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
 import { PATCH, type ClusterClient } from '../../kube/client.ts';
 import { Informer, splitKey } from '../../kube/informer.ts';
 import { listWatch } from '../../kube/listwatch.ts';
 import { ignoreGone, toKubeError } from '../../kube/errors.ts';
+import { writeEvent, writeOwnEvent, type EventSubject } from '../../kube/events.ts';
 import { WorkQueue } from '../../util/workqueue.ts';
 import { isDaemonSetPod, isTerminal } from '../../forge/pod.ts';
 import { restartsAfterLoss } from '../../forge/status.ts';
@@ -37,7 +37,6 @@ export interface PodControllerOptions {
 }
 
 const strategic = { contentType: PATCH.strategic };
-const merge = { contentType: PATCH.merge };
 
 export class PodController {
   readonly pods: Informer<V1Pod>;
@@ -317,11 +316,9 @@ export class PodController {
   }
 
   /** Records an event on the proxy; repeated ones (same reason) bump the count of one event object. */
-  async #event(proxy: V1Pod, type: string, reason: string, message: string, id = reason): Promise<void> {
-    await this.#writeEvent(proxy.metadata!.namespace!, proxy.metadata!.name!, proxy.metadata!.uid!, id, {
-      type, reason, message, count: 1, firstTimestamp: new Date(), lastTimestamp: new Date(),
-      source: { component: 'clusterlet', host: this.#opts.nodeName },
-    }, true);
+  async #event(proxy: V1Pod, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
+    await writeOwnEvent(this.#host, proxyRef(proxy.metadata!.namespace!, proxy.metadata!.name!, proxy.metadata!.uid!),
+      this.#opts.nodeName, { type, reason, message });
   }
 
   async #mirrorEvent(e: PodEvent): Promise<void> {
@@ -329,33 +326,15 @@ export class PodController {
     if (!proxy) return;
     const source = { component: `${e.event.source?.component ?? 'member'} (member ${this.#opts.member})`, host: this.#opts.nodeName };
     try {
-      await this.#writeEvent(e.namespace, e.name, proxy.metadata!.uid!, e.id, { ...e.event, source }, false);
+      await writeEvent(this.#host, proxyRef(e.namespace, e.name, proxy.metadata!.uid!), e.id, { ...e.event, source },
+        { bump: false, instance: this.#opts.nodeName });
     } catch (err) {
       this.#log.warn({ namespace: e.namespace, pod: e.name, err: toKubeError(err).message }, 'could not mirror a member event');
     }
   }
-
-  async #writeEvent(namespace: string, podName: string, podUID: string, id: string,
-    ev: PodEvent['event'], bump: boolean): Promise<void> {
-    const name = `${podName}.${createHash('sha256').update(`${podUID}/${id}`).digest('hex').slice(0, 16)}`;
-    try {
-      await this.#host.core.createNamespacedEvent({ namespace, body: {
-        metadata: { name, namespace },
-        involvedObject: { apiVersion: 'v1', kind: 'Pod', namespace, name: podName, uid: podUID },
-        ...ev, reportingComponent: 'clusterlet', reportingInstance: this.#opts.nodeName,
-      } });
-    } catch (err) {
-      const k = toKubeError(err);
-      if (k.kind !== 'AlreadyExists') throw k;
-      const cur = await this.#host.core.readNamespacedEvent({ namespace, name });
-      const count = bump ? (cur.count ?? 1) + 1 : ev.count ?? cur.count;
-      if (!bump && count === cur.count && ev.message === cur.message) return;
-      await this.#host.core.patchNamespacedEvent({ namespace, name, body: {
-        count, message: ev.message, lastTimestamp: ev.lastTimestamp ?? new Date(),
-      } }, merge);
-    }
-  }
 }
+
+const proxyRef = (namespace: string, name: string, uid: string): EventSubject => ({ apiVersion: 'v1', kind: 'Pod', namespace, name, uid });
 
 /** Whether only the status (and resourceVersion) of a pod changed between two versions. */
 function onlyStatusChanged(a: V1Pod, b: V1Pod): boolean {

@@ -112,7 +112,7 @@ export class ExportReflector {
     const copies = { ours: (o: Exported) => o.metadata?.labels?.[MEMBER_LABEL] === member, matches: mirrorMatches };
     const reflector = (kind: Kind): Reflector<Exported> => new Reflector<Exported>({
       name: `export-${kind.toLowerCase()}-${member}`, workers: 2, target: sides.targets[kind] as Target<Exported>, update: copies,
-      sync: (key) => this.#sync(kind, key), log,
+      sync: (key) => this.#sync(kind, key), log, metrics: { member, kind, direction: 'to-host', counts: () => true },
     });
     this.#reflectors = { ConfigMap: reflector('ConfigMap'), Secret: reflector('Secret') };
   }

@@ -117,6 +117,7 @@ export class ObjectMirror {
     const sync = (key: string): Promise<void> => this.#sync(key);
     const reflector = <K extends RefKind>(kind: K, update?: UpdateRule<ObjectOf<K>>): Reflector<ObjectOf<K>> => new Reflector({
       name: `mirror-${kind.toLowerCase()}-${member.config.name}`, workers: 4, target: targets[kind], update, sync, log,
+      metrics: { member: member.config.name, kind, direction: 'to-member', counts: (o) => this.#mine(o) },
     });
     // A copy of this host's (whichever of its nodes made it) follows the host object; any other is not touched.
     const copies: UpdateRule<V1ConfigMap | V1Secret> = { ours: (o) => fromHost(o.metadata, member.owner.host), matches: mirrorMatches };

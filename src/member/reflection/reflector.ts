@@ -3,16 +3,17 @@
 // with workers. What an object should be, where it goes and when it goes are a policy's (the host → member mirror,
 // the member → host exporter): the policy handles each queued key and writes through `apply` and `remove`.
 // A new kind is one entry of KINDS (and its object type in KindObjects).
-import type { Observable } from 'rxjs';
-import type { KubernetesObject, V1ConfigMap, V1Secret, V1ServiceAccount } from '@kubernetes/client-node';
+import type { Observable, Subscription } from 'rxjs';
+import type { KubernetesObject, V1ConfigMap, V1Secret, V1Service, V1ServiceAccount } from '@kubernetes/client-node';
 import type { ClusterClient } from '../../kube/client.ts';
 import { Informer } from '../../kube/informer.ts';
 import { listWatch, type ListPage, type ListParams, type ListWatchEvent } from '../../kube/listwatch.ts';
 import { ignoreGone, ignoreNotFound, toKubeError } from '../../kube/errors.ts';
-import { WorkQueue } from '../../util/workqueue.ts';
+import { WorkQueue, type HandlerResult } from '../../util/workqueue.ts';
+import { metrics } from '../../metrics.ts';
 import type { Logger } from '../../log.ts';
 
-interface KindObjects { ConfigMap: V1ConfigMap; Secret: V1Secret; ServiceAccount: V1ServiceAccount }
+interface KindObjects { ConfigMap: V1ConfigMap; Secret: V1Secret; ServiceAccount: V1ServiceAccount; Service: V1Service }
 export type Kind = keyof KindObjects;
 export type ObjectOf<K extends Kind> = KindObjects[K];
 
@@ -58,6 +59,14 @@ export const KINDS: { [K in Kind]: KindApi<KindObjects[K]> } = {
     replace: (c, namespace, name, body) => c.core.replaceNamespacedServiceAccount({ namespace, name, body }),
     remove: (c, namespace, name, uid) => c.core.deleteNamespacedServiceAccount({ namespace, name, body: precondition(uid) }),
   },
+  Service: {
+    path: '/api/v1/services', model: 'V1Service', resource: 'services',
+    list: (c, p) => c.core.listServiceForAllNamespaces(p),
+    read: (c, namespace, name) => c.core.readNamespacedService({ namespace, name }),
+    create: (c, namespace, body) => c.core.createNamespacedService({ namespace, body }),
+    replace: (c, namespace, name, body) => c.core.replaceNamespacedService({ namespace, name, body }),
+    remove: (c, namespace, name, uid) => c.core.deleteNamespacedService({ namespace, name, body: precondition(uid) }),
+  },
 };
 
 export interface Selectors { labelSelector?: string; fieldSelector?: string }
@@ -101,6 +110,17 @@ export interface UpdateRule<T> {
   ours(obj: T): boolean;
   /** Whether an existing object already is as desired. */
   matches(desired: T, actual: T): boolean;
+  /** Whether an existing object can only become `desired` by being deleted and created again (immutable fields). */
+  recreate?(desired: T, actual: T): boolean;
+}
+
+/** What a reflector's metrics say it is: `counts` tells which objects of its store it keeps written. */
+export interface ReflectorMetrics<T> {
+  member: string;
+  kind: string;
+  /** to-member: copies of host objects; to-host: member objects exported. */
+  direction: 'to-member' | 'to-host';
+  counts(obj: T): boolean;
 }
 
 export interface ReflectorOptions<T extends KubernetesObject> {
@@ -110,8 +130,10 @@ export interface ReflectorOptions<T extends KubernetesObject> {
   target: Target<T>;
   /** Without one, an existing object of the name will do as it is: only its existence matters. */
   update?: UpdateRule<T>;
-  /** The policy's handling of one key; a failure is retried with backoff. */
-  sync(key: string): Promise<void>;
+  /** The policy's handling of one key; a failure is retried with backoff (and counted), a result may ask for a requeue. */
+  sync(key: string): Promise<HandlerResult | void>;
+  /** Objects reflected (a gauge) and failed syncs (a counter), under these labels. */
+  metrics?: ReflectorMetrics<T>;
   log: Logger;
 }
 
@@ -122,14 +144,19 @@ export class Reflector<T extends KubernetesObject> {
   readonly store: Informer<T>;
   #target: Target<T>;
   #update: UpdateRule<T> | undefined;
-  #sync: (key: string) => Promise<void>;
+  #sync: (key: string) => Promise<HandlerResult | void>;
   #queue: WorkQueue;
+  #metrics: ReflectorMetrics<T> | undefined;
+  /** Keys of the store's objects that `metrics.counts`. */
+  #counted = new Set<string>();
+  #sub: Subscription | undefined;
 
   constructor(opts: ReflectorOptions<T>) {
     this.store = opts.target.store;
     this.#target = opts.target;
     this.#update = opts.update;
     this.#sync = opts.sync;
+    this.#metrics = opts.metrics;
     this.#queue = new WorkQueue({ name: opts.name, workers: opts.workers, log: opts.log, maxDelayMs: 30_000 });
   }
 
@@ -137,13 +164,34 @@ export class Reflector<T extends KubernetesObject> {
   waitSynced(): Promise<void> { return this.store.waitSynced(); }
 
   start(): void {
+    const m = this.#metrics;
+    if (m) {
+      const labels = { member: m.member, kind: m.kind, direction: m.direction };
+      metrics.objectsReflected.set(labels, 0);
+      this.#sub = this.store.events$.subscribe((ev) => {
+        if (ev.type !== 'DELETED' && m.counts(ev.object)) this.#counted.add(ev.key);
+        else this.#counted.delete(ev.key);
+        metrics.objectsReflected.set(labels, this.#counted.size);
+      });
+    }
     this.store.start();
-    this.#queue.start((key) => this.#sync(key));
+    this.#queue.start(async (key) => {
+      try {
+        return await this.#sync(key);
+      } catch (err) {
+        if (m) metrics.reflectionErrors.inc({ member: m.member, kind: m.kind, direction: m.direction });
+        throw err;
+      }
+    });
   }
 
   stop(): void {
     this.#queue.shutdown();
+    this.#sub?.unsubscribe();
     this.store.stop();
+    const m = this.#metrics;
+    this.#counted.clear();
+    if (m) metrics.objectsReflected.remove({ member: m.member, kind: m.kind, direction: m.direction });
   }
 
   /** Has the policy handle `key` (once, however often it is added before it runs). */
@@ -168,16 +216,24 @@ export class Reflector<T extends KubernetesObject> {
     if (!this.#update.ours(existing)) return 'conflict';
     const desired = forge(existing);
     if (this.#update.matches(desired, existing)) return 'unchanged';
+    if (this.#update.recreate?.(desired, existing)) {
+      await this.#recreate(namespace, existing, desired);
+      return 'updated';
+    }
     try {
       await this.#target.replace(namespace, name,
         { ...desired, metadata: { ...desired.metadata, resourceVersion: existing.metadata?.resourceVersion } });
     } catch (err) {
       // An immutable object cannot change: replace it.
       if (toKubeError(err).kind !== 'Invalid') throw toKubeError(err);
-      await this.remove(existing);
-      await this.#target.create(namespace, desired);
+      await this.#recreate(namespace, existing, desired);
     }
     return 'updated';
+  }
+
+  async #recreate(namespace: string, existing: T, desired: T): Promise<void> {
+    await this.remove(existing);
+    await this.#target.create(namespace, desired);
   }
 
   /** Deletes this very object (by UID): gone already, or replaced by a newer one of the name, is fine. */

@@ -3,10 +3,11 @@
 import { describe, it, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1ConfigMap } from '@kubernetes/client-node';
-import { Reflector, type UpdateRule } from '../../../../src/member/reflection/reflector.ts';
+import { Reflector, type ReflectorMetrics, type UpdateRule } from '../../../../src/member/reflection/reflector.ts';
 import { createLogger } from '../../../../src/log.ts';
+import { metrics } from '../../../../src/metrics.ts';
 import { FakeObjects, labelled } from '../../fakes/objects.ts';
-import { eventually } from '../../fakes/wait.ts';
+import { eventually, settle } from '../../fakes/wait.ts';
 
 const OURS = { 'example.io/by': 'me' };
 const cm = (name: string, data: Record<string, string>, labels: Record<string, string> = OURS, immutable?: boolean): V1ConfigMap =>
@@ -19,11 +20,11 @@ const rule: UpdateRule<V1ConfigMap> = {
 let running: Reflector<V1ConfigMap>[] = [];
 afterEach(() => { for (const r of running.splice(0)) r.stop(); });
 
-function setup(opts: { update?: UpdateRule<V1ConfigMap>; sync?: (key: string) => Promise<void> } = {}) {
+function setup(opts: { update?: UpdateRule<V1ConfigMap>; sync?: (key: string) => Promise<void>; metrics?: ReflectorMetrics<V1ConfigMap> } = {}) {
   const api = new FakeObjects();
   const r = new Reflector<V1ConfigMap>({
     name: 'test', workers: 2, target: api.target('ConfigMap', labelled('example.io/by=me')), log: createLogger('silent'),
-    update: 'update' in opts ? opts.update : rule, sync: opts.sync ?? (async () => undefined),
+    update: 'update' in opts ? opts.update : rule, sync: opts.sync ?? (async () => undefined), metrics: opts.metrics,
   });
   r.start();
   running.push(r);
@@ -82,6 +83,21 @@ describe('Reflector.apply', () => {
   });
 });
 
+describe('Reflector.apply, recreating', () => {
+  it('deletes and creates again an object its rule says cannot become the desired one by an update', async () => {
+    const { api, r } = setup({ update: { ...rule, recreate: (d, a) => d.data?.kind !== a.data?.kind } });
+    await r.apply('ns', 'a', () => cm('a', { kind: 'x', v: '1' }));
+    const before = api.get<V1ConfigMap>('ConfigMap', 'ns', 'a')!.metadata!.uid;
+    assert.equal(await r.apply('ns', 'a', () => cm('a', { kind: 'x', v: '2' })), 'updated');
+    assert.equal(api.get<V1ConfigMap>('ConfigMap', 'ns', 'a')!.metadata!.uid, before, 'updated in place');
+    assert.equal(await r.apply('ns', 'a', () => cm('a', { kind: 'y', v: '2' })), 'updated');
+    const after = api.get<V1ConfigMap>('ConfigMap', 'ns', 'a')!;
+    assert.deepEqual(after.data, { kind: 'y', v: '2' });
+    assert.notEqual(after.metadata!.uid, before, 'a new object');
+    assert.deepEqual(api.writes().map((w) => w.verb), ['create', 'replace', 'delete', 'create']);
+  });
+});
+
 describe('Reflector.remove', () => {
   it('deletes that very object: a newer one of the same name stays', async () => {
     const { api, r } = setup();
@@ -105,5 +121,34 @@ describe('Reflector queue', () => {
     r.add('ns/b');
     await eventually('both run', () => runs.length === 2);
     assert.deepEqual(runs.sort(), ['ns/a', 'ns/b']);
+  });
+});
+
+describe('Reflector metrics', () => {
+  const labels = { member: 'm-test', kind: 'ConfigMap', direction: 'to-member' } as const;
+  const gauge = async (): Promise<number | undefined> => (await metrics.objectsReflected.get()).values
+    .find((v) => v.labels.member === labels.member && v.labels.kind === labels.kind)?.value;
+  const errors = async (): Promise<number> => (await metrics.reflectionErrors.get()).values
+    .find((v) => v.labels.member === labels.member && v.labels.kind === labels.kind)?.value ?? 0;
+
+  it('counts the objects it keeps written (those its metrics count), and its failed syncs', async () => {
+    let fail = true;
+    const { api, r } = setup({
+      metrics: { ...labels, counts: (o) => o.metadata?.name !== 'not-counted' },
+      sync: async () => { if (fail) { fail = false; throw new Error('boom'); } },
+    });
+    const errorsBefore = await errors();
+    await r.apply('ns', 'a', () => cm('a', { v: '1' }));
+    await r.apply('ns', 'b', () => cm('b', { v: '1' }));
+    await r.apply('ns', 'not-counted', () => cm('not-counted', { v: '1' }));
+    assert.equal(await gauge(), 2);
+    api.drop('ConfigMap', 'ns', 'a');
+    assert.equal(await gauge(), 1);
+    r.add('ns/x');
+    await eventually('the sync run', () => fail === false);
+    await settle();
+    assert.equal(await errors(), errorsBefore + 1);
+    r.stop();
+    assert.equal(await gauge(), undefined, 'a stopped reflector reports nothing');
   });
 });

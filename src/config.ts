@@ -74,6 +74,8 @@ export interface Config {
    * (--export-namespaces, else the file's exportNamespaces). Empty: only annotated namespaces.
    */
   exportNamespaces: string[];
+  /** Copy the host's EndpointSlices of reflected Services into the member (--reflect-host-endpoints, else the file's). */
+  reflectHostEndpoints: boolean;
 }
 
 export const HELP = `clusterlet — a virtual kubelet that makes each member cluster one node of the host cluster.
@@ -104,6 +106,12 @@ Export (member → host):
   --export-namespaces A,B    host namespaces that accept member objects labelled clusterlet.io/export=true,
                              besides those annotated clusterlet.io/accept-exports: "true" (default: none;
                              overrides the config file's exportNamespaces)
+
+Services (host → member):
+  --reflect-host-endpoints   also copy the host-side endpoints of reflected Services into the member, as
+                             EndpointSlices managed by clusterlet (needs a pod network routable between the
+                             clusters and the extra RBAC of manifests/*/rbac-host-endpoints.yaml; default off;
+                             the config file's reflectHostEndpoints: true does the same)
 
 Node and process:
   --node-ip IP               InternalIP of the virtual node(s) (default: $POD_IP, else 127.0.0.1)
@@ -151,6 +159,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
         'member-kubeconfig': { type: 'string' }, 'member-name': { type: 'string' }, nodename: { type: 'string' },
         'member-qps': { type: 'string' }, 'member-burst': { type: 'string' },
         'provider-config': { type: 'string' }, 'export-namespaces': { type: 'string' },
+        'reflect-host-endpoints': { type: 'boolean' },
         'node-ip': { type: 'string' }, 'kubelet-port': { type: 'string' }, 'health-port': { type: 'string' },
         'serving-cert': { type: 'string' }, 'tls-cert-file': { type: 'string' }, 'tls-key-file': { type: 'string' },
         'client-ca-file': { type: 'string' }, 'authentication-mode': { type: 'string' },
@@ -214,6 +223,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     kind: 'run',
     config: {
       hostKubeconfig, hostName, members, nodeIP, logLevel, exportNamespaces, ...kubeletApi,
+      reflectHostEndpoints: values['reflect-host-endpoints'] === true || fileSettings.reflectHostEndpoints === true,
       podSyncWorkers: int('--pod-sync-workers', str('pod-sync-workers'), fileSettings.podSyncWorkers ?? 10, 1),
       kubeletPort: int('--kubelet-port', str('kubelet-port'), 10250, 1, 65535),
       healthPort: int('--health-port', str('health-port'), 10255, 0, 65535),
@@ -275,7 +285,7 @@ function int(field: string, raw: string | number | undefined, def: number, min: 
   return n;
 }
 
-interface FileSettings { hostName?: string; podSyncWorkers?: number; exportNamespaces?: string[] }
+interface FileSettings { hostName?: string; podSyncWorkers?: number; exportNamespaces?: string[]; reflectHostEndpoints?: boolean }
 
 /** Namespace names, each a DNS-1123 label; duplicates dropped. */
 function namespaceList(field: string, v: unknown, file?: string): string[] {
@@ -303,7 +313,7 @@ function stringMap(field: string, v: unknown, file: string): Record<string, stri
 const MEMBER_KEYS = ['name', 'kubeconfig', 'kubeconfigSecret', 'nodeName', 'namespaceMapping', 'labels', 'taints', 'qps', 'burst',
   'kubeletPort'];
 
-/** Reads the provider config file: `hostName`, `podSyncWorkers`, `exportNamespaces` and `members`. */
+/** Reads the provider config file: `hostName`, `podSyncWorkers`, `exportNamespaces`, `reflectHostEndpoints` and `members`. */
 export function loadProviderConfig(file: string, defaults: { qps: number; burst: number }):
   { members: MemberConfig[]; settings: FileSettings } {
   requireFile('--provider-config', file);
@@ -315,14 +325,18 @@ export function loadProviderConfig(file: string, defaults: { qps: number; burst:
   }
   if (!isObj(doc)) throw new ConfigError('(root)', 'must be a map with a "members" list', file);
   for (const k of Object.keys(doc)) {
-    if (!['hostName', 'podSyncWorkers', 'exportNamespaces', 'members'].includes(k)) throw new ConfigError(k, 'unknown field', file);
+    if (!['hostName', 'podSyncWorkers', 'exportNamespaces', 'reflectHostEndpoints', 'members'].includes(k)) throw new ConfigError(k, 'unknown field', file);
   }
   if (doc.hostName !== undefined && typeof doc.hostName !== 'string') throw new ConfigError('hostName', 'must be a string', file);
+  if (doc.reflectHostEndpoints !== undefined && typeof doc.reflectHostEndpoints !== 'boolean') {
+    throw new ConfigError('reflectHostEndpoints', 'must be true or false', file);
+  }
   const settings: FileSettings = {
     hostName: doc.hostName as string | undefined,
     podSyncWorkers: doc.podSyncWorkers === undefined ? undefined
       : int('podSyncWorkers', doc.podSyncWorkers as number, 10, 1, 1000, file),
     exportNamespaces: doc.exportNamespaces === undefined ? undefined : namespaceList('exportNamespaces', doc.exportNamespaces, file),
+    reflectHostEndpoints: doc.reflectHostEndpoints as boolean | undefined,
   };
   if (!Array.isArray(doc.members) || doc.members.length === 0) {
     throw new ConfigError('members', 'must be a non-empty list', file);

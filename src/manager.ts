@@ -12,9 +12,11 @@ import { MemberRuntime } from './member/runtime/runtime.ts';
 import { hostObjects } from './member/reflection/hostcache.ts';
 import { ObjectMirror, mirrorTargets, type HostCaches } from './member/reflection/mirror.ts';
 import { ExportConsent, ExportReflector, exportSides, namespaceInformer } from './member/reflection/export.ts';
-import { ServiceReflector, hostServiceWarnings, hostServices, serviceTarget } from './member/reflection/services.ts';
+import {
+  ServiceReflector, endpointSliceTarget, hostEndpointSlices, hostServiceWarnings, hostServices, serviceTarget,
+} from './member/reflection/services.ts';
 import type { Informer } from './kube/informer.ts';
-import type { V1Service } from '@kubernetes/client-node';
+import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
 import { hostClusterID } from './host/identity.ts';
 import { adoptLegacyObjects } from './member/adopt.ts';
 import { retryWithBackoff } from './util/backoff.ts';
@@ -59,6 +61,8 @@ export class Manager implements NodeDirectory {
   readonly exportConsent: ExportConsent;
   /** Every host Service, one watch shared by every member's ServiceReflector. */
   readonly hostServices: Informer<V1Service>;
+  /** Every host EndpointSlice of a Service, shared likewise; only with --reflect-host-endpoints. */
+  readonly hostEndpointSlices: Informer<V1EndpointSlice> | undefined;
   #stopped = false;
   /** The host's identity on member objects: --host-name, or its cluster ID once read. */
   #hostName: string | undefined;
@@ -79,6 +83,7 @@ export class Manager implements NodeDirectory {
     };
     this.exportConsent = new ExportConsent(namespaceInformer(h, 'host-namespaces', undefined, log), config.exportNamespaces);
     this.hostServices = hostServices(h, log);
+    this.hostEndpointSlices = config.reflectHostEndpoints ? hostEndpointSlices(h, log) : undefined;
   }
 
   /** The host's identity (clusterlet.io/origin) once known. */
@@ -88,6 +93,7 @@ export class Manager implements NodeDirectory {
     this.hostCaches.configMaps.start();
     this.hostCaches.secrets.start();
     this.hostServices.start();
+    this.hostEndpointSlices?.start();
     void (async () => {
       this.#hostName = this.config.hostName ?? await hostClusterID(this.host, this.#log, () => this.#stopped);
       this.#log.info({ hostName: this.#hostName, configured: this.config.hostName !== undefined }, 'host identity');
@@ -113,7 +119,8 @@ export class Manager implements NodeDirectory {
       m.mirror = new ObjectMirror(m.cluster, mirrorTargets(m.cluster, log), this.hostCaches, log);
       m.exporter = new ExportReflector(m.config.name, exportSides(m.cluster, this.host, log), this.exportConsent, log);
       m.services = new ServiceReflector(m.cluster, serviceTarget(m.cluster, log), this.hostServices,
-        hostServiceWarnings(this.host, m.config.nodeName), log);
+        hostServiceWarnings(this.host, m.config.nodeName), log,
+        { endpoints: this.hostEndpointSlices && { hostSlices: this.hostEndpointSlices, copies: endpointSliceTarget(m.cluster, log) } });
       m.provider = new MemberPodProvider(m.cluster, m.mirror, log, { nodeName: m.config.nodeName, hostIP: this.config.nodeIP });
       m.pods = new PodController(this.host, m.provider, log, {
         nodeName: m.config.nodeName, member: m.config.name, workers: this.config.podSyncWorkers, watchSilenceMs: silence,
@@ -174,6 +181,7 @@ export class Manager implements NodeDirectory {
     this.hostCaches.configMaps.stop();
     this.hostCaches.secrets.stop();
     this.hostServices.stop();
+    this.hostEndpointSlices?.stop();
     this.exportConsent.stop();
     for (const m of this.members) {
       m.credentials?.stop();

@@ -159,6 +159,13 @@ describe('manifests/host', { skip }, () => {
       'kube-node-lease:coordination.k8s.io/leases': ['create', 'patch'],
     });
   });
+
+  it('--reflect-host-endpoints: its extra RBAC, outside the kustomization, reads the host\'s EndpointSlices only', () => {
+    const extra = loadAllYaml(readFileSync(join(ROOT, 'manifests/host/rbac-host-endpoints.yaml'), 'utf8')) as KubernetesObject[];
+    assertLeastPrivilegeShape([...extra, one(objs, 'ServiceAccount')]);
+    assert.deepEqual(permissions(extra), { 'discovery.k8s.io/endpointslices': ['list', 'watch'] });
+    assert.ok(!objs.some((o) => o.metadata?.name === 'clusterlet-host-endpoints'), 'off by default: not in the kustomization');
+  });
 });
 
 describe('manifests/member', { skip }, () => {
@@ -182,6 +189,13 @@ describe('manifests/member', { skip }, () => {
       'core/services': ['create', 'delete', 'get', 'list', 'update', 'watch'],
       'metrics.k8s.io/pods': ['list'],
     });
+  });
+
+  it('--reflect-host-endpoints: its extra RBAC, outside the kustomization, writes EndpointSlices', () => {
+    const extra = loadAllYaml(readFileSync(join(ROOT, 'manifests/member/rbac-host-endpoints.yaml'), 'utf8')) as KubernetesObject[];
+    assertLeastPrivilegeShape([...extra, one(objs, 'ServiceAccount')]);
+    assert.deepEqual(permissions(extra), { 'discovery.k8s.io/endpointslices': ['create', 'delete', 'get', 'list', 'update', 'watch'] });
+    assert.ok(!objs.some((o) => o.metadata?.name === 'clusterlet-member-host-endpoints'), 'off by default: not in the kustomization');
   });
 
   it('a long-lived token Secret for the ServiceAccount, which mint-kubeconfig.sh reads', () => {

@@ -4,8 +4,8 @@
 // the member → host exporter): the policy handles each queued key and writes through `apply` and `remove`.
 // A new kind is one entry of KINDS (and its object type in KindObjects).
 import type { Observable, Subscription } from 'rxjs';
-import type { KubernetesObject, V1ConfigMap, V1Secret, V1Service, V1ServiceAccount } from '@kubernetes/client-node';
-import type { ClusterClient } from '../../kube/client.ts';
+import type { KubernetesObject, V1ConfigMap, V1EndpointSlice, V1Secret, V1Service, V1ServiceAccount } from '@kubernetes/client-node';
+import { queryOf, type ClusterClient } from '../../kube/client.ts';
 import { Informer } from '../../kube/informer.ts';
 import { listWatch, type ListPage, type ListParams, type ListWatchEvent } from '../../kube/listwatch.ts';
 import { ignoreGone, ignoreNotFound, toKubeError } from '../../kube/errors.ts';
@@ -13,7 +13,9 @@ import { WorkQueue, type HandlerResult } from '../../util/workqueue.ts';
 import { metrics } from '../../metrics.ts';
 import type { Logger } from '../../log.ts';
 
-interface KindObjects { ConfigMap: V1ConfigMap; Secret: V1Secret; ServiceAccount: V1ServiceAccount; Service: V1Service }
+interface KindObjects {
+  ConfigMap: V1ConfigMap; Secret: V1Secret; ServiceAccount: V1ServiceAccount; Service: V1Service; EndpointSlice: V1EndpointSlice;
+}
 export type Kind = keyof KindObjects;
 export type ObjectOf<K extends Kind> = KindObjects[K];
 
@@ -33,6 +35,11 @@ interface KindApi<T> {
 }
 
 const precondition = (uid: string) => ({ preconditions: { uid } });
+
+/** EndpointSlices (discovery.k8s.io/v1), by path: the client's typed surface has no discovery group. */
+const SLICES = '/apis/discovery.k8s.io/v1';
+const slicesOf = (namespace: string) => `${SLICES}/namespaces/${encodeURIComponent(namespace)}/endpointslices`;
+const sliceOf = (namespace: string, name: string) => `${slicesOf(namespace)}/${encodeURIComponent(name)}`;
 
 export const KINDS: { [K in Kind]: KindApi<KindObjects[K]> } = {
   ConfigMap: {
@@ -66,6 +73,14 @@ export const KINDS: { [K in Kind]: KindApi<KindObjects[K]> } = {
     create: (c, namespace, body) => c.core.createNamespacedService({ namespace, body }),
     replace: (c, namespace, name, body) => c.core.replaceNamespacedService({ namespace, name, body }),
     remove: (c, namespace, name, uid) => c.core.deleteNamespacedService({ namespace, name, body: precondition(uid) }),
+  },
+  EndpointSlice: {
+    path: `${SLICES}/endpointslices`, model: 'V1EndpointSlice', resource: 'endpointslices',
+    list: (c, p) => c.request('GET', `${SLICES}/endpointslices${queryOf({ ...p })}`),
+    read: (c, namespace, name) => c.request('GET', sliceOf(namespace, name)),
+    create: (c, namespace, body) => c.request('POST', slicesOf(namespace), { body }),
+    replace: (c, namespace, name, body) => c.request('PUT', sliceOf(namespace, name), { body }),
+    remove: (c, namespace, name, uid) => c.request('DELETE', sliceOf(namespace, name), { body: precondition(uid) }),
   },
 };
 

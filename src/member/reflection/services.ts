@@ -5,8 +5,11 @@
 // Service goes or selects no delegate of this host there any more. A member Service of that name that clusterlet
 // did not create is never touched: a Warning on the host Service says so, and pods are not held back by it.
 // A policy over one Reflector; keys are host Services (`<hostNamespace>/<name>`).
+// Optionally (--reflect-host-endpoints), the host's EndpointSlices of each Service whose copy this node owns are
+// copied next to it (forge/endpointslice.ts: managed by clusterlet.io, so the member's EndpointSlice controller
+// leaves them alone), less the endpoints the member lists itself (its delegates): a second Reflector, same keys.
 import type { Subscription } from 'rxjs';
-import type { V1Pod, V1Service } from '@kubernetes/client-node';
+import type { V1EndpointSlice, V1Pod, V1Service } from '@kubernetes/client-node';
 import type { MemberCluster } from '../cluster.ts';
 import { memberNamespace, type MemberConfig } from '../../config.ts';
 import type { ClusterClient } from '../../kube/client.ts';
@@ -15,6 +18,9 @@ import { Informer, splitKey, type StoreEvent } from '../../kube/informer.ts';
 import { forgeMemberService, memberServiceMatches, needsRecreate, reflectable, selects } from '../../forge/service.ts';
 import { NODE_LABEL, ORIGIN_LABEL, PROXY_NAMESPACE_ANNOTATION } from '../../forge/keys.ts';
 import { delegateOf, fromHost, ownedBy } from '../../forge/owner.ts';
+import {
+  endpointSliceMatches, forgeMemberEndpointSlice, MANAGED_BY, MANAGED_BY_LABEL, SERVICE_NAME_LABEL,
+} from '../../forge/endpointslice.ts';
 import type { HandlerResult } from '../../util/workqueue.ts';
 import { Reflector, target, watchKind, type Target } from './reflector.ts';
 import type { Logger } from '../../log.ts';
@@ -38,6 +44,22 @@ export function serviceTarget(member: MemberCluster, log: Logger): Target<V1Serv
   return target(member.client, 'Service', `${ORIGIN_LABEL}=${member.hostName}`, log);
 }
 
+/** Every EndpointSlice of the host that belongs to a Service: one watch every member's ServiceReflector shares. */
+export function hostEndpointSlices(host: ClusterClient, log: Logger): Informer<V1EndpointSlice> {
+  return new Informer('host-endpointslices', watchKind(host, 'EndpointSlice', { labelSelector: SERVICE_NAME_LABEL }, log));
+}
+
+/** The member's copies of host EndpointSlices: labelled with the host's identity and managed by clusterlet. */
+export function endpointSliceTarget(member: MemberCluster, log: Logger): Target<V1EndpointSlice> {
+  return target(member.client, 'EndpointSlice', `${ORIGIN_LABEL}=${member.hostName},${MANAGED_BY_LABEL}=${MANAGED_BY}`, log);
+}
+
+/** The host-side endpoints part: the host's slices, and where their copies go. */
+export interface HostEndpoints {
+  hostSlices: Informer<V1EndpointSlice>;
+  copies: Target<V1EndpointSlice>;
+}
+
 /** Warnings on host Services, written by the host client as virtual node `node`'s (source component clusterlet). */
 export function hostServiceWarnings(host: ClusterClient, node: string): ServiceWarning {
   return (about, ev) => writeOwnEvent(host, about, node, ev);
@@ -46,6 +68,8 @@ export function hostServiceWarnings(host: ClusterClient, node: string): ServiceW
 export interface ServiceReflectorOptions {
   /** How often a Service in conflict is looked at again (the member's own Service may go). */
   conflictRecheckMs?: number;
+  /** Copy the host's EndpointSlices of the reflected Services too (--reflect-host-endpoints). */
+  endpoints?: HostEndpoints;
 }
 
 export class ServiceReflector {
@@ -55,6 +79,7 @@ export class ServiceReflector {
   #log: Logger;
   #recheckMs: number;
   #reflector: Reflector<V1Service>;
+  #endpoints: { hostSlices: Informer<V1EndpointSlice>; reflector: Reflector<V1EndpointSlice> } | undefined;
   /** Host Services in conflict → the UID the Warning was written on (once per Service object). */
   #conflicts = new Map<string, string>();
   #subs: Subscription[] = [];
@@ -72,9 +97,23 @@ export class ServiceReflector {
       update: { ours: (o) => fromHost(o.metadata, member.owner.host), matches: memberServiceMatches, recreate: needsRecreate },
       metrics: { member: member.config.name, kind: 'Service', direction: 'to-member', counts: (o) => ownedBy(o.metadata, member.owner) },
     });
+    if (opts.endpoints) {
+      this.#endpoints = { hostSlices: opts.endpoints.hostSlices, reflector: new Reflector<V1EndpointSlice>({
+        name: `endpointslices-${member.config.name}`, workers: 2, target: opts.endpoints.copies, log,
+        sync: (key) => this.#syncSlices(key),
+        update: { ours: (o) => fromHost(o.metadata, member.owner.host), matches: endpointSliceMatches },
+        metrics: { member: member.config.name, kind: 'EndpointSlice', direction: 'to-member', counts: (o) => ownedBy(o.metadata, member.owner) },
+      }) };
+    }
   }
 
-  get hasSynced(): boolean { return this.#reflector.hasSynced; }
+  get hasSynced(): boolean { return this.#reflector.hasSynced && (this.#endpoints?.reflector.hasSynced ?? true); }
+
+  /** Queues a host Service's key for its copy and, with the endpoints part, for its slices. */
+  #add(key: string): void {
+    this.#reflector.add(key);
+    this.#endpoints?.reflector.add(key);
+  }
 
   /** Subscribes to the member's pods: call in the same tick as they start, so no delegate change is missed. */
   start(): void {
@@ -82,9 +121,21 @@ export class ServiceReflector {
     this.#subs.push(
       this.#hosts.events$.subscribe((ev) => this.#reflector.add(ev.key)),
       this.#member.pods.events$.subscribe((ev) => this.#podChanged(ev)),
-      // A copy changed or deleted by someone: set back (or removed, if it is no longer wanted).
+      // A copy changed or deleted by someone: set back (or removed, if it is no longer wanted). Its slices follow it.
       this.#reflector.store.events$.subscribe((ev) => this.#addCopy(ev.object)),
     );
+    const ep = this.#endpoints;
+    if (ep) {
+      ep.reflector.start();
+      this.#subs.push(
+        ep.hostSlices.events$.subscribe((ev) => this.#addSlice(ev.object)),
+        // A slice copy changed or deleted by someone: set back, or removed.
+        ep.reflector.store.events$.subscribe((ev) => this.#addSlice(ev.object)),
+      );
+      void Promise.all([ep.hostSlices.waitSynced(), ep.reflector.waitSynced()]).then(() => {
+        for (const s of ep.reflector.store.list()) this.#addSlice(s);
+      });
+    }
     // #sync skips keys until every cache has synced: go over what may need a copy, and every copy, once they have.
     void Promise.all([this.#hosts.waitSynced(), this.#member.pods.waitSynced(), this.#reflector.waitSynced()]).then(() => {
       for (const ns of new Set([...this.#member.delegates.entries()].map(([ref]) => ref.namespace))) this.#addNamespace(ns);
@@ -95,6 +146,7 @@ export class ServiceReflector {
   stop(): void {
     for (const s of this.#subs.splice(0)) s.unsubscribe();
     this.#reflector.stop();
+    this.#endpoints?.reflector.stop();
   }
 
   /** A delegate of this host (any of its nodes) came, went or changed labels: its namespace's Services may change. */
@@ -108,13 +160,21 @@ export class ServiceReflector {
   /** Every host Service of a host namespace. */
   #addNamespace(hostNs: string): void {
     const prefix = `${hostNs}/`;
-    for (const key of this.#hosts.keys()) if (key.startsWith(prefix)) this.#reflector.add(key);
+    for (const key of this.#hosts.keys()) if (key.startsWith(prefix)) this.#add(key);
   }
 
   /** The host Service of a copy, from its proxy-namespace annotation. */
   #addCopy(copy: V1Service): void {
     const hostNs = copy.metadata?.annotations?.[PROXY_NAMESPACE_ANNOTATION];
-    if (hostNs) this.#reflector.add(`${hostNs}/${copy.metadata!.name}`);
+    if (hostNs) this.#add(`${hostNs}/${copy.metadata!.name}`);
+  }
+
+  /** The host Service of a slice (the host's, or a member copy: its proxy-namespace annotation). */
+  #addSlice(slice: V1EndpointSlice): void {
+    const meta = slice.metadata;
+    const service = meta?.labels?.[SERVICE_NAME_LABEL];
+    const hostNs = fromHost(meta, this.#member.owner.host) ? meta?.annotations?.[PROXY_NAMESPACE_ANNOTATION] : meta?.namespace;
+    if (service && hostNs) this.#endpoints?.reflector.add(`${hostNs}/${service}`);
   }
 
   async #sync(key: string): Promise<HandlerResult | void> {
@@ -132,6 +192,50 @@ export class ServiceReflector {
     if (applied === 'conflict') return this.#conflict(key, live, memberNs);
     this.#conflicts.delete(key);
     if (applied !== 'unchanged') this.#log.debug({ kind: 'Service', namespace: memberNs, name }, `member copy ${applied}`);
+  }
+
+  /**
+   * The Service's slices in the member: while this node owns its copy, one per host slice, less the endpoints the
+   * member lists itself; none otherwise. Slices another node of this host wrote for it are taken over or removed.
+   */
+  async #syncSlices(key: string): Promise<void> {
+    const ep = this.#endpoints!;
+    if (!ep.hostSlices.hasSynced || !this.#member.pods.hasSynced || !this.#reflector.hasSynced || !ep.reflector.hasSynced) return;
+    const { namespace: hostNs, name } = splitKey(key);
+    const memberNs = memberNamespace(this.#member.config.namespaceMapping, hostNs);
+    const owner = this.#member.owner;
+    const copy = this.#reflector.store.get(`${memberNs}/${name}`);
+    const ours = copy && !copy.metadata?.deletionTimestamp && ownedBy(copy.metadata, owner);
+    const ofService = (s: V1EndpointSlice) => s.metadata?.labels?.[SERVICE_NAME_LABEL] === name;
+    const wanted = new Map<string, V1EndpointSlice>();
+    if (ours) {
+      const listed = this.#listedByMember(hostNs, memberNs);
+      for (const host of ep.hostSlices.list()) {
+        if (host.metadata?.namespace !== hostNs || !ofService(host)) continue;
+        const slice = forgeMemberEndpointSlice(host, { owner, memberNamespace: memberNs,
+          listedByMember: (e) => e.targetRef?.kind === 'Pod' && (e.targetRef.namespace ?? hostNs) === hostNs && listed.has(e.targetRef.name ?? '') });
+        // Owned by the Service copy: the member's garbage collector removes them with it, even once the switch is off.
+        if (slice) wanted.set(slice.metadata!.name!, { ...slice, metadata: { ...slice.metadata, ownerReferences: [
+          { apiVersion: 'v1', kind: 'Service', name, uid: copy.metadata!.uid! }] } });
+      }
+    }
+    for (const [sliceName, slice] of wanted) await ep.reflector.apply(memberNs, sliceName, () => slice);
+    // This node's copies of slices the host no longer has; with our Service copy, other nodes' too (we own it now).
+    for (const c of ep.reflector.store.list()) {
+      if (c.metadata?.namespace !== memberNs || !ofService(c) || wanted.has(c.metadata.name!)) continue;
+      if (ours || ownedBy(c.metadata, owner)) await ep.reflector.remove(c);
+    }
+  }
+
+  /** The host pods (names in host namespace `hostNs`) whose delegates run in this member, on any node of this host. */
+  #listedByMember(hostNs: string, memberNs: string): Set<string> {
+    const names = new Set<string>();
+    for (const p of this.#member.pods.list()) {
+      if (p.metadata?.namespace !== memberNs) continue;
+      const d = delegateOf(p, this.#member.owner);
+      if (d && d.ref.namespace === hostNs) names.add(d.ref.name);
+    }
+    return names;
   }
 
   /** Whether the Service selects one of this node's delegates in its namespace. */

@@ -142,3 +142,60 @@ describe('Services follow offloaded pods', () => {
     assert.equal(theirs.metadata!.labels?.['clusterlet.io/origin'], undefined);
   });
 });
+
+// Its own clusterlet, with the switch on: node:test runs a file's describes in order, so the suite above has
+// stopped its clusterlet (its after hook) before this one starts.
+describe('--reflect-host-endpoints: host-side endpoints of a reflected Service in the member', () => {
+  let cl: ClusterletProcess;
+  let host: ClusterClient;
+  let member: ClusterClient;
+  let apps: AppsV1Api;
+
+  before(async () => {
+    ({ host, member, cl } = await startSuiteClusterlet(['--reflect-host-endpoints']));
+    apps = harness().host.kubeConfig().makeApiClient(AppsV1Api);
+  });
+  after(async () => { await cl.stop(); });
+
+  /** A Deployment whose pods also carry tier=be, the label the Service selects. */
+  const backend = (name: string, ns: string, replicas: number, opts: { virtualNode?: string } = {}) => {
+    const d = deployment(name, ns, replicas, opts);
+    d.spec!.template.metadata!.labels!.tier = 'be';
+    return d;
+  };
+  const managedBy = (s: V1EndpointSlice) => s.metadata?.labels?.['endpointslice.kubernetes.io/managed-by'];
+  const ours = (slices: V1EndpointSlice[]) => slices.filter((s) => managedBy(s) === 'clusterlet.io');
+  const sameIPs = (a: string[], b: string[]) => JSON.stringify([...a].sort()) === JSON.stringify([...b].sort());
+
+  it('2 host pods and 1 offloaded: the host pods in a clusterlet-managed slice, the delegate in the member\'s own; a host pod goes, so does its address; the Service goes, so do the copies', async (t) => {
+    const ns = await namespaces(t, 'svc-ep', [host]);
+    await apps.createNamespacedDeployment({ namespace: ns, body: backend('local', ns, 2) });
+    await apps.createNamespacedDeployment({ namespace: ns, body: backend('web', ns, 1, { virtualNode: NODE }) });
+    await host.core.createNamespacedService({ namespace: ns, body: service('be', { selector: { tier: 'be' }, ports: webPorts }) });
+    const locals = await waitUntil(host, podsSpec(host, ns, 'app=local'), (ps) => ps.length === 2 && ps.every((p) => isReady(p) && p.status?.podIP),
+      60_000, 'the 2 host pods Ready with IPs');
+    const localIPs = locals.map((p) => p.status!.podIP!);
+    const [delegate] = await waitUntil(member, podsSpec(member, ns, 'app=web'), (ps) => ps.length === 1 && ps[0].status?.phase === 'Running'
+      && !!ps[0].status.podIP, 90_000, 'the delegate Running with an IP');
+    const delegateIP = delegate.status!.podIP!;
+
+    const slices = await waitUntil(member, slicesSpec(member, ns, 'be'), (ss) => sameIPs(readyAddresses(ours(ss)), localIPs)
+      && readyAddresses(ss.filter((s) => managedBy(s) !== 'clusterlet.io')).includes(delegateIP),
+      90_000, `a clusterlet-managed slice listing the host pods ${localIPs.join(', ')}, the member's own the delegate ${delegateIP}`);
+    assert.ok(!readyAddresses(ours(slices)).includes(delegateIP), 'the delegate is not listed twice');
+    for (const s of ours(slices)) {
+      assert.equal(s.metadata!.labels!['clusterlet.io/node'], NODE);
+      assert.equal(s.metadata!.annotations!['clusterlet.io/proxy-namespace'], ns);
+    }
+
+    // One host pod goes (scaled down: no replacement takes its place): its address leaves the copy.
+    await apps.patchNamespacedDeploymentScale({ namespace: ns, name: 'local', body: { spec: { replicas: 1 } } }, mergeApps);
+    const [left] = await waitUntil(host, podsSpec(host, ns, 'app=local'), (ps) => ps.length === 1, 60_000, 'one host pod left');
+    const gone = localIPs.filter((ip) => ip !== left.status?.podIP);
+    await waitUntil(member, slicesSpec(member, ns, 'be'), (ss) => sameIPs(readyAddresses(ours(ss)), [left.status!.podIP!]),
+      60_000, `the copy lists only ${left.status!.podIP} (${gone.join(', ')} went)`);
+
+    await host.core.deleteNamespacedService({ namespace: ns, name: 'be' });
+    await waitUntil(member, slicesSpec(member, ns, 'be'), (ss) => ours(ss).length === 0, 60_000, 'the copies gone with the Service');
+  });
+});

@@ -1,8 +1,10 @@
 // clusterlet's identities in the local clusters, as manifests/ define them: the RBAC objects of
-// manifests/host (on the host) and manifests/member (on each member) are applied once per run, a token is
-// minted for each ServiceAccount with the TokenRequest API, and clusterlet processes in tests get kubeconfigs
-// with those tokens (not the admin's), so a permission missing from the manifests fails a test.
+// manifests/host (on the host) and manifests/member (on each member), plus their rbac-host-endpoints.yaml, are
+// applied once per run, a token is minted for each ServiceAccount with the TokenRequest API, and clusterlet
+// processes in tests get kubeconfigs with those tokens (not the admin's), so a permission missing from the
+// manifests fails a test.
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,8 +29,12 @@ export async function kustomize(kubectlBin: string, dir: string): Promise<Kubern
   return (loadAllYaml(stdout) as KubernetesObject[]).filter((o) => o !== null && o !== undefined);
 }
 
+/** The side's RBAC for --reflect-host-endpoints, outside its kustomization: granted too, so one identity serves every test. */
+const optionalRbac = (side: Side): KubernetesObject[] =>
+  (loadAllYaml(readFileSync(join(MANIFESTS, side, 'rbac-host-endpoints.yaml'), 'utf8')) as KubernetesObject[]).filter(Boolean);
+
 async function rbacOf(kubectlBin: string, side: Side): Promise<Rbac> {
-  const objects = (await kustomize(kubectlBin, join(MANIFESTS, side))).filter((o) => RBAC_KINDS.has(o.kind ?? ''));
+  const objects = [...await kustomize(kubectlBin, join(MANIFESTS, side)), ...optionalRbac(side)].filter((o) => RBAC_KINDS.has(o.kind ?? ''));
   const sas = objects.filter((o) => o.kind === 'ServiceAccount');
   if (sas.length !== 1) throw new Error(`manifests/${side}: expected one ServiceAccount, found ${sas.length}`);
   return { objects, serviceAccount: { namespace: sas[0].metadata!.namespace!, name: sas[0].metadata!.name! } };

@@ -3,7 +3,7 @@
 // last delegate it selects or with the host Service; a member Service clusterlet did not create is never touched.
 import { describe, it, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import type { V1Pod, V1Service, V1ServiceSpec } from '@kubernetes/client-node';
+import type { V1EndpointSlice, V1Pod, V1Service, V1ServiceSpec } from '@kubernetes/client-node';
 import { CONFLICT_REASON, ServiceReflector, type ServiceWarning } from '../../../../src/member/reflection/services.ts';
 import { DelegateIndex } from '../../../../src/member/delegates.ts';
 import { forgeDelegatePod } from '../../../../src/forge/pod.ts';
@@ -219,5 +219,98 @@ describe('ServiceReflector', () => {
     await eventually('the stale copy removed', () => copy('stale') === undefined);
     await settle();
     assert.ok(copy('others'));
+  });
+});
+
+/** A host EndpointSlice of Service `service`: one endpoint per [pod name, IP]. */
+function hostSlice(name: string, service: string, pods: [string, string][]): V1EndpointSlice {
+  return { metadata: { namespace: NS, name, labels: { 'kubernetes.io/service-name': service } }, addressType: 'IPv4',
+    ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
+    endpoints: pods.map(([pod, ip]) => ({ addresses: [ip], conditions: { ready: true }, nodeName: 'kwok-1',
+      targetRef: { kind: 'Pod', namespace: NS, name: pod } })) };
+}
+
+/** Reflectors with the endpoints part on (or off), over one host and one member. */
+function endpointsWorld(on: boolean) {
+  const host = new FakeObjects();
+  const member = new FakeObjects();
+  const hostServices = host.informer<V1Service>('Service');
+  const hostSlices = host.informer<V1EndpointSlice>('EndpointSlice');
+  hostServices.start();
+  hostSlices.start();
+  stops.push(() => { hostServices.stop(); hostSlices.stop(); });
+  const owner = { host: HOST, node: 'vnode-a' };
+  const pods = member.informer<V1Pod>('Pod');
+  const delegates = new DelegateIndex(pods, owner);
+  const r = new ServiceReflector(
+    { pods, delegates, owner, config: { name: 'm1', namespaceMapping: { template: 'm1-{namespace}', overrides: {} } } },
+    member.target('Service', labelled(`clusterlet.io/origin=${HOST}`)), hostServices, async () => undefined, log,
+    on ? { endpoints: { hostSlices, copies: member.target('EndpointSlice', labelled(`clusterlet.io/origin=${HOST},endpointslice.kubernetes.io/managed-by=clusterlet.io`)) } } : {});
+  delegates.start();
+  r.start();
+  pods.start();
+  stops.push(() => { r.stop(); delegates.stop(); pods.stop(); });
+  const delegate = (nodeName: string, name: string, labels: Record<string, string>): V1Pod => member.put('Pod', forgeDelegatePod(
+    { metadata: { namespace: NS, name, uid: `uid-${name}`, labels }, spec: { containers: [{ name: 'app', image: 'app:1' }] } },
+    { originCluster: HOST, nodeName, memberNamespace: MNS }));
+  const sliceCopy = (hostName: string) => member.get<V1EndpointSlice>('EndpointSlice', MNS, `clusterlet-${hostName}`);
+  const addresses = (hostName: string) => sliceCopy(hostName)?.endpoints?.flatMap((e) => e.addresses).sort();
+  return { host, member, delegate, sliceCopy, addresses };
+}
+
+describe('ServiceReflector with the host endpoints', () => {
+  it('copies the host slices of a reflected Service, without the endpoints the member lists itself (any node\'s delegates)', async () => {
+    const { host, member, delegate, sliceCopy, addresses } = endpointsWorld(true);
+    host.put('Service', service('web'));
+    host.put('EndpointSlice', hostSlice('web-abc', 'web', [['web-1', '10.20.0.1'], ['web-2', '10.20.0.2'], ['web-h', '10.10.0.7']]));
+    host.put('EndpointSlice', hostSlice('api-xyz', 'api', [['api-h', '10.10.0.9']]));
+    delegate('vnode-a', 'web-1', { app: 'web' });
+    delegate('vnode-b', 'web-2', { app: 'web' });
+    await eventually('the slice copied', () => sliceCopy('web-abc') !== undefined);
+    assert.deepEqual(addresses('web-abc'), ['10.10.0.7'], 'the delegates of this and another node left out');
+    const c = sliceCopy('web-abc')!;
+    assert.deepEqual(c.metadata?.labels, { 'clusterlet.io/origin': HOST, 'clusterlet.io/node': 'vnode-a',
+      'kubernetes.io/service-name': 'web', 'endpointslice.kubernetes.io/managed-by': 'clusterlet.io' });
+    assert.equal(c.endpoints?.[0].targetRef, undefined, 'no host pod reference');
+    assert.deepEqual(c.metadata?.ownerReferences?.map((o) => [o.kind, o.name, o.uid]),
+      [['Service', 'web', member.get<V1Service>('Service', MNS, 'web')!.metadata!.uid]], 'owned by the Service copy');
+    await settle();
+    assert.equal(member.get('EndpointSlice', MNS, 'clusterlet-api-xyz'), undefined, 'api is not reflected: no slices');
+  });
+
+  it('follows the host slice, removes the copy of a slice that went, and every copy with the Service copy', async () => {
+    const { host, delegate, sliceCopy, addresses } = endpointsWorld(true);
+    host.put('Service', service('web'));
+    host.put('EndpointSlice', hostSlice('web-abc', 'web', [['web-h1', '10.10.0.7'], ['web-h2', '10.10.0.8']]));
+    host.put('EndpointSlice', hostSlice('web-def', 'web', [['web-h3', '10.10.0.9']]));
+    delegate('vnode-a', 'web-1', { app: 'web' });
+    await eventually('both copied', () => sliceCopy('web-abc') !== undefined && sliceCopy('web-def') !== undefined);
+    host.put('EndpointSlice', hostSlice('web-abc', 'web', [['web-h1', '10.10.0.7']]));
+    await eventually('the update followed', () => JSON.stringify(addresses('web-abc')) === JSON.stringify(['10.10.0.7']));
+    host.drop('EndpointSlice', NS, 'web-def');
+    await eventually('the copy of the slice that went is removed', () => sliceCopy('web-def') === undefined);
+    assert.ok(sliceCopy('web-abc'));
+    host.drop('Service', NS, 'web');
+    await eventually('every copy goes with the Service copy', () => sliceCopy('web-abc') === undefined);
+  });
+
+  it('a copy someone edits is set back', async () => {
+    const { host, member, delegate, sliceCopy, addresses } = endpointsWorld(true);
+    host.put('Service', service('web'));
+    host.put('EndpointSlice', hostSlice('web-abc', 'web', [['web-h1', '10.10.0.7']]));
+    delegate('vnode-a', 'web-1', { app: 'web' });
+    await eventually('copied', () => sliceCopy('web-abc') !== undefined);
+    member.put('EndpointSlice', { ...sliceCopy('web-abc')!, endpoints: [{ addresses: ['1.2.3.4'] }] });
+    await eventually('set back', () => JSON.stringify(addresses('web-abc')) === JSON.stringify(['10.10.0.7']));
+  });
+
+  it('switch off: no slice written', async () => {
+    const { host, member, delegate } = endpointsWorld(false);
+    host.put('Service', service('web'));
+    host.put('EndpointSlice', hostSlice('web-abc', 'web', [['web-h1', '10.10.0.7']]));
+    delegate('vnode-a', 'web-1', { app: 'web' });
+    await eventually('the Service reflected', () => member.get('Service', MNS, 'web') !== undefined);
+    await settle();
+    assert.deepEqual(member.writes(undefined, 'EndpointSlice'), []);
   });
 });

@@ -144,3 +144,25 @@ describe('host identity and member probes', () => {
     assert.equal(configError(() => run(['--probe-period-seconds', 'x'])).field, '--probe-period-seconds');
   });
 });
+
+describe('--reflect-host-endpoints', () => {
+  const run = (args: string[]) => {
+    const r = parseConfig(['--member-kubeconfig', kubeconfig, ...args], {});
+    assert.equal(r.kind, 'run');
+    return (r as Extract<typeof r, { kind: 'run' }>).config;
+  };
+  const fromFile = (text: string) => {
+    const r = parseConfig(['--provider-config', providerFile(text)], {});
+    return (r as Extract<typeof r, { kind: 'run' }>).config;
+  };
+  it('off by default; on with the flag, or with reflectHostEndpoints: true in the file', () => {
+    assert.equal(run([]).reflectHostEndpoints, false);
+    assert.equal(run(['--reflect-host-endpoints']).reflectHostEndpoints, true);
+    assert.equal(fromFile('reflectHostEndpoints: true\n').reflectHostEndpoints, true);
+    assert.equal(fromFile('reflectHostEndpoints: false\n').reflectHostEndpoints, false);
+  });
+  it('a value in the file other than true or false names the field', () => {
+    assert.equal(configError(() => fromFile('reflectHostEndpoints: maybe\n')).field, 'reflectHostEndpoints');
+    assert.equal(configError(() => run(['--reflect-host-endpoints=yes'])).field, '--reflect-host-endpoints');
+  });
+});

@@ -15,6 +15,7 @@ import { ExportConsent, ExportReflector, exportSides, namespaceInformer } from '
 import {
   ServiceReflector, endpointSliceTarget, hostEndpointSlices, hostServiceWarnings, hostServices, serviceTarget,
 } from './member/reflection/services.ts';
+import { ServiceExporter, serviceExportApi } from './member/reflection/serviceexports.ts';
 import type { Informer } from './kube/informer.ts';
 import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
 import { hostClusterID } from './host/identity.ts';
@@ -39,6 +40,8 @@ export interface MemberParts {
   exporter?: ExportReflector;
   /** Host Services that select the node's delegates, reflected into the member. */
   services?: ServiceReflector;
+  /** ServiceExports of the annotated ones, where the member serves the Multi-Cluster Services API. */
+  serviceExports?: ServiceExporter;
   pods?: PodController;
   /** Logs, exec, attach, port-forward and stats of the node's pods, for the kubelet API. */
   runtime?: MemberRuntime;
@@ -121,6 +124,8 @@ export class Manager implements NodeDirectory {
       m.services = new ServiceReflector(m.cluster, serviceTarget(m.cluster, log), this.hostServices,
         hostServiceWarnings(this.host, m.config.nodeName), log,
         { endpoints: this.hostEndpointSlices && { hostSlices: this.hostEndpointSlices, copies: endpointSliceTarget(m.cluster, log) } });
+      m.serviceExports = new ServiceExporter({ name: m.config.name, owner: m.cluster.owner }, m.services.copies,
+        serviceExportApi(m.cluster, log), log);
       m.provider = new MemberPodProvider(m.cluster, m.mirror, log, { nodeName: m.config.nodeName, hostIP: this.config.nodeIP });
       m.pods = new PodController(this.host, m.provider, log, {
         nodeName: m.config.nodeName, member: m.config.name, workers: this.config.podSyncWorkers, watchSilenceMs: silence,
@@ -143,6 +148,7 @@ export class Manager implements NodeDirectory {
       m.mirror.start();
       m.exporter.start();
       m.services.start();
+      m.serviceExports.start();
       m.provider.start();
       m.pods.start();
       log.info({ node: m.config.nodeName }, 'member started');
@@ -188,6 +194,7 @@ export class Manager implements NodeDirectory {
       m.pods?.stop();
       m.provider?.stop();
       m.exporter?.stop();
+      m.serviceExports?.stop();
       m.services?.stop();
       m.mirror?.stop();
       m.node?.stop();

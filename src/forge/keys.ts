@@ -44,5 +44,9 @@ export const MANAGED_LABELS_ANNOTATION = 'clusterlet.io/managed-labels';
 // The proxy's condition saying whether its delegate could be created in the member (False: why not).
 export const OFFLOADED_CONDITION = 'clusterlet.io/Offloaded';
 
+// On a host Service, set by users: with the value "true", the member copy is exported through the Multi-Cluster
+// Services API (a ServiceExport next to it) where the member serves it.
+export const SERVICE_EXPORT_ANNOTATION = 'clusterlet.io/service-export';
+
 // On a host EndpointSlice's copy in a member (--reflect-host-endpoints): the host slice it copies.
 export const HOST_ENDPOINTSLICE_ANNOTATION = 'clusterlet.io/host-endpointslice';

@@ -188,6 +188,7 @@ describe('manifests/member', { skip }, () => {
       'core/serviceaccounts': ['create', 'delete', 'list', 'update', 'watch'],
       'core/services': ['create', 'delete', 'get', 'list', 'update', 'watch'],
       'metrics.k8s.io/pods': ['list'],
+      'multicluster.x-k8s.io/serviceexports': ['create', 'delete', 'get', 'list', 'update', 'watch'],
     });
   });
 

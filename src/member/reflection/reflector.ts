@@ -9,12 +9,14 @@ import { queryOf, type ClusterClient } from '../../kube/client.ts';
 import { Informer } from '../../kube/informer.ts';
 import { listWatch, type ListPage, type ListParams, type ListWatchEvent } from '../../kube/listwatch.ts';
 import { ignoreGone, ignoreNotFound, toKubeError } from '../../kube/errors.ts';
+import type { ServiceExport } from '../../forge/serviceexport.ts';
 import { WorkQueue, type HandlerResult } from '../../util/workqueue.ts';
 import { metrics } from '../../metrics.ts';
 import type { Logger } from '../../log.ts';
 
 interface KindObjects {
   ConfigMap: V1ConfigMap; Secret: V1Secret; ServiceAccount: V1ServiceAccount; Service: V1Service; EndpointSlice: V1EndpointSlice;
+  ServiceExport: ServiceExport;
 }
 export type Kind = keyof KindObjects;
 export type ObjectOf<K extends Kind> = KindObjects[K];
@@ -40,6 +42,11 @@ const precondition = (uid: string) => ({ preconditions: { uid } });
 const SLICES = '/apis/discovery.k8s.io/v1';
 const slicesOf = (namespace: string) => `${SLICES}/namespaces/${encodeURIComponent(namespace)}/endpointslices`;
 const sliceOf = (namespace: string, name: string) => `${slicesOf(namespace)}/${encodeURIComponent(name)}`;
+
+/** ServiceExports (multicluster.x-k8s.io/v1alpha1, a CRD where a member has the MCS API), by path likewise. */
+const EXPORTS = '/apis/multicluster.x-k8s.io/v1alpha1';
+const exportsOf = (namespace: string) => `${EXPORTS}/namespaces/${encodeURIComponent(namespace)}/serviceexports`;
+const exportOf = (namespace: string, name: string) => `${exportsOf(namespace)}/${encodeURIComponent(name)}`;
 
 export const KINDS: { [K in Kind]: KindApi<KindObjects[K]> } = {
   ConfigMap: {
@@ -81,6 +88,14 @@ export const KINDS: { [K in Kind]: KindApi<KindObjects[K]> } = {
     create: (c, namespace, body) => c.request('POST', slicesOf(namespace), { body }),
     replace: (c, namespace, name, body) => c.request('PUT', sliceOf(namespace, name), { body }),
     remove: (c, namespace, name, uid) => c.request('DELETE', sliceOf(namespace, name), { body: precondition(uid) }),
+  },
+  ServiceExport: {
+    path: `${EXPORTS}/serviceexports`, model: 'ServiceExport', resource: 'serviceexports',
+    list: (c, p) => c.request('GET', `${EXPORTS}/serviceexports${queryOf({ ...p })}`),
+    read: (c, namespace, name) => c.request('GET', exportOf(namespace, name)),
+    create: (c, namespace, body) => c.request('POST', exportsOf(namespace), { body }),
+    replace: (c, namespace, name, body) => c.request('PUT', exportOf(namespace, name), { body }),
+    remove: (c, namespace, name, uid) => c.request('DELETE', exportOf(namespace, name), { body: precondition(uid) }),
   },
 };
 

@@ -109,6 +109,9 @@ export class ServiceReflector {
 
   get hasSynced(): boolean { return this.#reflector.hasSynced && (this.#endpoints?.reflector.hasSynced ?? true); }
 
+  /** The member copies of this host's Services (any of its nodes'), for the ServiceExporter; started by this reflector. */
+  get copies(): Informer<V1Service> { return this.#reflector.store; }
+
   /** Queues a host Service's key for its copy and, with the endpoints part, for its slices. */
   #add(key: string): void {
     this.#reflector.add(key);

@@ -1,10 +1,12 @@
 // Host Services follow offloaded pods into the member: the member's own EndpointSlice controller lists the
 // delegates under the copy (and, headless, the StatefulSet pods' hostnames); updates follow, deletion follows;
-// a Service selecting only host pods stays home; a member Service clusterlet did not create is left alone.
+// a Service selecting only host pods stays home; a member Service clusterlet did not create is left alone; where
+// the member has the Multi-Cluster Services API, an annotated Service is exported there.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { AppsV1Api, PatchStrategy, setHeaderOptions, type V1EndpointSlice, type V1Service, type V1StatefulSet } from '@kubernetes/client-node';
-import { harness, namespaces, startSuiteClusterlet, type ClusterletProcess } from '../support/env.ts';
+import { AppsV1Api, PatchStrategy, setHeaderOptions, type KubernetesObject, type V1EndpointSlice, type V1Service, type V1StatefulSet } from '@kubernetes/client-node';
+import { client, harness, namespaces, startSuiteClusterlet, type ClusterletProcess } from '../support/env.ts';
+import { installServiceExportCRD, MCS_API, removeServiceExportCRD } from '../support/mcs.ts';
 import { waitUntil } from '../support/wait.ts';
 import { deployment, eventSpec, isReady, podsSpec, VIRTUAL_TOLERATION } from '../support/objects.ts';
 import { PATCH, queryOf, type ClusterClient } from '../../src/kube/client.ts';
@@ -29,6 +31,12 @@ function slicesSpec(c: ClusterClient, ns: string, service: string): ListWatchSpe
 const readyAddresses = (slices: V1EndpointSlice[]): string[] => slices.flatMap((s) => (s.endpoints ?? [])
   .filter((e) => e.conditions?.ready !== false).flatMap((e) => e.addresses)).sort();
 
+/** The ServiceExports of a member namespace. */
+function exportsSpec(c: ClusterClient, ns: string): ListWatchSpec<KubernetesObject> {
+  const path = `${MCS_API}/namespaces/${ns}/serviceexports`;
+  return { path, model: 'ServiceExport', resource: 'serviceexports', list: (p) => c.request('GET', path + queryOf({ ...p })) };
+}
+
 const named = <T extends { metadata?: { name?: string } }>(items: T[], name: string): T | undefined => items.find((i) => i.metadata?.name === name);
 
 function service(name: string, spec: V1Service['spec']): V1Service {
@@ -44,10 +52,15 @@ describe('Services follow offloaded pods', () => {
   let apps: AppsV1Api;
 
   before(async () => {
+    // The member has the MCS API before clusterlet starts: it looks the API up at start (then every 5 minutes).
+    await installServiceExportCRD(client(harness().member));
     ({ host, member, cl } = await startSuiteClusterlet());
     apps = harness().host.kubeConfig().makeApiClient(AppsV1Api);
   });
-  after(async () => { await cl.stop(); });
+  after(async () => {
+    await cl?.stop();
+    await removeServiceExportCRD(client(harness().member));
+  });
 
   /** Waits until the member's slices of `svc` list exactly the delegates' IPs, `n` of them; returns the addresses. */
   async function slicesListDelegates(ns: string, svc: string, selector: string, n: number): Promise<string[]> {
@@ -140,6 +153,24 @@ describe('Services follow offloaded pods', () => {
     assert.deepEqual(theirs.spec!.selector, { app: 'theirs' }, 'untouched');
     assert.deepEqual(theirs.spec!.ports?.map((p) => p.port), [5432]);
     assert.equal(theirs.metadata!.labels?.['clusterlet.io/origin'], undefined);
+  });
+
+  it('the member has the Multi-Cluster Services API: an annotated Service is exported next to its copy; the annotation goes, so does the export', async (t) => {
+    const ns = await namespaces(t, 'svc-mcs', [host]);
+    await apps.createNamespacedDeployment({ namespace: ns, body: deployment('web', ns, 1, { virtualNode: NODE }) });
+    await host.core.createNamespacedService({ namespace: ns, body: { metadata: { name: 'web', annotations: { 'clusterlet.io/service-export': 'true' } },
+      spec: { selector: { app: 'web' }, ports: webPorts } } });
+    const [copy] = await waitUntil(member, servicesSpec(member, ns), (ss) => named(ss, 'web') !== undefined, 90_000, 'the Service in the member');
+    const [exp] = await waitUntil(member, exportsSpec(member, ns), (es) => named(es, 'web') !== undefined, 60_000, 'the ServiceExport in the member');
+    assert.equal(exp.metadata!.labels!['clusterlet.io/node'], NODE);
+    assert.equal(exp.metadata!.annotations!['clusterlet.io/proxy-namespace'], ns);
+    assert.deepEqual(exp.metadata!.ownerReferences?.map((o) => [o.kind, o.name, o.uid]), [['Service', 'web', copy.metadata!.uid]], 'owned by the copy');
+
+    await host.core.patchNamespacedService({ namespace: ns, name: 'web', body: { metadata: { annotations: { 'clusterlet.io/service-export': null } } } },
+      { contentType: PATCH.merge });
+    await waitUntil(member, exportsSpec(member, ns), (es) => !named(es, 'web'), 60_000, 'the ServiceExport gone with the annotation');
+    const still = await member.core.readNamespacedService({ namespace: ns, name: 'web' });
+    assert.equal(still.metadata!.uid, copy.metadata!.uid, 'the copy stays');
   });
 });
 

@@ -149,7 +149,6 @@ export class Manager implements NodeDirectory {
       m.exporter.start();
       m.services.start();
       m.serviceExports.start();
-      m.provider.start();
       m.pods.start();
       log.info({ node: m.config.nodeName }, 'member started');
     } catch (err) {
@@ -192,7 +191,6 @@ export class Manager implements NodeDirectory {
     for (const m of this.members) {
       m.credentials?.stop();
       m.pods?.stop();
-      m.provider?.stop();
       m.exporter?.stop();
       m.serviceExports?.stop();
       m.services?.stop();

@@ -1,6 +1,6 @@
 // The member-cluster provider: runs each proxy pod as a delegate pod in the member (PodLifecycleHandler)
 // and reports delegate changes and member events in host coordinates (PodNotifier).
-import { distinctUntilChanged, filter, from, map, merge, mergeMap, of, type Observable, type Subscription } from 'rxjs';
+import { distinctUntilChanged, filter, from, map, merge, mergeMap, of, type Observable } from 'rxjs';
 import { LRUCache } from 'lru-cache';
 import type { CoreV1Event, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { MemberCluster } from './cluster.ts';
@@ -41,7 +41,6 @@ export class MemberPodProvider implements PodProvider {
   /** Member namespaces known to exist → the host namespace they hold. */
   #namespaces = new Map<string, string>();
   #mirror: ObjectMirror;
-  #subs: Subscription[] = [];
 
   constructor(member: ProviderMember, mirror: ObjectMirror, log: Logger, opts: MemberPodProviderOptions) {
     this.#member = member;
@@ -80,12 +79,6 @@ export class MemberPodProvider implements PodProvider {
 
   get #ctxBase(): Omit<DelegateContext, 'memberNamespace'> {
     return { originCluster: this.#member.hostName, nodeName: this.#opts.nodeName, nodeLabels: this.#member.config.labels };
-  }
-
-  start(): void { /* the delegate index and the informers start with the member */ }
-
-  stop(): void {
-    for (const s of this.#subs.splice(0)) s.unsubscribe();
   }
 
   hasSynced(): boolean { return this.#member.pods.hasSynced; }

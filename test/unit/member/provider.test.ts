@@ -68,9 +68,8 @@ function world(opts: Partial<MemberPodProviderOptions> = {}) {
   delegates.start();
   pods.start();
   mirror.start();
-  provider.start();
   stops.push(() => {
-    provider.stop(); mirror.stop(); delegates.stop(); pods.stop(); caches.configMaps.stop(); caches.secrets.stop();
+    mirror.stop(); delegates.stop(); pods.stop(); caches.configMaps.stop(); caches.secrets.stop();
   });
   const memberPod = (namespace: string, name: string): V1Pod | undefined => member.objects.get<V1Pod>('Pod', namespace, name);
   return { member, host, provider, probe$, changes, memberPod };

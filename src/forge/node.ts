@@ -1,7 +1,7 @@
 // The virtual node, forged from what its provider reports. Pure functions: node state in, node parts out.
 import type { V1Node, V1NodeCondition, V1NodeStatus, V1Taint } from '@kubernetes/client-node';
 import {
-  HOSTNAME_LABEL, MEMBER_LABEL, ROLE_LABEL, VIRTUAL_NODE_ROLE, VIRTUAL_NODE_TAINT_EFFECT, VIRTUAL_NODE_TAINT_KEY,
+  HOSTNAME_LABEL, MANAGED_LABELS_ANNOTATION, MEMBER_LABEL, ROLE_LABEL, VIRTUAL_NODE_ROLE, VIRTUAL_NODE_TAINT_EFFECT, VIRTUAL_NODE_TAINT_KEY,
   VIRTUAL_NODE_TAINT_VALUE, VIRTUAL_NODE_TYPE, VIRTUAL_NODE_TYPE_LABEL,
 } from './keys.ts';
 import { VERSION } from '../version.ts';
@@ -177,13 +177,24 @@ export function labelPatch(desired: Record<string, string>, current: Record<stri
   return Object.keys(patch).length ? patch : undefined;
 }
 
-/** A new node object as registered on the host. */
+/** The MANAGED_LABELS_ANNOTATION value that records `labels` as ours: their keys, sorted. */
+export function managedLabelsValue(labels: Record<string, string>): string {
+  return Object.keys(labels).sort().join(',');
+}
+
+/** The label keys a node's MANAGED_LABELS_ANNOTATION records as ours (set by clusterlet, to remove when no longer wanted). */
+export function managedLabelKeys(node: V1Node): Set<string> {
+  return new Set((node.metadata?.annotations?.[MANAGED_LABELS_ANNOTATION] ?? '').split(',').filter(Boolean));
+}
+
+/** A new node object as registered on the host, its labels recorded as ours. */
 export function forgeNewNode(ctx: NodeContext, state: NodeState, now: Date): V1Node {
   const status = forgeNodeStatus(ctx, state);
   status.conditions = stampConditions(status.conditions ?? [], undefined, now);
+  const labels = forgeNodeLabels(ctx, state);
   return {
     apiVersion: 'v1', kind: 'Node',
-    metadata: { name: ctx.nodeName, labels: forgeNodeLabels(ctx, state) },
+    metadata: { name: ctx.nodeName, labels, annotations: { [MANAGED_LABELS_ANNOTATION]: managedLabelsValue(labels) } },
     spec: { taints: forgeNodeTaints(ctx) },
     status,
   };

@@ -2,15 +2,15 @@
 // NodeProvider reports (patches, only on change and at least once a minute), renews its lease on each ping
 // while the back end answers, and recreates the node if someone deletes it.
 import { interval, type Subscription } from 'rxjs';
-import type { V1Node } from '@kubernetes/client-node';
+import type { V1Node, V1NodeStatus } from '@kubernetes/client-node';
 import { PATCH, type ClusterClient } from '../../kube/client.ts';
 import { Informer } from '../../kube/informer.ts';
 import { listWatch } from '../../kube/listwatch.ts';
 import { toKubeError } from '../../kube/errors.ts';
 import { WorkQueue } from '../../util/workqueue.ts';
 import {
-  forgeNewNode, forgeNodeLabels, forgeNodeStatus, forgeNodeTaints, labelPatch, mergeTaints, nodeStatusMatches,
-  stampConditions, type NodeContext,
+  forgeNewNode, forgeNodeLabels, forgeNodeStatus, forgeNodeTaints, labelPatch, managedLabelKeys, managedLabelsValue,
+  mergeTaints, nodeStatusMatches, stampConditions, type NodeContext,
 } from '../../forge/node.ts';
 import type { NodeProvider, NodeState } from '../../provider/node.ts';
 import { MANAGED_LABELS_ANNOTATION } from '../../forge/keys.ts';
@@ -94,11 +94,10 @@ export class NodeController {
     const current = this.node;
     if (!current) {
       const node = forgeNewNode(this.#ctx, state, now);
-      node.metadata!.annotations = { [MANAGED_LABELS_ANNOTATION]: Object.keys(node.metadata!.labels ?? {}).sort().join(',') };
       try {
         const created = await this.#host.core.createNode({ body: node });
         // Status is dropped on create by some API server versions: write it explicitly.
-        await this.#patchStatus(created, state, now);
+        await this.#patchStatus(created, forgeNodeStatus(this.#ctx, state), now);
         if (state.reachable) await this.#renewLease();
         this.#log.info({ node: this.nodeName, ready: state.reachable && state.readyNodes > 0 }, 'registered virtual node');
       } catch (err) {
@@ -112,15 +111,14 @@ export class NodeController {
     const slack = Math.min(500, this.#opts.statusRefreshMs / 10);
     const due = Date.now() - this.#lastStatusWrite >= this.#opts.statusRefreshMs - slack;
     if (!due && nodeStatusMatches(desired, current.status)) return;
-    await this.#patchStatus(current, state, now);
+    await this.#patchStatus(current, desired, now);
   }
 
   async #patchMeta(node: V1Node, state: NodeState): Promise<void> {
     const labels = forgeNodeLabels(this.#ctx, state);
-    const managed = new Set((node.metadata?.annotations?.[MANAGED_LABELS_ANNOTATION] ?? '').split(',').filter(Boolean));
-    const lp = labelPatch(labels, node.metadata?.labels, managed);
+    const lp = labelPatch(labels, node.metadata?.labels, managedLabelKeys(node));
     const taints = mergeTaints(node.spec?.taints, forgeNodeTaints(this.#ctx));
-    const managedValue = Object.keys(labels).sort().join(',');
+    const managedValue = managedLabelsValue(labels);
     const annChanged = node.metadata?.annotations?.[MANAGED_LABELS_ANNOTATION] !== managedValue;
     if (!lp && !taints && !annChanged) return;
     const body: Record<string, unknown> = {
@@ -130,8 +128,8 @@ export class NodeController {
     await this.#host.core.patchNode({ name: this.nodeName, body }, strategic);
   }
 
-  async #patchStatus(node: V1Node, state: NodeState, now: Date): Promise<void> {
-    const status = forgeNodeStatus(this.#ctx, state);
+  /** Writes `status` (forged, not yet stamped: its conditions are stamped here) over the node's. */
+  async #patchStatus(node: V1Node, status: V1NodeStatus, now: Date): Promise<void> {
     status.conditions = stampConditions(status.conditions ?? [], node.status?.conditions, now);
     // Resources the back end no longer has are removed (null), not left behind by the merge.
     const drop = (cur: Record<string, string> | undefined, want: Record<string, string> | undefined) =>

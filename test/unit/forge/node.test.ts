@@ -9,6 +9,7 @@ import {
   forgeNodeStatus,
   forgeNodeTaints,
   labelPatch,
+  managedLabelKeys,
   mergeTaints,
   nodeStatusMatches,
   stampConditions,
@@ -460,6 +461,7 @@ describe('forgeNewNode', () => {
     assert.equal(node.metadata?.name, 'clusterlet-m1');
     assert.deepEqual(node.metadata?.labels, forgeNodeLabels(ctx, st));
     assert.equal(node.metadata?.labels?.team, 'infra');
+    assert.deepEqual(managedLabelKeys(node), new Set(Object.keys(forgeNodeLabels(ctx, st))), 'every label it sets recorded as ours');
     assert.deepEqual(node.spec?.taints, [OUR_TAINT]);
     assert.deepEqual(node.status?.capacity, st.capacity);
     assert.equal(node.status?.daemonEndpoints?.kubeletEndpoint?.Port, 10250);

@@ -182,6 +182,12 @@ describe('the member runtime against a fake member', () => {
     wss = new WebSocketServer({ noServer: true, handleProtocols: (ps) => ps.has('v5.channel.k8s.io') ? 'v5.channel.k8s.io' : false });
     member.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       seen.push(`${req.method} ${req.url} ${req.headers.upgrade}`);
+      // The delegate of team-b/api may not be exec'd into or port-forwarded to: the upgrade is refused.
+      if (req.url!.includes('/pods/api/')) {
+        const body = JSON.stringify({ kind: 'Status', message: 'forbidden: User "clusterlet" cannot create pods/exec' });
+        socket.end(`HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+        return;
+      }
       if (req.url!.endsWith('/portforward')) {
         // A member that answers with another protocol than asked.
         socket.end('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: other\r\n\r\n');
@@ -243,6 +249,15 @@ describe('the member runtime against a fake member', () => {
     assert.equal((await rejects(logs('gone'), 'NotFound', /^member m: container "gone" not found$/)).status, 404);
     assert.equal((await rejects(logs('denied'), 'Forbidden', /cannot get pods\/log \(check clusterlet's RBAC in the member\)$/)).status, 403);
     assert.equal((await rejects(logs('bad'), 'InvalidInput', /^member m: bad options$/)).status, 400);
+  });
+
+  it('an upgrade the member refuses (exec, port-forward) keeps its meaning and status', async () => {
+    const exec = await rejects(runtime.remoteCommand('exec', 'team-b', 'api', 'uid-api', 'app', new URLSearchParams(), ['v5.channel.k8s.io']),
+      'Forbidden', /^member m: forbidden: User "clusterlet" cannot create pods\/exec \(check clusterlet's RBAC in the member\)$/);
+    assert.equal(exec.status, 403);
+    const forward = await rejects(runtime.portForward('team-b', 'api', 'uid-api', ['portforward.k8s.io']),
+      'Forbidden', /^member m: forbidden: User "clusterlet" cannot create pods\/exec/);
+    assert.equal(forward.status, 403);
   });
 
   it('an unreachable member → Unavailable', async () => {

@@ -12,9 +12,7 @@ import { ProviderError } from '../../provider/errors.ts';
 
 /** GET `path` on the member; resolves with a 2xx response (its body not yet read), else throws ProviderError. */
 export async function memberGet(client: ClusterClient, path: string, signal?: AbortSignal): Promise<IncomingMessage> {
-  await client.limiter.take();
-  metrics.apiRequests.inc({ cluster: client.name, verb: 'get' });
-  const url = new URL(path, client.server);
+  const url = await begin(client, 'get', path);
   const opts = { ...await client.connectOptions(), method: 'GET', signal };
   const res = await new Promise<IncomingMessage>((resolve, reject) => {
     const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, opts, resolve);
@@ -23,25 +21,19 @@ export async function memberGet(client: ClusterClient, path: string, signal?: Ab
     req.end();
   });
   if (res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300) return res;
-  metrics.apiErrors.inc({ cluster: client.name, code: String(res.statusCode ?? 0) });
-  throw fromMember(client.name, res.statusCode ?? 0, statusMessage(await readAll(res, 64 << 10)));
+  throw await refusal(client, res);
 }
 
 /** A WebSocket to `path` on the member, open; an upgrade the member refuses throws ProviderError with its answer. */
 export async function memberWebSocket(client: ClusterClient, path: string, protocols: string[]): Promise<WebSocket> {
-  await client.limiter.take();
-  metrics.apiRequests.inc({ cluster: client.name, verb: 'create' });
-  const url = new URL(path, client.server);
+  const url = await begin(client, 'create', path);
   url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
   const opts = await client.connectOptions();
   return new Promise<WebSocket>((resolve, reject) => {
     const ws = new WebSocket(url, protocols, { ...opts, perMessageDeflate: false });
     const fail = (err: ProviderError): void => { ws.removeAllListeners('open'); ws.terminate(); reject(err); };
     ws.once('open', () => { ws.removeAllListeners('unexpected-response'); resolve(ws); });
-    ws.once('unexpected-response', (_req, res) => {
-      metrics.apiErrors.inc({ cluster: client.name, code: String(res.statusCode ?? 0) });
-      void readAll(res, 64 << 10).then((body) => fail(fromMember(client.name, res.statusCode ?? 0, statusMessage(body))));
-    });
+    ws.once('unexpected-response', (_req, res) => void refusal(client, res).then(fail));
     ws.once('error', (err) => fail(unreachable(client, err)));
   });
 }
@@ -52,9 +44,7 @@ export async function memberWebSocket(client: ClusterClient, path: string, proto
  */
 export async function memberSpdyUpgrade(client: ClusterClient, path: string, protocols: string[]):
   Promise<{ socket: Duplex; protocol: string }> {
-  await client.limiter.take();
-  metrics.apiRequests.inc({ cluster: client.name, verb: 'create' });
-  const url = new URL(path, client.server);
+  const url = await begin(client, 'create', path);
   const opts = await client.connectOptions();
   return new Promise((resolve, reject) => {
     const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, {
@@ -65,10 +55,7 @@ export async function memberSpdyUpgrade(client: ClusterClient, path: string, pro
       if (head.length) socket.unshift(head);
       resolve({ socket, protocol: String(res.headers['x-stream-protocol-version'] ?? '') });
     });
-    req.on('response', (res: IncomingMessage) => {
-      metrics.apiErrors.inc({ cluster: client.name, code: String(res.statusCode ?? 0) });
-      void readAll(res, 64 << 10).then((body) => reject(fromMember(client.name, res.statusCode ?? 0, statusMessage(body))));
-    });
+    req.on('response', (res: IncomingMessage) => void refusal(client, res).then(reject));
     req.on('error', (err) => reject(unreachable(client, err)));
     req.end();
   });
@@ -84,6 +71,19 @@ export function fromMember(member: string, status: number, message: string): Pro
   if (status === 404) return new ProviderError('NotFound', text, { status });
   if (status >= 400 && status < 500) return new ProviderError('InvalidInput', text, { status });
   return new ProviderError('Upstream', text, { status: status || undefined });
+}
+
+/** Every member request: a token of the member's client-side rate limit, counted; resolves with the URL of `path`. */
+async function begin(client: ClusterClient, verb: 'get' | 'create', path: string): Promise<URL> {
+  await client.limiter.take();
+  metrics.apiRequests.inc({ cluster: client.name, verb });
+  return new URL(path, client.server);
+}
+
+/** The member answered, but not with what was asked for: counted, and typed with the member's own message. */
+async function refusal(client: ClusterClient, res: IncomingMessage): Promise<ProviderError> {
+  metrics.apiErrors.inc({ cluster: client.name, code: String(res.statusCode ?? 0) });
+  return fromMember(client.name, res.statusCode ?? 0, statusMessage(await readAll(res, 64 << 10)));
 }
 
 /** The connection to the member failed (refused, reset, TLS). */

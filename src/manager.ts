@@ -29,22 +29,22 @@ export interface ManagerOptions {
   node?: NodeControllerOptions;
 }
 
+/** What runs for a member: started once it is set up, stopped with the process. */
+interface Part { start(): void; stop(): void }
+
 export interface MemberParts {
   config: MemberConfig;
   /** Loaded at start from the member's kubeconfig file; undefined for one in a Secret (read when set up). */
   access?: ClusterAccess;
-  cluster?: MemberCluster;
   node?: NodeController;
-  provider?: MemberPodProvider;
-  mirror?: ObjectMirror;
-  exporter?: ExportReflector;
-  /** Host Services that select the node's delegates, reflected into the member. */
-  services?: ServiceReflector;
-  /** ServiceExports of the annotated ones, where the member serves the Multi-Cluster Services API. */
-  serviceExports?: ServiceExporter;
   pods?: PodController;
   /** Logs, exec, attach, port-forward and stats of the node's pods, for the kubelet API. */
   runtime?: MemberRuntime;
+  /**
+   * Everything that runs for the member (its cluster, node, reflectors and pod controller), in start
+   * order; stopped in reverse. The node starts first, on its own (see #startMember).
+   */
+  parts: Part[];
   /** Set while the member could not be set up (e.g. its kubeconfig Secret is missing); retried. */
   setupError?: string;
   /** Re-reads the kubeconfig file or Secret and moves the member's client to new credentials. */
@@ -77,7 +77,7 @@ export class Manager implements NodeDirectory {
     const access = config.hostKubeconfig ? loadKubeconfigFile(config.hostKubeconfig) : inClusterAccess();
     this.host = new ClusterClient(access, { cluster: 'host', qps: config.hostQPS, burst: config.hostBurst });
     // A member kubeconfig file that cannot work is a configuration error now, not a retry loop later.
-    this.members = config.members.map((m) => ({ config: m, access: m.kubeconfig ? loadKubeconfigFile(m.kubeconfig) : undefined }));
+    this.members = config.members.map((m) => ({ config: m, access: m.kubeconfig ? loadKubeconfigFile(m.kubeconfig) : undefined, parts: [] }));
     const h = this.host;
     this.hostCaches = {
       configMaps: hostObjects(h, 'ConfigMap', {}, log),
@@ -112,44 +112,40 @@ export class Manager implements NodeDirectory {
       const access = await this.#memberAccess(m.config, m.access);
       const client = new ClusterClient(access, { cluster: m.config.name, qps: m.config.qps, burst: m.config.burst });
       const silence = this.config.watchSilenceSeconds * 1000;
-      m.cluster = new MemberCluster(m.config, client, this.#hostName!, log,
+      const cluster = new MemberCluster(m.config, client, this.#hostName!, log,
         { watchSilenceMs: silence, probeIntervalMs: this.config.probePeriodSeconds * 1000,
           probeFailureThreshold: this.config.probeFailureThreshold, ...this.#opts.member });
-      m.node = new NodeController(this.host, {
+      const node = m.node = new NodeController(this.host, {
         nodeName: m.config.nodeName, memberName: m.config.name, labels: m.config.labels, taints: m.config.taints,
         nodeIP: this.config.nodeIP, kubeletPort: m.config.kubeletPort ?? this.config.kubeletPort,
-      }, m.cluster, log, { watchSilenceMs: silence, ...this.#opts.node });
-      m.mirror = new ObjectMirror(m.cluster, mirrorTargets(m.cluster, log), this.hostCaches, log);
-      m.exporter = new ExportReflector(m.config.name, exportSides(m.cluster, this.host, log), this.exportConsent, log);
-      m.services = new ServiceReflector(m.cluster, serviceTarget(m.cluster, log), this.hostServices,
+      }, cluster, log, { watchSilenceMs: silence, ...this.#opts.node });
+      const mirror = new ObjectMirror(cluster, mirrorTargets(cluster, log), this.hostCaches, log);
+      const exporter = new ExportReflector(m.config.name, exportSides(cluster, this.host, log), this.exportConsent, log);
+      const services = new ServiceReflector(cluster, serviceTarget(cluster, log), this.hostServices,
         hostServiceWarnings(this.host, m.config.nodeName), log,
-        { endpoints: this.hostEndpointSlices && { hostSlices: this.hostEndpointSlices, copies: endpointSliceTarget(m.cluster, log) } });
-      m.serviceExports = new ServiceExporter({ name: m.config.name, owner: m.cluster.owner }, m.services.copies,
-        serviceExportApi(m.cluster, log), log);
-      m.provider = new MemberPodProvider(m.cluster, m.mirror, log, { nodeName: m.config.nodeName, hostIP: this.config.nodeIP });
-      m.pods = new PodController(this.host, m.provider, log, {
+        { endpoints: this.hostEndpointSlices && { hostSlices: this.hostEndpointSlices, copies: endpointSliceTarget(cluster, log) } });
+      const serviceExports = new ServiceExporter({ name: m.config.name, owner: cluster.owner }, services.copies,
+        serviceExportApi(cluster, log), log);
+      const provider = new MemberPodProvider(cluster, mirror, log, { nodeName: m.config.nodeName, hostIP: this.config.nodeIP });
+      const pods = m.pods = new PodController(this.host, provider, log, {
         nodeName: m.config.nodeName, member: m.config.name, workers: this.config.podSyncWorkers, watchSilenceMs: silence,
       });
-      m.runtime = new MemberRuntime(m.cluster, m.pods.pods, { log: log.child({ component: 'kubelet-api' }) });
+      m.runtime = new MemberRuntime(cluster, pods.pods, { log: log.child({ component: 'kubelet-api' }) });
+      m.parts = [cluster, node, mirror, services, serviceExports, exporter, pods];
       // The node registers (NotReady until the member's caches sync) whatever happens next.
-      m.node.start();
+      node.start();
       // A rewritten kubeconfig (file or Secret) is used from then on, without a restart.
       m.credentials = followMemberAccess(m.config, this.host, client, log);
       m.setupError = undefined;
       // Objects an earlier version labelled with the old default origin are this host's: adopted before any
       // controller judges what is ours (else its delegates would be taken for someone else's).
       if (this.config.hostName === undefined) {
-        await retryWithBackoff(() => adoptLegacyObjects(client, m.cluster!.owner, log),
+        await retryWithBackoff(() => adoptLegacyObjects(client, cluster.owner, log),
           'could not adopt objects of the old default origin', log, () => this.#stopped).catch(() => undefined);
       }
       if (this.#stopped) return;
       // The member's informers start in the same tick as everything that indexes their events.
-      m.cluster.start();
-      m.mirror.start();
-      m.exporter.start();
-      m.services.start();
-      m.serviceExports.start();
-      m.pods.start();
+      for (const p of m.parts) if (p !== node) p.start();
       log.info({ node: m.config.nodeName }, 'member started');
     } catch (err) {
       m.setupError = (err as Error).message;
@@ -190,13 +186,7 @@ export class Manager implements NodeDirectory {
     this.exportConsent.stop();
     for (const m of this.members) {
       m.credentials?.stop();
-      m.pods?.stop();
-      m.exporter?.stop();
-      m.serviceExports?.stop();
-      m.services?.stop();
-      m.mirror?.stop();
-      m.node?.stop();
-      m.cluster?.stop();
+      for (const p of m.parts.toReversed()) p.stop();
     }
   }
 }

@@ -84,6 +84,23 @@ function assertLeastPrivilegeShape(objs: KubernetesObject[]): void {
   }
 }
 
+/**
+ * The permissions of a side's RBAC for --reflect-host-endpoints (manifests/<side>/rbac-host-endpoints.yaml), after
+ * checking it has the least-privilege shape for the side's ServiceAccount and is off by default: none of its
+ * objects is in the kustomization (`objs`).
+ */
+function hostEndpointsPermissions(side: 'host' | 'member', objs: KubernetesObject[]): Record<string, string[]> {
+  const extra = (loadAllYaml(readFileSync(join(ROOT, `manifests/${side}/rbac-host-endpoints.yaml`), 'utf8')) as KubernetesObject[])
+    .filter(Boolean);
+  assert.ok(extra.length > 0, `manifests/${side}/rbac-host-endpoints.yaml has objects`);
+  assertLeastPrivilegeShape([...extra, one(objs, 'ServiceAccount')]);
+  for (const o of extra) {
+    const name = o.metadata!.name;
+    assert.ok(!objs.some((k) => k.metadata?.name === name), `off by default: ${o.kind} ${name} not in the kustomization`);
+  }
+  return permissions(extra);
+}
+
 describe('manifests/host', { skip }, () => {
   const objs = kubectl ? build('manifests/host') : [];
 
@@ -161,10 +178,7 @@ describe('manifests/host', { skip }, () => {
   });
 
   it('--reflect-host-endpoints: its extra RBAC, outside the kustomization, reads the host\'s EndpointSlices only', () => {
-    const extra = loadAllYaml(readFileSync(join(ROOT, 'manifests/host/rbac-host-endpoints.yaml'), 'utf8')) as KubernetesObject[];
-    assertLeastPrivilegeShape([...extra, one(objs, 'ServiceAccount')]);
-    assert.deepEqual(permissions(extra), { 'discovery.k8s.io/endpointslices': ['list', 'watch'] });
-    assert.ok(!objs.some((o) => o.metadata?.name === 'clusterlet-host-endpoints'), 'off by default: not in the kustomization');
+    assert.deepEqual(hostEndpointsPermissions('host', objs), { 'discovery.k8s.io/endpointslices': ['list', 'watch'] });
   });
 });
 
@@ -193,10 +207,8 @@ describe('manifests/member', { skip }, () => {
   });
 
   it('--reflect-host-endpoints: its extra RBAC, outside the kustomization, writes EndpointSlices', () => {
-    const extra = loadAllYaml(readFileSync(join(ROOT, 'manifests/member/rbac-host-endpoints.yaml'), 'utf8')) as KubernetesObject[];
-    assertLeastPrivilegeShape([...extra, one(objs, 'ServiceAccount')]);
-    assert.deepEqual(permissions(extra), { 'discovery.k8s.io/endpointslices': ['create', 'delete', 'get', 'list', 'update', 'watch'] });
-    assert.ok(!objs.some((o) => o.metadata?.name === 'clusterlet-member-host-endpoints'), 'off by default: not in the kustomization');
+    assert.deepEqual(hostEndpointsPermissions('member', objs),
+      { 'discovery.k8s.io/endpointslices': ['create', 'delete', 'get', 'list', 'update', 'watch'] });
   });
 
   it('a long-lived token Secret for the ServiceAccount, which mint-kubeconfig.sh reads', () => {

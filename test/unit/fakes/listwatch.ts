@@ -4,6 +4,7 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { ClusterClient, WatchHandlers } from '../../../src/kube/client.ts';
 import type { ListPage, ListParams, ListWatchSpec } from '../../../src/kube/listwatch.ts';
+import { eventually } from './wait.ts';
 
 /** One open watch request, as the server side sees it. */
 export class FakeWatch {
@@ -97,7 +98,7 @@ export class FakeCollection<T extends KubernetesObject> {
 
   /** The n-th watch (1-based), once listWatch has opened it. */
   async watch(n: number): Promise<FakeWatch> {
-    await until(`watch ${n}`, () => this.watches.length >= n);
+    await eventually(`watch ${n}`, () => this.watches.length >= n);
     return this.watches[n - 1];
   }
 
@@ -111,14 +112,5 @@ export class FakeCollection<T extends KubernetesObject> {
       items: this.items.slice(from, to).map((o) => structuredClone(o)),
       metadata: { resourceVersion: this.resourceVersion, _continue: to < this.items.length ? String(to) : undefined },
     };
-  }
-}
-
-/** Waits until `cond` holds, checking every millisecond; fails naming `what` after `timeoutMs`. */
-export async function until(what: string, cond: () => boolean, timeoutMs = 2000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!cond()) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 1));
   }
 }

@@ -4,7 +4,7 @@
 // Changes reach the streams at once, before the call that made them returns. Not a Kubernetes: just enough of one.
 import { Observable, Subject } from 'rxjs';
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { KubeError } from '../../../src/kube/errors.ts';
+import { KubeError, ignoreNotFound } from '../../../src/kube/errors.ts';
 import { Informer, objectKey } from '../../../src/kube/informer.ts';
 import type { ListWatchEvent } from '../../../src/kube/listwatch.ts';
 import type { Target } from '../../../src/member/reflection/reflector.ts';
@@ -141,10 +141,7 @@ export class FakeObjects {
   target<T extends KubernetesObject>(kind: string, select: (o: KubernetesObject) => boolean): Target<T> {
     return {
       store: this.informer<T>(kind, select),
-      read: (namespace, name) => this.read<T>(kind, namespace, name).catch((err: unknown) => {
-        if ((err as KubeError).kind === 'NotFound') return undefined;
-        throw err;
-      }),
+      read: (namespace, name) => ignoreNotFound(() => this.read<T>(kind, namespace, name)),
       create: (namespace, body) => this.create(kind, namespace, body),
       replace: (namespace, name, body) => this.replace(kind, namespace, name, body),
       remove: (namespace, name, uid) => this.delete(kind, namespace, name, uid),

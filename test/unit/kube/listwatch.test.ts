@@ -7,7 +7,8 @@ import type { V1ConfigMap } from '@kubernetes/client-node';
 import { listWatch, type ListWatchEvent, type ListWatchOptions } from '../../../src/kube/listwatch.ts';
 import { KubeError } from '../../../src/kube/errors.ts';
 import { metrics } from '../../../src/metrics.ts';
-import { FakeCollection, until } from '../fakes/listwatch.ts';
+import { FakeCollection } from '../fakes/listwatch.ts';
+import { eventually } from '../fakes/wait.ts';
 
 function cm(name: string, rv: string, data: Record<string, string> = {}): V1ConfigMap {
   return { metadata: { namespace: 'ns', name, resourceVersion: rv }, data };
@@ -202,7 +203,7 @@ describe('listWatch', () => {
     const held = new Promise<void>((r) => { release = r; });
     spec.list = async (p) => { const page = await list(p); await held; return page; };
     sub = listWatch(fake.client(), spec, { pageSize: 1 }).subscribe((e) => events.push(e));
-    await until('the first page', () => fake.lists.length === 1);
+    await eventually('the first page', () => fake.lists.length === 1);
     sub.unsubscribe();
     release();
     await new Promise((r) => setTimeout(r, 5));

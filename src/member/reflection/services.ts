@@ -156,7 +156,8 @@ export class ServiceReflector {
         // A slice copy changed or deleted by someone: set back, or removed.
         ep.reflector.store.events$.subscribe((ev) => this.#addSlice(ev.object)),
       );
-      void Promise.all([ep.hostSlices.waitSynced(), ep.reflector.waitSynced()]).then(() => {
+      // #syncSlices skips keys until every cache it reads has synced: go over every slice copy once they have.
+      void Promise.all([ep.hostSlices, this.#member.pods, this.#reflector, ep.reflector].map((c) => c.waitSynced())).then(() => {
         for (const s of ep.reflector.store.list()) this.#addSlice(s);
       });
     }

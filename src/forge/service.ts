@@ -5,6 +5,7 @@
 import type { V1Service, V1ServicePort, V1ServiceSpec } from '@kubernetes/client-node';
 import { LABEL_PREFIX } from './keys.ts';
 import { mirroredMeta, sortedJSON, type MirrorContext } from './refs.ts';
+import { compact } from './objects.ts';
 
 /** The API server's default session affinity timeout (spec.sessionAffinityConfig.clientIP.timeoutSeconds). */
 const DEFAULT_AFFINITY_TIMEOUT = 10_800;
@@ -29,11 +30,6 @@ export function reflectable(svc: V1Service): boolean {
 export function selects(selector: Record<string, string> | undefined, labels: Record<string, string> | undefined): boolean {
   const terms = Object.entries(selector ?? {});
   return terms.length > 0 && terms.every(([k, v]) => !k.startsWith(LABEL_PREFIX) && labels?.[k] === v);
-}
-
-/** An object without its undefined fields, so that copies compare and print as the API returns them. */
-function compact<T extends object>(o: T): T {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 }
 
 /** A port as the member needs it: no nodePort (the member allocates none for a ClusterIP Service). */

@@ -15,6 +15,7 @@ import { memberNamespace, type MemberConfig } from '../../config.ts';
 import type { ClusterClient } from '../../kube/client.ts';
 import { writeOwnEvent, type EventSubject } from '../../kube/events.ts';
 import { Informer, splitKey, type StoreEvent } from '../../kube/informer.ts';
+import { byNamespace, StoreIndex } from '../../kube/storeindex.ts';
 import { forgeMemberService, memberServiceMatches, needsRecreate, reflectable, selects } from '../../forge/service.ts';
 import { NODE_LABEL, ORIGIN_LABEL, PROXY_NAMESPACE_ANNOTATION } from '../../forge/keys.ts';
 import { delegateOf, fromHost, ownedBy } from '../../forge/owner.ts';
@@ -65,6 +66,12 @@ export function hostServiceWarnings(host: ClusterClient, node: string): ServiceW
   return (about, ev) => writeOwnEvent(host, about, node, ev);
 }
 
+/** The host Service key (`<namespace>/<service>`) a slice belongs to, by its namespace and service-name label. */
+function serviceOfSlice(slice: V1EndpointSlice): string | undefined {
+  const service = slice.metadata?.labels?.[SERVICE_NAME_LABEL];
+  return service && slice.metadata?.namespace ? `${slice.metadata.namespace}/${service}` : undefined;
+}
+
 export interface ServiceReflectorOptions {
   /** How often a Service in conflict is looked at again (the member's own Service may go). */
   conflictRecheckMs?: number;
@@ -79,7 +86,12 @@ export class ServiceReflector {
   #log: Logger;
   #recheckMs: number;
   #reflector: Reflector<V1Service>;
-  #endpoints: { hostSlices: Informer<V1EndpointSlice>; reflector: Reflector<V1EndpointSlice> } | undefined;
+  /** The host Services and the member pods by namespace: a delegate's change and a sync look at one namespace only. */
+  #hostsByNs: StoreIndex<V1Service>;
+  #podsByNs: StoreIndex<V1Pod>;
+  /** The host's slices and their member copies, each by the Service (its namespace's) they belong to. */
+  #endpoints: { hostSlices: Informer<V1EndpointSlice>; reflector: Reflector<V1EndpointSlice>;
+    hostSlicesOf: StoreIndex<V1EndpointSlice>; copiesOf: StoreIndex<V1EndpointSlice> } | undefined;
   /** Host Services in conflict → the UID the Warning was written on (once per Service object). */
   #conflicts = new Map<string, string>();
   #subs: Subscription[] = [];
@@ -91,6 +103,8 @@ export class ServiceReflector {
     this.#warn = warn;
     this.#log = log;
     this.#recheckMs = opts.conflictRecheckMs ?? 60_000;
+    this.#hostsByNs = new StoreIndex(hosts, byNamespace);
+    this.#podsByNs = new StoreIndex(member.pods, byNamespace);
     this.#reflector = new Reflector<V1Service>({
       name: `services-${member.config.name}`, workers: 2, target: copies, log, sync: (key) => this.#sync(key),
       // A copy of this host's (whichever of its nodes made it) follows the host Service; any other is not touched.
@@ -98,12 +112,14 @@ export class ServiceReflector {
       metrics: { member: member.config.name, kind: 'Service', direction: 'to-member', counts: (o) => ownedBy(o.metadata, member.owner) },
     });
     if (opts.endpoints) {
-      this.#endpoints = { hostSlices: opts.endpoints.hostSlices, reflector: new Reflector<V1EndpointSlice>({
+      const reflector = new Reflector<V1EndpointSlice>({
         name: `endpointslices-${member.config.name}`, workers: 2, target: opts.endpoints.copies, log,
         sync: (key) => this.#syncSlices(key),
         update: { ours: (o) => fromHost(o.metadata, member.owner.host), matches: endpointSliceMatches },
         metrics: { member: member.config.name, kind: 'EndpointSlice', direction: 'to-member', counts: (o) => ownedBy(o.metadata, member.owner) },
-      }) };
+      });
+      this.#endpoints = { hostSlices: opts.endpoints.hostSlices, reflector,
+        hostSlicesOf: new StoreIndex(opts.endpoints.hostSlices, serviceOfSlice), copiesOf: new StoreIndex(reflector.store, serviceOfSlice) };
     }
   }
 
@@ -120,6 +136,9 @@ export class ServiceReflector {
 
   /** Subscribes to the member's pods: call in the same tick as they start, so no delegate change is missed. */
   start(): void {
+    // Before the subscriptions below: their handlers read the indexes.
+    this.#hostsByNs.start();
+    this.#podsByNs.start();
     this.#reflector.start();
     this.#subs.push(
       this.#hosts.events$.subscribe((ev) => this.#reflector.add(ev.key)),
@@ -129,13 +148,16 @@ export class ServiceReflector {
     );
     const ep = this.#endpoints;
     if (ep) {
+      ep.hostSlicesOf.start();
+      ep.copiesOf.start();
       ep.reflector.start();
       this.#subs.push(
         ep.hostSlices.events$.subscribe((ev) => this.#addSlice(ev.object)),
         // A slice copy changed or deleted by someone: set back, or removed.
         ep.reflector.store.events$.subscribe((ev) => this.#addSlice(ev.object)),
       );
-      void Promise.all([ep.hostSlices.waitSynced(), ep.reflector.waitSynced()]).then(() => {
+      // #syncSlices skips keys until every cache it reads has synced: go over every slice copy once they have.
+      void Promise.all([ep.hostSlices, this.#member.pods, this.#reflector, ep.reflector].map((c) => c.waitSynced())).then(() => {
         for (const s of ep.reflector.store.list()) this.#addSlice(s);
       });
     }
@@ -150,6 +172,7 @@ export class ServiceReflector {
     for (const s of this.#subs.splice(0)) s.unsubscribe();
     this.#reflector.stop();
     this.#endpoints?.reflector.stop();
+    for (const index of [this.#hostsByNs, this.#podsByNs, this.#endpoints?.hostSlicesOf, this.#endpoints?.copiesOf]) index?.stop();
   }
 
   /** A delegate of this host (any of its nodes) came, went or changed labels: its namespace's Services may change. */
@@ -162,8 +185,7 @@ export class ServiceReflector {
 
   /** Every host Service of a host namespace. */
   #addNamespace(hostNs: string): void {
-    const prefix = `${hostNs}/`;
-    for (const key of this.#hosts.keys()) if (key.startsWith(prefix)) this.#add(key);
+    for (const key of this.#hostsByNs.keys(hostNs)) this.#add(key);
   }
 
   /** The host Service of a copy, from its proxy-namespace annotation. */
@@ -209,12 +231,10 @@ export class ServiceReflector {
     const owner = this.#member.owner;
     const copy = this.#reflector.store.get(`${memberNs}/${name}`);
     const ours = copy && !copy.metadata?.deletionTimestamp && ownedBy(copy.metadata, owner);
-    const ofService = (s: V1EndpointSlice) => s.metadata?.labels?.[SERVICE_NAME_LABEL] === name;
     const wanted = new Map<string, V1EndpointSlice>();
     if (ours) {
       const listed = this.#listedByMember(hostNs, memberNs);
-      for (const host of ep.hostSlices.list()) {
-        if (host.metadata?.namespace !== hostNs || !ofService(host)) continue;
+      for (const host of ep.hostSlicesOf.list(key)) {
         const slice = forgeMemberEndpointSlice(host, { owner, memberNamespace: memberNs,
           listedByMember: (e) => e.targetRef?.kind === 'Pod' && (e.targetRef.namespace ?? hostNs) === hostNs && listed.has(e.targetRef.name ?? '') });
         // Owned by the Service copy: the member's garbage collector removes them with it, even once the switch is off.
@@ -224,8 +244,8 @@ export class ServiceReflector {
     }
     for (const [sliceName, slice] of wanted) await ep.reflector.apply(memberNs, sliceName, () => slice);
     // This node's copies of slices the host no longer has; with our Service copy, other nodes' too (we own it now).
-    for (const c of ep.reflector.store.list()) {
-      if (c.metadata?.namespace !== memberNs || !ofService(c) || wanted.has(c.metadata.name!)) continue;
+    for (const c of ep.copiesOf.list(`${memberNs}/${name}`)) {
+      if (wanted.has(c.metadata!.name!)) continue;
       if (ours || ownedBy(c.metadata, owner)) await ep.reflector.remove(c);
     }
   }
@@ -233,8 +253,7 @@ export class ServiceReflector {
   /** The host pods (names in host namespace `hostNs`) whose delegates run in this member, on any node of this host. */
   #listedByMember(hostNs: string, memberNs: string): Set<string> {
     const names = new Set<string>();
-    for (const p of this.#member.pods.list()) {
-      if (p.metadata?.namespace !== memberNs) continue;
+    for (const p of this.#podsByNs.list(memberNs)) {
       const d = delegateOf(p, this.#member.owner);
       if (d && d.ref.namespace === hostNs) names.add(d.ref.name);
     }
@@ -256,8 +275,8 @@ export class ServiceReflector {
   async #removeCopy(memberNs: string, name: string, live: V1Service | undefined): Promise<void> {
     const copy = this.#reflector.store.get(`${memberNs}/${name}`);
     if (!copy || !ownedBy(copy.metadata, this.#member.owner)) return;
-    if (live && this.#member.pods.list().some((p) => p.metadata?.namespace === memberNs
-      && delegateOf(p, this.#member.owner) && selects(live.spec?.selector, p.metadata?.labels))) return;
+    if (live && this.#podsByNs.list(memberNs).some((p) => delegateOf(p, this.#member.owner)
+      && selects(live.spec?.selector, p.metadata?.labels))) return;
     await this.#reflector.remove(copy);
     this.#log.debug({ kind: 'Service', namespace: memberNs, name }, 'removed a copy that selects no delegate');
   }

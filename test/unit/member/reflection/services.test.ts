@@ -230,8 +230,8 @@ function hostSlice(name: string, service: string, pods: [string, string][]): V1E
       targetRef: { kind: 'Pod', namespace: NS, name: pod } })) };
 }
 
-/** Reflectors with the endpoints part on (or off), over one host and one member. */
-function endpointsWorld(on: boolean) {
+/** Reflectors with the endpoints part on (or off), over one host and one member; `podsLater`: the test starts the pods. */
+function endpointsWorld(on: boolean, podsLater = false) {
   const host = new FakeObjects();
   const member = new FakeObjects();
   const hostServices = host.informer<V1Service>('Service');
@@ -248,14 +248,15 @@ function endpointsWorld(on: boolean) {
     on ? { endpoints: { hostSlices, copies: member.target('EndpointSlice', labelled(`clusterlet.io/origin=${HOST},endpointslice.kubernetes.io/managed-by=clusterlet.io`)) } } : {});
   delegates.start();
   r.start();
-  pods.start();
+  if (!podsLater) pods.start();
   stops.push(() => { r.stop(); delegates.stop(); pods.stop(); });
   const delegate = (nodeName: string, name: string, labels: Record<string, string>): V1Pod => member.put('Pod', forgeDelegatePod(
     { metadata: { namespace: NS, name, uid: `uid-${name}`, labels }, spec: { containers: [{ name: 'app', image: 'app:1' }] } },
     { originCluster: HOST, nodeName, memberNamespace: MNS }));
+  const startPods = (): void => { pods.start(); };
   const sliceCopy = (hostName: string) => member.get<V1EndpointSlice>('EndpointSlice', MNS, `clusterlet-${hostName}`);
   const addresses = (hostName: string) => sliceCopy(hostName)?.endpoints?.flatMap((e) => e.addresses).sort();
-  return { host, member, delegate, sliceCopy, addresses };
+  return { host, member, delegate, sliceCopy, addresses, startPods };
 }
 
 describe('ServiceReflector with the host endpoints', () => {
@@ -302,6 +303,17 @@ describe('ServiceReflector with the host endpoints', () => {
     await eventually('copied', () => sliceCopy('web-abc') !== undefined);
     member.put('EndpointSlice', { ...sliceCopy('web-abc')!, endpoints: [{ addresses: ['1.2.3.4'] }] });
     await eventually('set back', () => JSON.stringify(addresses('web-abc')) === JSON.stringify(['10.10.0.7']));
+  });
+
+  it('removes at start a slice copy of its own whose Service is not reflected, even when the member pods sync last', async () => {
+    const { member, sliceCopy, startPods } = endpointsWorld(true, true);
+    member.put('EndpointSlice', { metadata: { namespace: MNS, name: 'clusterlet-web-abc', labels: { 'clusterlet.io/origin': HOST,
+      'clusterlet.io/node': 'vnode-a', 'kubernetes.io/service-name': 'web', 'endpointslice.kubernetes.io/managed-by': 'clusterlet.io' },
+    annotations: { 'clusterlet.io/proxy-namespace': NS } }, addressType: 'IPv4', endpoints: [{ addresses: ['10.10.0.7'] }] });
+    await settle();
+    assert.ok(sliceCopy('web-abc'), 'kept while the member pods have not synced');
+    startPods();
+    await eventually('the stale slice copy removed', () => sliceCopy('web-abc') === undefined);
   });
 
   it('switch off: no slice written', async () => {

@@ -123,9 +123,12 @@ describe('ServiceReflector', () => {
     const { host, member, node } = world();
     host.put('Service', service('alias', { type: 'ExternalName', externalName: 'db.example.com', clusterIP: undefined, selector: { app: 'web' } }));
     host.put('Service', service('manual', { selector: undefined }));
+    // A positive control in the same setup: an ordinary Service of the same pods is reflected.
+    host.put('Service', service('web', {}));
     node('vnode-a').delegate('web-1', { app: 'web' });
+    await eventually('the control reflected', () => member.get<V1Service>('Service', MNS, 'web') !== undefined);
     await settle();
-    assert.deepEqual(member.writes('create', 'Service'), []);
+    assert.deepEqual(member.writes('create', 'Service').map((w) => w.key), [`${MNS}/web`]);
   });
 
   it('never touches a same-named member Service clusterlet did not create: a Warning on the host Service, once', async () => {
@@ -181,11 +184,14 @@ describe('ServiceReflector', () => {
   it('another node\'s delegates do not make this node reflect a Service', async () => {
     const { host, member, node, delegate, copy } = world();
     host.put('Service', service('web'));
-    node('vnode-a');
+    // A positive control: a Service that selects this node's own delegate is reflected in the same setup.
+    host.put('Service', service('db', { selector: { app: 'db' } }));
+    node('vnode-a').delegate('db-0', { app: 'db' });
     delegate('vnode-b', 'web-b', { app: 'web' });
+    await eventually('the control reflected', () => copy('db') !== undefined);
     await settle();
     assert.equal(copy('web'), undefined);
-    assert.deepEqual(member.writes(undefined, 'Service'), []);
+    assert.deepEqual(member.writes(undefined, 'Service').map((w) => w.key), [`${MNS}/db`]);
   });
 
   it('a copy keeps its owner and stays while another node\'s delegate is selected; the owner removes it after the last', async () => {

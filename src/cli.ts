@@ -56,10 +56,14 @@ async function main(): Promise<number> {
   return new Promise<number>((resolve) => {
     const stop = (signal: string): void => {
       log.info({ signal }, 'stopping; virtual nodes stay registered');
-      manager.stop();
-      api.stop();
-      health?.close();
-      resolve(0);
+      // The members this replica leads are handed over (their Leases written free); a host that does not answer
+      // within 3 s gets no hand-over, and the Leases expire instead.
+      const handedOver = manager.stop({ handOver: true });
+      void Promise.race([handedOver, new Promise((r) => setTimeout(r, 3000).unref())]).finally(() => {
+        api.stop();
+        health?.close();
+        resolve(0);
+      });
     };
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));

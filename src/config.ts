@@ -1,6 +1,7 @@
 // Flags and the provider config file → a validated Config. Every error names the field (and the file):
 // the CLI turns a ConfigError into exit code 2.
 import { existsSync, readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { V1Taint } from '@kubernetes/client-node';
 import { load as loadYaml } from 'js-yaml';
@@ -76,6 +77,21 @@ export interface Config {
   exportNamespaces: string[];
   /** Copy the host's EndpointSlices of reflected Services into the member (--reflect-host-endpoints, else the file's). */
   reflectHostEndpoints: boolean;
+  /** Which replica leads each member (src/host/ha/); undefined with --leader-elect=false: this one leads every member. */
+  leaderElection?: LeaderElectionConfig;
+}
+
+/** Leader election per member on host Leases, timed as kube-controller-manager's (--leader-elect-*). */
+export interface LeaderElectionConfig {
+  /** Where the Leases live: --leader-elect-namespace, else $POD_NAMESPACE, else clusterlet. */
+  namespace: string;
+  /** This replica's holder identity: --leader-elect-identity, else $POD_NAME, else the hostname. */
+  identity: string;
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+  /** This replica's Pod ($POD_NAME, $POD_UID), owner of its presence Lease so that it goes with the Pod. */
+  pod?: { name: string; uid: string };
 }
 
 export const HELP = `clusterlet — a virtual kubelet that makes each member cluster one node of the host cluster.
@@ -112,6 +128,16 @@ Services (host → member):
                              EndpointSlices managed by clusterlet (needs a pod network routable between the
                              clusters and the extra RBAC of manifests/*/rbac-host-endpoints.yaml; default off;
                              the config file's reflectHostEndpoints: true does the same)
+
+High availability (several replicas; see README):
+  --leader-elect[=BOOL]      elect one replica per member on a host Lease clusterlet-<member> (default true;
+                             false: this process leads every member, as a single replica does)
+  --leader-elect-lease-duration D, --leader-elect-renew-deadline D, --leader-elect-retry-period D
+                             durations such as 15s, 500ms, 1m (default 15s / 10s / 2s, as kube-controller-manager)
+  --leader-elect-namespace NS
+                             namespace of the Leases (default: $POD_NAMESPACE, else clusterlet)
+  --leader-elect-identity ID this replica's holder identity (default: $POD_NAME, else the hostname); a process
+                             restarted with the same identity takes its Leases back at once
 
 Node and process:
   --node-ip IP               InternalIP of the virtual node(s) (default: $POD_IP, else 127.0.0.1)
@@ -152,7 +178,8 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
   let values: Record<string, string | boolean | undefined>;
   try {
     ({ values } = parseArgs({
-      args: argv, strict: true, allowPositionals: false,
+      // A bare --leader-elect means true, as in kube-controller-manager; --leader-elect=false turns it off.
+      args: argv.map((a) => a === '--leader-elect' ? '--leader-elect=true' : a), strict: true, allowPositionals: false,
       options: {
         'host-kubeconfig': { type: 'string' }, kubeconfig: { type: 'string' },
         'host-name': { type: 'string' }, 'host-qps': { type: 'string' }, 'host-burst': { type: 'string' },
@@ -165,6 +192,9 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
         'client-ca-file': { type: 'string' }, 'authentication-mode': { type: 'string' },
         'pod-sync-workers': { type: 'string' }, 'watch-silence-seconds': { type: 'string' },
         'probe-period-seconds': { type: 'string' }, 'probe-failure-threshold': { type: 'string' },
+        'leader-elect': { type: 'string' }, 'leader-elect-lease-duration': { type: 'string' },
+        'leader-elect-renew-deadline': { type: 'string' }, 'leader-elect-retry-period': { type: 'string' },
+        'leader-elect-namespace': { type: 'string' }, 'leader-elect-identity': { type: 'string' },
         'log-level': { type: 'string' }, help: { type: 'boolean', short: 'h' }, version: { type: 'boolean' },
       },
     }));
@@ -232,8 +262,44 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
       watchSilenceSeconds: int('--watch-silence-seconds', str('watch-silence-seconds'), 90, 1),
       probePeriodSeconds: int('--probe-period-seconds', str('probe-period-seconds'), 10, 1, 3600),
       probeFailureThreshold: int('--probe-failure-threshold', str('probe-failure-threshold'), 3, 1, 100),
+      leaderElection: leaderElectionConfig(str, env),
     },
   };
+}
+
+function leaderElectionConfig(str: (k: string) => string | undefined, env: NodeJS.ProcessEnv): LeaderElectionConfig | undefined {
+  const on = str('leader-elect') ?? 'true';
+  if (on !== 'true' && on !== 'false') throw new ConfigError('--leader-elect', `"${on}" is not true or false`);
+  if (on === 'false') return undefined;
+  const leaseDurationMs = duration('--leader-elect-lease-duration', str('leader-elect-lease-duration'), 15_000);
+  const renewDeadlineMs = duration('--leader-elect-renew-deadline', str('leader-elect-renew-deadline'), 10_000);
+  const retryPeriodMs = duration('--leader-elect-retry-period', str('leader-elect-retry-period'), 2_000);
+  // As client-go requires: a leader gives up before anyone may take its lease, and retries before it gives up.
+  if (renewDeadlineMs >= leaseDurationMs) {
+    throw new ConfigError('--leader-elect-renew-deadline', 'must be shorter than --leader-elect-lease-duration');
+  }
+  if (retryPeriodMs >= renewDeadlineMs) {
+    throw new ConfigError('--leader-elect-retry-period', 'must be shorter than --leader-elect-renew-deadline');
+  }
+  const namespace = str('leader-elect-namespace') ?? env.POD_NAMESPACE ?? 'clusterlet';
+  if (!DNS_LABEL.test(namespace)) throw new ConfigError('--leader-elect-namespace', `"${namespace}" is not a DNS-1123 label`);
+  const identity = str('leader-elect-identity') ?? env.POD_NAME ?? hostname();
+  if (identity === '' || identity.length > 128) {
+    throw new ConfigError('--leader-elect-identity', `"${identity}" must have 1 to 128 characters`);
+  }
+  const pod = env.POD_NAME && env.POD_UID ? { name: env.POD_NAME, uid: env.POD_UID } : undefined;
+  return { namespace, identity, leaseDurationMs, renewDeadlineMs, retryPeriodMs, pod };
+}
+
+/** A duration flag: 15s, 500ms, 1m, 1.5s, or a number of seconds. */
+function duration(field: string, raw: string | undefined, defMs: number): number {
+  if (raw === undefined) return defMs;
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(raw.trim());
+  const ms = m ? Number(m[1]) * ({ ms: 1, s: 1000, m: 60_000 }[m[2] ?? 's'] ?? 1000) : NaN;
+  if (!Number.isFinite(ms) || ms < 100 || ms > 3_600_000) {
+    throw new ConfigError(field, `"${raw}" is not a duration from 100ms to 1h (e.g. 15s, 500ms, 1m)`);
+  }
+  return Math.round(ms);
 }
 
 function kubeletApiConfig(str: (k: string) => string | undefined):

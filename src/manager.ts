@@ -1,4 +1,5 @@
 // Wires one process: the host client, and per member its cluster, node controller and pod controller.
+// Per member, the caches run on every replica; the writers only while this replica leads it (src/host/ha/).
 // Members are isolated: one that cannot be reached or fails never stops another.
 import type { Config, MemberConfig } from './config.ts';
 import { ClusterClient } from './kube/client.ts';
@@ -7,7 +8,8 @@ import { MemberCluster, type MemberOptions } from './member/cluster.ts';
 import { followMemberAccess, memberAccessSource, type AccessWatcher } from './member/credentials.ts';
 import { NodeController, type NodeControllerOptions } from './host/node/controller.ts';
 import { MemberPodProvider } from './member/provider.ts';
-import { PodController } from './host/pod/controller.ts';
+import { PodController, proxyInformer } from './host/pod/controller.ts';
+import { Leadership, hostLeaseApi, leaseInformer } from './host/ha/leadership.ts';
 import { MemberRuntime } from './member/runtime/runtime.ts';
 import { hostObjects } from './member/reflection/hostcache.ts';
 import { ObjectMirror, mirrorTargets, type HostCaches } from './member/reflection/mirror.ts';
@@ -17,7 +19,8 @@ import {
 } from './member/reflection/services.ts';
 import { ServiceExporter, serviceExportApi } from './member/reflection/serviceexports.ts';
 import type { Informer } from './kube/informer.ts';
-import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
+import type { V1EndpointSlice, V1Pod, V1Service } from '@kubernetes/client-node';
+import type { Subscription } from 'rxjs';
 import { hostClusterID } from './host/identity.ts';
 import { adoptLegacyObjects } from './member/adopt.ts';
 import { retryWithBackoff } from './util/backoff.ts';
@@ -40,11 +43,19 @@ export interface MemberParts {
   pods?: PodController;
   /** Logs, exec, attach, port-forward and stats of the node's pods, for the kubelet API. */
   runtime?: MemberRuntime;
+  /** The member's caches and probe, running on every replica (warm for a take-over). */
+  cluster?: MemberCluster;
+  /** The node's proxy pods, likewise warm on every replica. */
+  proxies?: Informer<V1Pod>;
   /**
-   * Everything that runs for the member (its cluster, node, reflectors and pod controller), in start
-   * order; stopped in reverse. The node starts first, on its own (see #startMember).
+   * The writers that run while this replica leads the member (node, reflectors, pod controller), in start
+   * order; stopped in reverse. The node starts first, on its own (see #lead).
    */
   parts: Part[];
+  /** Counts the times this replica started leading the member (a lead that ended stops its pending starts). */
+  term: number;
+  /** Follows this replica's leadership of the member. */
+  leading?: Subscription;
   /** Set while the member could not be set up (e.g. its kubeconfig Secret is missing); retried. */
   setupError?: string;
   /** Re-reads the kubeconfig file or Secret and moves the member's client to new credentials. */
@@ -66,6 +77,8 @@ export class Manager implements NodeDirectory {
   readonly hostServices: Informer<V1Service>;
   /** Every host EndpointSlice of a Service, shared likewise; only with --reflect-host-endpoints. */
   readonly hostEndpointSlices: Informer<V1EndpointSlice> | undefined;
+  /** Which replica leads which member; undefined with --leader-elect=false (this one leads all). */
+  readonly leadership: Leadership | undefined;
   #stopped = false;
   /** The host's identity on member objects: --host-name, or its cluster ID once read. */
   #hostName: string | undefined;
@@ -77,7 +90,11 @@ export class Manager implements NodeDirectory {
     const access = config.hostKubeconfig ? loadKubeconfigFile(config.hostKubeconfig) : inClusterAccess();
     this.host = new ClusterClient(access, { cluster: 'host', qps: config.hostQPS, burst: config.hostBurst });
     // A member kubeconfig file that cannot work is a configuration error now, not a retry loop later.
-    this.members = config.members.map((m) => ({ config: m, access: m.kubeconfig ? loadKubeconfigFile(m.kubeconfig) : undefined, parts: [] }));
+    this.members = config.members.map((m) => ({ config: m, access: m.kubeconfig ? loadKubeconfigFile(m.kubeconfig) : undefined, parts: [], term: 0 }));
+    this.leadership = config.leaderElection
+      ? new Leadership(hostLeaseApi(this.host, config.leaderElection.namespace),
+        leaseInformer(this.host, config.leaderElection.namespace, log), config.leaderElection, log)
+      : undefined;
     const h = this.host;
     this.hostCaches = {
       configMaps: hostObjects(h, 'ConfigMap', {}, log),
@@ -101,10 +118,15 @@ export class Manager implements NodeDirectory {
       this.#hostName = this.config.hostName ?? await hostClusterID(this.host, this.#log, () => this.#stopped);
       this.#log.info({ hostName: this.#hostName, configured: this.config.hostName !== undefined }, 'host identity');
       this.exportConsent.start();
+      this.leadership?.start();
       for (const m of this.members) void this.#startMember(m, 0);
     })().catch((err: unknown) => { if (!this.#stopped) throw err; });
   }
 
+  /**
+   * Sets the member up on every replica: its client, and the caches a leader works from (the member's nodes and
+   * pods, the node's proxies), kept warm. The writers start when this replica leads the member (#lead).
+   */
   async #startMember(m: MemberParts, attempt: number): Promise<void> {
     if (this.#stopped) return;
     const log = this.#log.child({ member: m.config.name });
@@ -112,47 +134,75 @@ export class Manager implements NodeDirectory {
       const access = await this.#memberAccess(m.config, m.access);
       const client = new ClusterClient(access, { cluster: m.config.name, qps: m.config.qps, burst: m.config.burst });
       const silence = this.config.watchSilenceSeconds * 1000;
-      const cluster = new MemberCluster(m.config, client, this.#hostName!, log,
+      const cluster = m.cluster = new MemberCluster(m.config, client, this.#hostName!, log,
         { watchSilenceMs: silence, probeIntervalMs: this.config.probePeriodSeconds * 1000,
           probeFailureThreshold: this.config.probeFailureThreshold, ...this.#opts.member });
-      const node = m.node = new NodeController(this.host, {
-        nodeName: m.config.nodeName, memberName: m.config.name, labels: m.config.labels, taints: m.config.taints,
-        nodeIP: this.config.nodeIP, kubeletPort: m.config.kubeletPort ?? this.config.kubeletPort,
-      }, cluster, log, { watchSilenceMs: silence, ...this.#opts.node });
-      const mirror = new ObjectMirror(cluster, mirrorTargets(cluster, log), this.hostCaches, log);
-      const exporter = new ExportReflector(m.config.name, exportSides(cluster, this.host, log), this.exportConsent, log);
-      const services = new ServiceReflector(cluster, serviceTarget(cluster, log), this.hostServices,
-        hostServiceWarnings(this.host, m.config.nodeName), log,
-        { endpoints: this.hostEndpointSlices && { hostSlices: this.hostEndpointSlices, copies: endpointSliceTarget(cluster, log) } });
-      const serviceExports = new ServiceExporter({ name: m.config.name, owner: cluster.owner }, services.copies,
-        serviceExportApi(cluster, log), log);
-      const provider = new MemberPodProvider(cluster, mirror, log, { nodeName: m.config.nodeName, hostIP: this.config.nodeIP });
-      const pods = m.pods = new PodController(this.host, provider, log, {
-        nodeName: m.config.nodeName, member: m.config.name, workers: this.config.podSyncWorkers, watchSilenceMs: silence,
-      });
-      m.runtime = new MemberRuntime(cluster, pods.pods, { log: log.child({ component: 'kubelet-api' }) });
-      m.parts = [cluster, node, mirror, services, serviceExports, exporter, pods];
-      // The node registers (NotReady until the member's caches sync) whatever happens next.
-      node.start();
+      m.proxies = proxyInformer(this.host, m.config.nodeName, log, silence);
       // A rewritten kubeconfig (file or Secret) is used from then on, without a restart.
       m.credentials = followMemberAccess(m.config, this.host, client, log);
       m.setupError = undefined;
-      // Objects an earlier version labelled with the old default origin are this host's: adopted before any
-      // controller judges what is ours (else its delegates would be taken for someone else's).
-      if (this.config.hostName === undefined) {
-        await retryWithBackoff(() => adoptLegacyObjects(client, cluster.owner, log),
-          'could not adopt objects of the old default origin', log, () => this.#stopped).catch(() => undefined);
-      }
-      if (this.#stopped) return;
-      // The member's informers start in the same tick as everything that indexes their events.
-      for (const p of m.parts) if (p !== node) p.start();
-      log.info({ node: m.config.nodeName }, 'member started');
+      cluster.start();
+      m.proxies.start();
+      if (!this.leadership) { this.#lead(m, log); return; }
+      const elector = this.leadership.add(m.config.name, () => m.cluster !== undefined);
+      m.leading = elector.leading$.subscribe((leading) => { if (leading) this.#lead(m, log); else this.#unlead(m, log); });
     } catch (err) {
       m.setupError = (err as Error).message;
       const delay = Math.min(60_000, 1000 * 2 ** attempt);
       log.error({ err: m.setupError, retryInMs: delay }, 'member setup failed; retrying');
       this.#retryTimers.push(setTimeout(() => void this.#startMember(m, attempt + 1), delay));
     }
+  }
+
+  /** This replica leads the member: its node, reflectors and pod controller start, from the warm caches. */
+  #lead(m: MemberParts, log: Logger): void {
+    const cluster = m.cluster!;
+    const term = ++m.term;
+    const silence = this.config.watchSilenceSeconds * 1000;
+    const node = m.node = new NodeController(this.host, {
+      nodeName: m.config.nodeName, memberName: m.config.name, labels: m.config.labels, taints: m.config.taints,
+      nodeIP: this.config.nodeIP, kubeletPort: m.config.kubeletPort ?? this.config.kubeletPort,
+    }, cluster, log, { watchSilenceMs: silence, ...this.#opts.node });
+    const mirror = new ObjectMirror(cluster, mirrorTargets(cluster, log), this.hostCaches, log);
+    const exporter = new ExportReflector(m.config.name, exportSides(cluster, this.host, log), this.exportConsent, log);
+    const services = new ServiceReflector(cluster, serviceTarget(cluster, log), this.hostServices,
+      hostServiceWarnings(this.host, m.config.nodeName), log,
+      { endpoints: this.hostEndpointSlices && { hostSlices: this.hostEndpointSlices, copies: endpointSliceTarget(cluster, log) } });
+    const serviceExports = new ServiceExporter({ name: m.config.name, owner: cluster.owner }, services.copies,
+      serviceExportApi(cluster, log), log);
+    const provider = new MemberPodProvider(cluster, mirror, log, { nodeName: m.config.nodeName, hostIP: this.config.nodeIP });
+    const pods = m.pods = new PodController(this.host, provider, log, {
+      nodeName: m.config.nodeName, member: m.config.name, workers: this.config.podSyncWorkers, watchSilenceMs: silence,
+      proxies: m.proxies,
+    });
+    m.runtime = new MemberRuntime(cluster, pods.pods, { log: log.child({ component: 'kubelet-api' }) });
+    m.parts = [node, mirror, services, serviceExports, exporter, pods];
+    // The node registers, or shows this replica's address, whatever happens next.
+    node.start();
+    const over = (): boolean => this.#stopped || m.term !== term;
+    void (async () => {
+      // Objects an earlier version labelled with the old default origin are this host's: adopted before any
+      // controller judges what is ours (else its delegates would be taken for someone else's).
+      if (this.config.hostName === undefined) {
+        await retryWithBackoff(() => adoptLegacyObjects(cluster.client, cluster.owner, log),
+          'could not adopt objects of the old default origin', log, over).catch(() => undefined);
+      }
+      if (over()) return;
+      for (const p of m.parts) if (p !== node) p.start();
+      log.info({ node: m.config.nodeName }, 'member started');
+    })();
+  }
+
+  /** This replica no longer leads the member: every writer stops at once; the caches stay warm. */
+  #unlead(m: MemberParts, log: Logger): void {
+    if (m.parts.length === 0) return;
+    m.term++;
+    for (const p of m.parts.toReversed()) p.stop();
+    m.parts = [];
+    m.node = undefined;
+    m.pods = undefined;
+    m.runtime = undefined;
+    log.info({ node: m.config.nodeName }, 'member stopped: another replica leads it');
   }
 
   /** From the file, or from the Secret in the host cluster. */
@@ -172,21 +222,33 @@ export class Manager implements NodeDirectory {
     return out;
   }
 
+  /** Every member set up (its caches running), led here or not. */
   ready(): boolean {
-    return this.members.every((m) => m.node !== undefined);
+    return this.members.every((m) => m.cluster !== undefined);
   }
 
-  stop(): void {
+  /**
+   * Stops the process's work. A clean stop (`handOver`) stops the writers and then writes this replica's Leases
+   * free, so another replica takes over at once; without it they expire.
+   */
+  async stop(opts: { handOver?: boolean } = {}): Promise<void> {
     this.#stopped = true;
     for (const t of this.#retryTimers) clearTimeout(t);
+    // Leadership first: losing it stops each led member's writers before anything else goes.
+    if (opts.handOver) await this.leadership?.release();
+    else this.leadership?.stop();
+    for (const m of this.members) {
+      m.leading?.unsubscribe();
+      m.credentials?.stop();
+      for (const p of m.parts.toReversed()) p.stop();
+      m.parts = [];
+      m.proxies?.stop();
+      m.cluster?.stop();
+    }
     this.hostCaches.configMaps.stop();
     this.hostCaches.secrets.stop();
     this.hostServices.stop();
     this.hostEndpointSlices?.stop();
     this.exportConsent.stop();
-    for (const m of this.members) {
-      m.credentials?.stop();
-      for (const p of m.parts.toReversed()) p.stop();
-    }
   }
 }

@@ -62,6 +62,18 @@ export const metrics = {
     name: 'clusterlet_reflection_errors_total', help: 'Reflection syncs that failed (each is retried), by member, kind and direction.',
     labelNames: ['member', 'kind', 'direction'] as const, registers: [registry],
   }),
+  leader: new Gauge({
+    name: 'clusterlet_leader', help: '1 while this replica leads the member (writes its node, pods and copies).',
+    labelNames: ['member'] as const, registers: [registry],
+  }),
+  leaderChanges: new Counter({
+    name: 'clusterlet_leader_changes_total',
+    help: 'Leadership changes of this replica by member: acquired, lost (taken or not renewed in time) or released.',
+    labelNames: ['member', 'change'] as const, registers: [registry],
+  }),
+  replicas: new Gauge({
+    name: 'clusterlet_replicas', help: 'Live clusterlet replicas this replica sees (its own included).', registers: [registry],
+  }),
   memberReady: new Gauge({
     name: 'clusterlet_member_ready', help: '1 when the member answers and has a Ready node.',
     labelNames: ['member'] as const, registers: [registry],

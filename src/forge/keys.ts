@@ -50,3 +50,8 @@ export const SERVICE_EXPORT_ANNOTATION = 'clusterlet.io/service-export';
 
 // On a host EndpointSlice's copy in a member (--reflect-host-endpoints): the host slice it copies.
 export const HOST_ENDPOINTSLICE_ANNOTATION = 'clusterlet.io/host-endpointslice';
+
+/** On clusterlet's host Leases (src/host/ha/): `member` for a member's, `replica` for a replica's presence. */
+export const LEADER_ELECTION_LABEL = 'clusterlet.io/leader-election';
+/** On a replica's presence Lease: the members it is ready to lead, comma-separated (members are spread by it). */
+export const READY_MEMBERS_ANNOTATION = 'clusterlet.io/ready-members';

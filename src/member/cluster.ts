@@ -2,7 +2,7 @@
 // a liveness probe, and `state$`, the stream of what its virtual node should show: the member is its virtual
 // node's NodeProvider.
 import {
-  BehaviorSubject, auditTime, combineLatest, distinctUntilChanged, exhaustMap, filter, from, map, merge, of, scan,
+  BehaviorSubject, auditTime, combineLatest, concat, defer, distinctUntilChanged, exhaustMap, filter, from, map, merge, of, scan,
   share, shareReplay, startWith, timer, type Observable, type Subscription, catchError,
 } from 'rxjs';
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
@@ -114,9 +114,12 @@ export class MemberCluster implements NodeProvider {
       );
     const empty = { synced: false, readyNodes: 0, capacity: {}, allocatable: {}, topologyLabels: {},
       operatingSystem: 'linux', architecture: 'amd64' };
+    // A node controller that subscribes once the caches have synced (it leads the member from then on) starts from
+    // the member as it is, not from "not synced", which would turn the node NotReady for a moment.
+    const current = defer(() => of(this.nodes.hasSynced && this.pods.hasSynced ? this.#computeCapacity() : empty));
     this.state$ = combineLatest([
       this.probe$.pipe(distinctUntilChanged((a, b) => a.reachable === b.reachable && a.reason === b.reason)),
-      capacity$.pipe(startWith(empty)),
+      concat(current, capacity$),
       this.#version,
     ]).pipe(
       map(([probe, cap, version]): NodeState => ({

@@ -34,6 +34,19 @@ export interface PodControllerOptions {
   workers: number;
   resyncMs?: number;
   watchSilenceMs?: number;
+  /**
+   * The node's proxies, from an informer someone else runs and keeps warm (a replica that does not lead the member
+   * yet); the controller then neither starts nor stops it. Default: its own.
+   */
+  proxies?: Informer<V1Pod>;
+}
+
+/** The proxy pods bound to a node: a watch of the host's pods with spec.nodeName=<node>. */
+export function proxyInformer(host: ClusterClient, nodeName: string, log: Logger, watchSilenceMs?: number): Informer<V1Pod> {
+  return new Informer(`proxies-${nodeName}`, listWatch<V1Pod>(host, {
+    path: '/api/v1/pods', model: 'V1Pod', resource: 'pods', fieldSelector: `spec.nodeName=${nodeName}`,
+    list: (p) => host.core.listPodForAllNamespaces(p),
+  }, { log, silenceMs: watchSilenceMs }));
 }
 
 const strategic = { contentType: PATCH.strategic };
@@ -58,10 +71,7 @@ export class PodController {
     this.#provider = provider;
     this.#opts = opts;
     this.#log = log;
-    this.pods = new Informer(`proxies-${opts.nodeName}`, listWatch<V1Pod>(host, {
-      path: '/api/v1/pods', model: 'V1Pod', resource: 'pods', fieldSelector: `spec.nodeName=${opts.nodeName}`,
-      list: (p) => host.core.listPodForAllNamespaces(p),
-    }, { log, silenceMs: opts.watchSilenceMs }));
+    this.pods = opts.proxies ?? proxyInformer(host, opts.nodeName, log, opts.watchSilenceMs);
     this.#queue = new WorkQueue({ name: `pods-${opts.nodeName}`, workers: opts.workers, log, maxDelayMs: 60_000 });
     // Status writes wait on the host API server rather than on us: twice the workers keep them flowing.
     this.#statusQueue = new WorkQueue({ name: `pod-status-${opts.nodeName}`, workers: 2 * opts.workers, log, maxDelayMs: 10_000 });
@@ -70,7 +80,7 @@ export class PodController {
   get queue(): WorkQueue { return this.#queue; }
 
   start(): void {
-    this.pods.start();
+    if (!this.#opts.proxies) this.pods.start();
     this.#queue.start((key) => this.#sync(key));
     this.#statusQueue.start((key) => this.#syncStatusKey(key));
     this.#subs.push(
@@ -120,7 +130,7 @@ export class PodController {
     for (const t of this.#timers.splice(0)) clearTimeout(t);
     this.#queue.shutdown();
     this.#statusQueue.shutdown();
-    this.pods.stop();
+    if (!this.#opts.proxies) this.pods.stop();
   }
 
   /**

@@ -1,5 +1,5 @@
-// manifests/ builds with kustomize and says what it must: the Deployment's probes, security context and
-// POD_IP; the config and kubeconfig mounts that clusterlet.yaml refers to; and RBAC that is exactly the
+// manifests/ builds with kustomize and says what it must: the Deployment's probes, security context, POD_* env
+// and high availability (two replicas, a rolling update that never runs fewer, spread, a PodDisruptionBudget); the config and kubeconfig mounts that clusterlet.yaml refers to; and RBAC that is exactly the
 // least privilege derived from the code (a new API call needs a rule here and in the manifests, on purpose).
 // Also: every shell script parses. Needs the kubectl that hack/build-k8s.sh builds (or $KUBECTL).
 import { describe, it } from 'node:test';
@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { NODE_FLAGS } from '../../src/nodeflags.ts';
 import {
   loadAllYaml, loadYaml, type KubernetesObject, type V1ClusterRoleBinding, type V1ConfigMap, type V1Deployment,
-  type V1PolicyRule, type V1Service,
+  type V1PodDisruptionBudget, type V1PolicyRule, type V1Service,
 } from '@kubernetes/client-node';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -44,6 +44,11 @@ const one = <T extends KubernetesObject>(objs: KubernetesObject[], kind: string,
 };
 
 type Rules = KubernetesObject & { rules?: V1PolicyRule[] };
+
+/** A label selector (matchLabels) that is not empty and matches the Deployment's pod template. */
+const selects = (labels: Record<string, string> | undefined, d: V1Deployment): boolean =>
+  Object.keys(labels ?? {}).length > 0
+  && Object.entries(labels ?? {}).every(([k, v]) => d.spec!.template.metadata!.labels?.[k] === v);
 
 /** "group/resource" → sorted verbs, over every Role and ClusterRole (namespaced ones prefixed "ns:"). */
 function permissions(objs: KubernetesObject[]): Record<string, string[]> {
@@ -104,20 +109,19 @@ function hostEndpointsPermissions(side: 'host' | 'member', objs: KubernetesObjec
 describe('manifests/host', { skip }, () => {
   const objs = kubectl ? build('manifests/host') : [];
 
-  it('has the namespace, identity, Deployment, Service and config', () => {
+  it('has the namespace, identity, Deployment, PodDisruptionBudget, Service and config', () => {
     const kinds = objs.map((o) => `${o.kind}/${o.metadata!.namespace ?? ''}/${o.metadata!.name}`).sort();
     for (const k of ['Namespace//clusterlet', 'ServiceAccount/clusterlet/clusterlet', 'ClusterRole//clusterlet',
       'ClusterRoleBinding//clusterlet', 'Role/kube-node-lease/clusterlet-node-lease', 'RoleBinding/kube-node-lease/clusterlet-node-lease',
       'Role/clusterlet/clusterlet-member-kubeconfigs', 'RoleBinding/clusterlet/clusterlet-member-kubeconfigs',
-      'Deployment/clusterlet/clusterlet', 'Service/clusterlet/clusterlet']) {
+      'Role/clusterlet/clusterlet-leader-election', 'RoleBinding/clusterlet/clusterlet-leader-election',
+      'Deployment/clusterlet/clusterlet', 'PodDisruptionBudget/clusterlet/clusterlet', 'Service/clusterlet/clusterlet']) {
       assert.ok(kinds.includes(k), `${k} in ${kinds.join(', ')}`);
     }
   });
 
-  it('the Deployment: one replica, probes on the health port, resources, POD_IP, hardened security context', () => {
+  it('the Deployment: probes on the health port, resources, POD_* env, hardened security context', () => {
     const d = one<V1Deployment>(objs, 'Deployment');
-    assert.equal(d.spec!.replicas, 1);
-    assert.equal(d.spec!.strategy?.type, 'Recreate', 'never two writers of the same node');
     const pod = d.spec!.template.spec!;
     assert.equal(pod.serviceAccountName, 'clusterlet');
     assert.equal(pod.containers.length, 1);
@@ -132,8 +136,9 @@ describe('manifests/host', { skip }, () => {
     for (const p of [c.livenessProbe, c.readinessProbe]) assert.ok(p?.httpGet?.port === 'health' || p?.httpGet?.port === 10255);
     for (const k of ['cpu', 'memory']) assert.ok(c.resources?.requests?.[k], `requests.${k}`);
     assert.ok(c.resources?.limits?.memory, 'limits.memory');
-    const podIP = c.env?.find((e) => e.name === 'POD_IP');
-    assert.equal(podIP?.valueFrom?.fieldRef?.fieldPath, 'status.podIP');
+    const fieldOf = (name: string) => c.env?.find((e) => e.name === name)?.valueFrom?.fieldRef?.fieldPath;
+    assert.deepEqual(['POD_IP', 'POD_NAME', 'POD_NAMESPACE', 'POD_UID'].map(fieldOf),
+      ['status.podIP', 'metadata.name', 'metadata.namespace', 'metadata.uid'], 'node IP, and leader election identity, namespace, owner');
     assert.equal(pod.securityContext?.runAsNonRoot, true);
     assert.equal(pod.securityContext?.seccompProfile?.type, 'RuntimeDefault');
     const sc = c.securityContext!;
@@ -146,6 +151,30 @@ describe('manifests/host', { skip }, () => {
     assert.equal(pod.hostNetwork, undefined);
   });
 
+  it('high availability: two replicas, a rolling update that never runs fewer, spread over host nodes where it can be', () => {
+    const d = one<V1Deployment>(objs, 'Deployment');
+    assert.equal(d.spec!.replicas, 2);
+    assert.equal(d.spec!.strategy?.type, 'RollingUpdate');
+    const { maxSurge, maxUnavailable } = d.spec!.strategy?.rollingUpdate ?? {};
+    assert.deepEqual([maxSurge, maxUnavailable], [1, 0], 'a new replica is up before an old one stops');
+    const anti = d.spec!.template.spec!.affinity?.podAntiAffinity;
+    assert.equal(anti?.requiredDuringSchedulingIgnoredDuringExecution, undefined, 'soft: a one-node cluster still runs both');
+    const terms = anti?.preferredDuringSchedulingIgnoredDuringExecution ?? [];
+    assert.equal(terms.length, 1);
+    assert.equal(terms[0].podAffinityTerm.topologyKey, 'kubernetes.io/hostname');
+    assert.ok(selects(terms[0].podAffinityTerm.labelSelector?.matchLabels, d), 'away from its own replicas');
+  });
+
+  it('a PodDisruptionBudget keeps one replica of the Deployment through voluntary evictions', () => {
+    const pdb = one<V1PodDisruptionBudget>(objs, 'PodDisruptionBudget');
+    const d = one<V1Deployment>(objs, 'Deployment');
+    assert.equal(pdb.metadata!.namespace, d.metadata!.namespace);
+    assert.equal(pdb.spec!.minAvailable, 1);
+    assert.equal(pdb.spec!.maxUnavailable, undefined);
+    assert.equal(pdb.spec!.selector?.matchExpressions, undefined);
+    assert.ok(selects(pdb.spec!.selector?.matchLabels, d), `selects the Deployment's pods: ${JSON.stringify(pdb.spec!.selector)}`);
+  });
+
   it('clusterlet.yaml comes from the generated ConfigMap and every member kubeconfig it names is mounted', () => {
     assertConfigMounted(objs);
   });
@@ -154,7 +183,7 @@ describe('manifests/host', { skip }, () => {
     const s = one<V1Service>(objs, 'Service');
     const d = one<V1Deployment>(objs, 'Deployment');
     assert.deepEqual(s.spec!.ports?.map((p) => [p.name, p.port, p.targetPort]), [['kubelet', 10250, 'kubelet']]);
-    for (const [k, v] of Object.entries(s.spec!.selector ?? {})) assert.equal(d.spec!.template.metadata!.labels![k], v);
+    assert.ok(selects(s.spec!.selector, d));
   });
 
   it('RBAC: least privilege, exactly what the code uses on the host', () => {
@@ -163,6 +192,7 @@ describe('manifests/host', { skip }, () => {
       'authentication.k8s.io/tokenreviews': ['create'],
       'authorization.k8s.io/subjectaccessreviews': ['create'],
       'certificates.k8s.io/certificatesigningrequests': ['create', 'list', 'watch'],
+      'clusterlet:coordination.k8s.io/leases': ['create', 'get', 'list', 'update', 'watch'],
       'clusterlet:core/secrets': ['get'],
       'core/configmaps': ['create', 'delete', 'get', 'list', 'update', 'watch'],
       'core/events': ['create', 'get', 'patch'],

@@ -1,6 +1,6 @@
 // Small builders and predicates for test objects.
 import type {
-  BatchV1Api, CoreV1Event, V1ConfigMap, V1Deployment, V1Job, V1Node, V1Pod, V1PodSpec, V1ResourceRequirements, V1Secret,
+  BatchV1Api, CoreV1Event, V1ConfigMap, V1Deployment, V1Job, V1Lease, V1Node, V1Pod, V1PodSpec, V1ResourceRequirements, V1Secret,
 } from '@kubernetes/client-node';
 import type { ClusterClient } from '../../src/kube/client.ts';
 import { waitUntil } from './wait.ts';
@@ -89,6 +89,12 @@ export function podsSpec(c: ClusterClient, namespace: string, labelSelector?: st
 export function jobsSpec(batch: BatchV1Api, namespace: string): ListWatchSpec<V1Job> {
   return { path: `/apis/batch/v1/namespaces/${namespace}/jobs`, model: 'V1Job', resource: 'jobs',
     list: (p) => batch.listNamespacedJob({ namespace, ...p }) };
+}
+
+/** The Leases of a namespace, or the one named `name`. */
+export function leaseSpec(c: ClusterClient, namespace: string, name?: string): ListWatchSpec<V1Lease> {
+  return { path: `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`, model: 'V1Lease', resource: 'leases',
+    fieldSelector: name ? `metadata.name=${name}` : undefined, list: (p) => c.coordination.listNamespacedLease({ namespace, ...p }) };
 }
 
 /** Waits until node `name` satisfies `pred`, and returns it. */

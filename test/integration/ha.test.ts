@@ -104,15 +104,14 @@ async function waitOnlyLeader(member: string, leader: Replica, others: Replica[]
 }
 
 /**
- * Waits until a replica is a warm standby: its presence Lease is there and it has started its members (its
- * caches, which a standby keeps so that it can take over at once).
+ * Waits until a replica is a warm standby: its presence Lease announces it ready for its members (it has set them
+ * up and runs their caches, which a standby keeps so that it can take over at once).
  */
 async function waitWarm(host: ClusterClient, r: Replica, members: number): Promise<void> {
-  await waitUntil(host, leaseSpec(host, ELECTION_NS, `clusterlet-replica.${r.identity}`), (ls) => ls.length === 1, 60_000,
-    `presence Lease of ${r.identity}`);
-  await pollUntil(`${r.identity} logging 'member started' for its ${members} member(s)`, async () =>
-    r.proc.logs().split('\n').filter((l) => l.includes('"member started"')).length >= members ? true : undefined,
-  60_000, 200, () => (r.proc.child.exitCode !== null || r.proc.child.signalCode !== null ? `${r.identity} exited; see ${r.proc.logFile}` : undefined));
+  const ready = (ls: { metadata?: { annotations?: Record<string, string> } }[]): number =>
+    (ls[0]?.metadata?.annotations?.['clusterlet.io/ready-members'] ?? '').split(',').filter(Boolean).length;
+  await waitUntil(host, leaseSpec(host, ELECTION_NS, `clusterlet-replica.${r.identity}`), (ls) => ready(ls) >= members, 60_000,
+    `presence Lease of ${r.identity} ready for ${members} member(s)`);
 }
 
 /**

@@ -14,6 +14,7 @@ import {
 import { NODE_LABEL, ORIGIN_LABEL, PROXY_NAMESPACE_ANNOTATION } from '../../forge/keys.ts';
 import { delegateOf, fromHost, ownedBy } from '../../forge/owner.ts';
 import { RefIndex } from '../../util/refindex.ts';
+import { objectKey } from '../../kube/informer.ts';
 import { Reflector, target, type ObjectOf, type Target, type UpdateRule } from './reflector.ts';
 import type { HostObjects } from './hostcache.ts';
 import type { Logger } from '../../log.ts';
@@ -131,6 +132,9 @@ export class ObjectMirror {
 
   start(): void {
     for (const k of KINDS) this.#reflector(k).start();
+    // The member's pods may be cached already (a replica that takes over keeps them warm): what its delegates use is
+    // known before any copy is judged unused. Tracking is per pod and idempotent, so the events that follow agree.
+    for (const pod of this.#member.pods.list()) this.#trackDelegate(objectKey(pod), pod, undefined);
     this.#subs.push(
       this.#member.pods.events$.subscribe((ev) => this.#trackDelegate(ev.key, ev.type === 'DELETED' ? undefined : ev.object, ev.old)),
       ...(['ConfigMap', 'Secret'] as const).map((kind) => this.#hostObjects(kind).events$.subscribe((ev) => {

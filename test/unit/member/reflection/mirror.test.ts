@@ -45,7 +45,7 @@ function world() {
   stops.push(() => { caches.configMaps.stop(); caches.secrets.stop(); });
 
   /** The mirror of virtual node `nodeName`; `run` does what the provider does to create a delegate. */
-  function node(nodeName: string, opts: MirrorOptions = {}) {
+  function node(nodeName: string, opts: MirrorOptions = {}, { startMirror = true } = {}) {
     const pods: Informer<V1Pod> = member.informer('Pod');
     const origin = labelled(`clusterlet.io/origin=${HOST}`);
     const mirror = new ObjectMirror(
@@ -55,12 +55,12 @@ function world() {
     const woken: string[] = [];
     mirror.wake$.subscribe((k) => woken.push(k));
     pods.start();
-    mirror.start();
+    if (startMirror) mirror.start();
     const stop = (): void => { mirror.stop(); pods.stop(); };
     stops.push(stop);
     const delegate = (p: V1Pod): void => { member.put('Pod', forgeDelegatePod(p, { originCluster: HOST, nodeName, memberNamespace: NS })); };
     return {
-      mirror, woken, delegate, stop,
+      mirror, woken, delegate, stop, pods,
       /** Prepares the proxy and, unless it is rejected, creates its delegate. */
       async run(p: V1Pod): Promise<Prepared> {
         const prepared = await mirror.prepare(p, NS);
@@ -255,6 +255,22 @@ describe('ObjectMirror', () => {
     await eventually('the stale copy removed', () => copy('ConfigMap', 'stale') === undefined);
     await settle();
     assert.ok(copy('ConfigMap', 'others'), 'another node\'s copy is its own business');
+  });
+
+  it('started over a member pod cache that has synced already (a replica taking over), keeps the copies in use', async () => {
+    const { host, node, copy } = world();
+    host.put('ConfigMap', { metadata: { namespace: NS, name: 'cfg' }, data: { v: '1' } });
+    const before = node('vnode-a');
+    await before.run(mounting('one', 'cfg'));
+    before.mirror.stop();
+    // The next leader's mirror: its pod cache is warm (listed, every ADDED event gone) before the mirror starts.
+    const next = node('vnode-a', {}, { startMirror: false });
+    await next.pods.waitSynced();
+    next.mirror.start();
+    // The start-up pass over the copies has run once the caches it waits on have synced.
+    await settle();
+    await settle();
+    assert.ok(copy('ConfigMap', 'cfg'), 'the delegate "one" still uses it');
   });
 
   it('stopped, it leaves no interest behind in the host caches it shares', async () => {

@@ -2,7 +2,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   ConfigError,
@@ -164,5 +164,40 @@ describe('--reflect-host-endpoints', () => {
   it('a value in the file other than true or false names the field', () => {
     assert.equal(configError(() => fromFile('reflectHostEndpoints: maybe\n')).field, 'reflectHostEndpoints');
     assert.equal(configError(() => run(['--reflect-host-endpoints=yes'])).field, '--reflect-host-endpoints');
+  });
+});
+
+describe('leader election flags', () => {
+  const run = (args: string[], env: NodeJS.ProcessEnv = {}) => {
+    const r = parseConfig(['--member-kubeconfig', kubeconfig, ...args], env);
+    assert.equal(r.kind, 'run');
+    return (r as Extract<typeof r, { kind: 'run' }>).config;
+  };
+  it('on by default, timed as kube-controller-manager (15 s / 10 s / 2 s), in namespace clusterlet, as the hostname', () => {
+    const le = run([]).leaderElection!;
+    assert.deepEqual([le.leaseDurationMs, le.renewDeadlineMs, le.retryPeriodMs], [15_000, 10_000, 2_000]);
+    assert.equal(le.namespace, 'clusterlet');
+    assert.equal(le.identity, hostname());
+    assert.equal(le.pod, undefined);
+  });
+  it('in a pod: namespace and identity from POD_NAMESPACE and POD_NAME, the Pod (with POD_UID) owns the presence Lease', () => {
+    const le = run([], { POD_NAMESPACE: 'ops', POD_NAME: 'clusterlet-7d9-x2', POD_UID: 'u-1' }).leaderElection!;
+    assert.deepEqual([le.namespace, le.identity, le.pod], ['ops', 'clusterlet-7d9-x2', { name: 'clusterlet-7d9-x2', uid: 'u-1' }]);
+    const flagged = run(['--leader-elect-namespace', 'ha', '--leader-elect-identity', 'r1'], { POD_NAMESPACE: 'ops', POD_NAME: 'p' });
+    assert.deepEqual([flagged.leaderElection!.namespace, flagged.leaderElection!.identity], ['ha', 'r1']);
+  });
+  it('--leader-elect=false turns it off; a bare --leader-elect keeps it on', () => {
+    assert.equal(run(['--leader-elect=false']).leaderElection, undefined);
+    assert.ok(run(['--leader-elect']).leaderElection);
+    assert.equal(configError(() => run(['--leader-elect=maybe'])).field, '--leader-elect');
+  });
+  it('durations as 15s, 500ms, 1m or seconds; the usual order of the three is required, naming the flag', () => {
+    const le = run(['--leader-elect-lease-duration', '1m', '--leader-elect-renew-deadline', '20', '--leader-elect-retry-period', '500ms'])
+      .leaderElection!;
+    assert.deepEqual([le.leaseDurationMs, le.renewDeadlineMs, le.retryPeriodMs], [60_000, 20_000, 500]);
+    assert.equal(configError(() => run(['--leader-elect-lease-duration', '15 sec'])).field, '--leader-elect-lease-duration');
+    assert.equal(configError(() => run(['--leader-elect-renew-deadline', '15s'])).field, '--leader-elect-renew-deadline');
+    assert.equal(configError(() => run(['--leader-elect-retry-period', '10s'])).field, '--leader-elect-retry-period');
+    assert.equal(configError(() => run(['--leader-elect-namespace', 'Not_A_Name'])).field, '--leader-elect-namespace');
   });
 });

@@ -7,7 +7,7 @@ import { describe, it, before, after, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { AppsV1Api, type KubernetesObject, type V1Node, type V1Pod } from '@kubernetes/client-node';
+import { AppsV1Api, PatchStrategy, setHeaderOptions, type KubernetesObject, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import {
   client, clusterletArgs, clusterletKubeconfig, deleteNamespaceAndWait, harness, namespaces, startClusterlet, uniqueName,
   type ClusterletProcess,
@@ -320,6 +320,61 @@ describe('high availability', () => {
     unobserve();
     assert.deepEqual(notReady, [], 'the node stayed Ready');
     await waitOnlyLeader('member', next, []);
+  });
+
+  it('a paused leader (SIGSTOP) is taken over; resumed, it writes nothing more: the node keeps the new leader\'s address', async (t) => {
+    const member = client(harness().member);
+    const ns = await namespaces(t, 'ha-pause', [host]);
+    const replicas = new Replicas(t, host, clusterletArgs(harness().member));
+    const [a, b] = [await replicas.start('pause-a'), await replicas.start('pause-b')];
+    const paused = await waitLeader(host, 'member', [a, b]);
+    const next = paused === a ? b : a;
+    await waitNodeOf(host, NODE, paused);
+    await waitWarm(host, next, 1);
+    const apps = harness().host.kubeConfig().makeApiClient(AppsV1Api);
+    await apps.createNamespacedDeployment({ namespace: ns, body: deployment('ha', ns, 5, { virtualNode: NODE }) });
+    await waitAllServed(host, member, ns, 5);
+
+    // Frozen, as a replica whose node stalls or whose network to the host is cut: it renews nothing and knows it not.
+    const resume = (): void => { paused.proc.child.kill('SIGCONT'); };
+    t.after(resume);
+    const ms = await takeOver(host, 'member', NODE, next, async () => { paused.proc.child.kill('SIGSTOP'); });
+    t.diagnostic(`take-over from a paused leader (${paused.identity} → ${next.identity}): ${ms} ms`);
+    assert.ok(ms <= KILL_TAKEOVER_MS, `take-over ${ms} ms > ${KILL_TAKEOVER_MS} ms`);
+    // The new leader alone serves a change made meanwhile.
+    await apps.patchNamespacedDeploymentScale({ namespace: ns, name: 'ha', body: { spec: { replicas: 8 } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+    await waitAllServed(host, member, ns, 8);
+
+    // From the resume on, every version of the node and of the proxies is recorded.
+    const shown: string[] = [];
+    const proxies = new ProxyRecord();
+    const unobserve = await Promise.all([
+      observe(host, nodeSpec(host, NODE), (n) => { shown.push(`${internalIP(n)}:${kubeletPortOf(n)}`); }),
+      observe(host, podsSpec(host, ns), (p) => proxies.see(p)),
+    ]);
+    t.after(() => { for (const u of unobserve) u(); });
+    const resumedAt = Date.now();
+    resume();
+    // It finds out it lost the member (its own clock says it could not renew in time, or it sees the new holder) ...
+    await pollUntil(`${paused.identity} reporting clusterlet_leader{member="member"} 0`, async () =>
+      (await leads(paused, 'member')) === false ? true : undefined, 15_000, 100);
+    // ... and meanwhile its stale timers and the watch events it had missed have all run: by the time the new
+    // leader has renewed the node's lease twice more, anything the paused one was going to write is written.
+    let renewals = 0;
+    let lastRenew = '';
+    await waitUntil(host, leaseSpec(host, 'kube-node-lease', NODE), (ls) => {
+      const r = String(ls[0]?.spec?.renewTime ?? '');
+      if (r && r !== lastRenew && new Date(r).getTime() > resumedAt) { renewals++; lastRenew = r; }
+      return renewals >= 2;
+    }, 20_000, `node lease of ${NODE} renewed twice by ${next.identity} after the resume`);
+    for (const u of unobserve) u();
+    const ours = `${harness().nodeAddress}:${next.kubeletPort}`;
+    assert.deepEqual(shown.filter((s) => s !== ours), [], `the node showed only ${next.identity}'s address after the resume`);
+    assert.deepEqual(proxies.violations, [], 'no proxy went NotReady or Failed after the resume');
+    await waitLeader(host, 'member', [next], 1_000);
+    await waitAllServed(host, member, ns, 8);
+    assert.match(paused.proc.logs(), /not leading any more/);
   });
 
   it('two members, two replicas: each replica leads one member; both nodes Ready with their leader\'s port', async (t) => {

@@ -10,6 +10,7 @@ import { NodeController, type NodeControllerOptions } from './host/node/controll
 import { MemberPodProvider } from './member/provider.ts';
 import { PodController, proxyInformer } from './host/pod/controller.ts';
 import { Leadership, hostLeaseApi, leaseInformer } from './host/ha/leadership.ts';
+import type { LeaseElector } from './host/ha/elector.ts';
 import { MemberRuntime } from './member/runtime/runtime.ts';
 import { hostObjects } from './member/reflection/hostcache.ts';
 import { ObjectMirror, mirrorTargets, type HostCaches } from './member/reflection/mirror.ts';
@@ -56,6 +57,10 @@ export interface MemberParts {
   term: number;
   /** Follows this replica's leadership of the member. */
   leading?: Subscription;
+  /** This replica's election for the member (undefined with --leader-elect=false). */
+  elector?: LeaseElector;
+  /** The host client the member's writers use: fenced by the member's leadership (the shared one without election). */
+  hostWriter?: ClusterClient;
   /** Set while the member could not be set up (e.g. its kubeconfig Secret is missing); retried. */
   setupError?: string;
   /** Re-reads the kubeconfig file or Secret and moves the member's client to new credentials. */
@@ -132,7 +137,14 @@ export class Manager implements NodeDirectory {
     const log = this.#log.child({ member: m.config.name });
     try {
       const access = await this.#memberAccess(m.config, m.access);
-      const client = new ClusterClient(access, { cluster: m.config.name, qps: m.config.qps, burst: m.config.burst });
+      // Writes for the member, to it and to the host, go out only while this replica surely leads it.
+      const fence = this.leadership
+        ? () => (m.elector?.mayWrite() ? undefined : `this replica does not lead member ${m.config.name}`) : undefined;
+      const client = new ClusterClient(access, { cluster: m.config.name, qps: m.config.qps, burst: m.config.burst, fence });
+      m.hostWriter = fence
+        ? new ClusterClient(this.host.access, { cluster: 'host', qps: this.config.hostQPS, burst: this.config.hostBurst,
+          limiter: this.host.limiter, fence })
+        : this.host;
       const silence = this.config.watchSilenceSeconds * 1000;
       const cluster = m.cluster = new MemberCluster(m.config, client, this.#hostName!, log,
         { watchSilenceMs: silence, probeIntervalMs: this.config.probePeriodSeconds * 1000,
@@ -144,7 +156,7 @@ export class Manager implements NodeDirectory {
       cluster.start();
       m.proxies.start();
       if (!this.leadership) { this.#lead(m, log); return; }
-      const elector = this.leadership.add(m.config.name, () => m.cluster !== undefined);
+      const elector = m.elector = this.leadership.add(m.config.name, () => m.cluster !== undefined);
       m.leading = elector.leading$.subscribe((leading) => { if (leading) this.#lead(m, log); else this.#unlead(m, log); });
     } catch (err) {
       m.setupError = (err as Error).message;
@@ -157,21 +169,22 @@ export class Manager implements NodeDirectory {
   /** This replica leads the member: its node, reflectors and pod controller start, from the warm caches. */
   #lead(m: MemberParts, log: Logger): void {
     const cluster = m.cluster!;
+    const host = m.hostWriter!;
     const term = ++m.term;
     const silence = this.config.watchSilenceSeconds * 1000;
-    const node = m.node = new NodeController(this.host, {
+    const node = m.node = new NodeController(host, {
       nodeName: m.config.nodeName, memberName: m.config.name, labels: m.config.labels, taints: m.config.taints,
       nodeIP: this.config.nodeIP, kubeletPort: m.config.kubeletPort ?? this.config.kubeletPort,
     }, cluster, log, { watchSilenceMs: silence, ...this.#opts.node });
     const mirror = new ObjectMirror(cluster, mirrorTargets(cluster, log), this.hostCaches, log);
-    const exporter = new ExportReflector(m.config.name, exportSides(cluster, this.host, log), this.exportConsent, log);
+    const exporter = new ExportReflector(m.config.name, exportSides(cluster, host, log), this.exportConsent, log);
     const services = new ServiceReflector(cluster, serviceTarget(cluster, log), this.hostServices,
-      hostServiceWarnings(this.host, m.config.nodeName), log,
+      hostServiceWarnings(host, m.config.nodeName), log,
       { endpoints: this.hostEndpointSlices && { hostSlices: this.hostEndpointSlices, copies: endpointSliceTarget(cluster, log) } });
     const serviceExports = new ServiceExporter({ name: m.config.name, owner: cluster.owner }, services.copies,
       serviceExportApi(cluster, log), log);
     const provider = new MemberPodProvider(cluster, mirror, log, { nodeName: m.config.nodeName, hostIP: this.config.nodeIP });
-    const pods = m.pods = new PodController(this.host, provider, log, {
+    const pods = m.pods = new PodController(host, provider, log, {
       nodeName: m.config.nodeName, member: m.config.name, workers: this.config.podSyncWorkers, watchSilenceMs: silence,
       proxies: m.proxies,
     });

@@ -71,6 +71,11 @@ export const metrics = {
     help: 'Leadership changes of this replica by member: acquired, lost (taken or not renewed in time) or released.',
     labelNames: ['member', 'change'] as const, registers: [registry],
   }),
+  fencedWrites: new Counter({
+    name: 'clusterlet_fenced_writes_total',
+    help: 'Writes not sent because this replica could not be sure it still led the member they were for, by cluster.',
+    labelNames: ['cluster'] as const, registers: [registry],
+  }),
   replicas: new Gauge({
     name: 'clusterlet_replicas', help: 'Live clusterlet replicas this replica sees (its own included).', registers: [registry],
   }),

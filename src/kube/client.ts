@@ -23,6 +23,14 @@ export interface ClientOptions {
   cluster: string;
   qps: number;
   burst: number;
+  /** Another client's rate limit, shared (clients of one cluster with different fences); else its own. */
+  limiter?: TokenBucket;
+  /**
+   * Asked before each write (any verb but GET) is sent: a reason refuses it (an Unavailable KubeError, reason
+   * NotLeader), e.g. this replica cannot be sure it still leads. Checked after waiting for the rate limit, on the
+   * clock of that moment, so a process resumed after a pause never sends what it meant to write before.
+   */
+  fence?: () => string | undefined;
 }
 
 /** Content types of the three patch kinds. */
@@ -124,11 +132,13 @@ export class ClusterClient {
    */
   #agent: HttpsAgent | HttpAgent | undefined;
   #agentCert: Buffer | undefined;
+  #fence: (() => string | undefined) | undefined;
 
   constructor(access: ClusterAccess, opts: ClientOptions) {
     this.name = opts.cluster;
     this.#access = access;
-    this.limiter = new TokenBucket(opts.qps, opts.burst);
+    this.limiter = opts.limiter ?? new TokenBucket(opts.qps, opts.burst);
+    this.#fence = opts.fence;
     this.core = this.#api(GROUPS.core);
     this.coordination = this.#api(GROUPS.coordination);
     this.events = this.#api(GROUPS.events);
@@ -154,6 +164,11 @@ export class ClusterClient {
   /** One request; resolves with the parsed, revived body (text when the response is not JSON). */
   async request<T>(method: string, path: string, opts: RequestOptions & { body?: unknown } = {}): Promise<T> {
     await this.limiter.take();
+    const refused = method === 'GET' ? undefined : this.#fence?.();
+    if (refused !== undefined) {
+      metrics.fencedWrites.inc({ cluster: this.name });
+      throw new KubeError('Unavailable', 0, 'NotLeader', `${method} ${path} not sent: ${refused}`);
+    }
     const verb = verbOf(method, this.#access.server + path);
     metrics.apiRequests.inc({ cluster: this.name, verb });
     const end = metrics.apiLatency.startTimer({ cluster: this.name, verb });

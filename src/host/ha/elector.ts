@@ -71,6 +71,15 @@ export class LeaseElector {
 
   get leading(): boolean { return this.leading$.value; }
 
+  /**
+   * Whether this replica may write for what the Lease guards: it leads, and renewed within the renew deadline as
+   * its clock says now. A process resumed after a pause (or cut off from the host) is refused before its timers
+   * have even run, since the others may have taken the Lease meanwhile.
+   */
+  mayWrite(): boolean {
+    return this.leading && this.#now() - this.#renewedAt <= this.#opts.renewDeadlineMs;
+  }
+
   /** The holder as last seen ('' when none); this replica's identity while it leads. */
   get holder(): string {
     return this.leading ? this.#opts.identity : this.#observed?.lease?.spec?.holderIdentity ?? '';

@@ -306,3 +306,33 @@ describe('ClusterClient#setAccess', { timeout: 10_000 }, () => {
     assert.deepEqual(events, ['ADDED p1', 'ADDED p2']);
   });
 });
+
+describe('ClusterClient fence', { timeout: 10_000 }, () => {
+  let a: FakeServer;
+  before(async () => { a = await fakeServer('a'); });
+  after(() => { a.close(); });
+
+  it('refuses writes while the fence gives a reason, without sending them; reads go; writes go again once it clears', async () => {
+    let reason: string | undefined = 'this replica does not lead member m';
+    const c = new ClusterClient(access(a, { token: 't' }), { cluster: 'm', qps: 100, burst: 100, fence: () => reason });
+    const sent = a.seen.length;
+    for (const method of ['POST', 'PUT', 'PATCH', 'DELETE']) {
+      const err = await c.request(method, '/api/v1/namespaces', { body: {} }).then(() => undefined, (e: unknown) => e as KubeError);
+      assert.equal(err?.kind, 'Unavailable', method);
+      assert.equal(err?.reason, 'NotLeader', method);
+      assert.match(err!.message, /does not lead member m/);
+    }
+    assert.equal(a.seen.length, sent, 'no write reached the server');
+    await list(c);
+    assert.equal(a.seen.length, sent + 1, 'a read is sent');
+    reason = undefined;
+    await c.request('POST', '/api/v1/namespaces', { body: {} });
+    assert.equal(a.seen.length, sent + 2, 'the write is sent once the fence clears');
+  });
+
+  it('shares another client\'s rate limit when given it', () => {
+    const first = new ClusterClient(access(a, { token: 't' }), { cluster: 'host', qps: 5, burst: 5 });
+    const second = new ClusterClient(first.access, { cluster: 'host', qps: 5, burst: 5, limiter: first.limiter });
+    assert.equal(second.limiter, first.limiter);
+  });
+});

@@ -36,6 +36,12 @@ async function main(): Promise<number> {
     process.stderr.write(`clusterlet: bad configuration: ${(err as Error).message}\n`);
     return 2;
   }
+  try {
+    await manager.preflight();
+  } catch (err) {
+    process.stderr.write(`clusterlet: bad configuration: ${(err as Error).message}\n`);
+    return 2;
+  }
   let api: KubeletApi;
   try {
     api = await startKubeletApi(config, manager.host, manager, log);

@@ -1,7 +1,8 @@
 // Wires one process: the host client, and per member its cluster, node controller and pod controller.
 // Per member, the caches run on every replica; the writers only while this replica leads it (src/host/ha/).
 // Members are isolated: one that cannot be reached or fails never stops another.
-import type { Config, MemberConfig } from './config.ts';
+import { ConfigError, type Config, type MemberConfig } from './config.ts';
+import { toKubeError } from './kube/errors.ts';
 import { ClusterClient } from './kube/client.ts';
 import { type ClusterAccess, inClusterAccess, loadKubeconfigFile } from './kube/kubeconfig.ts';
 import { MemberCluster, type MemberOptions } from './member/cluster.ts';
@@ -109,6 +110,25 @@ export class Manager implements NodeDirectory {
     this.exportConsent = new ExportConsent(namespaceInformer(h, 'host-namespaces', undefined, log), config.exportNamespaces);
     this.hostServices = hostServices(h, log);
     this.hostEndpointSlices = config.reflectHostEndpoints ? hostEndpointSlices(h, log) : undefined;
+  }
+
+  /**
+   * What must hold before anything starts: the Leases' namespace exists on the host (clusterlet never creates
+   * namespaces there). A ConfigError names the flag; a host that does not answer yet is no verdict.
+   */
+  async preflight(): Promise<void> {
+    const le = this.config.leaderElection;
+    if (!le) return;
+    try {
+      await this.host.core.readNamespace({ name: le.namespace });
+    } catch (err) {
+      if (toKubeError(err).kind !== 'NotFound') {
+        this.#log.warn({ err: toKubeError(err).message, namespace: le.namespace }, 'could not check the leader election namespace');
+        return;
+      }
+      throw new ConfigError('--leader-elect-namespace', `namespace "${le.namespace}" does not exist on the host: create it `
+        + '(manifests/host does), choose another with --leader-elect-namespace, or run without election (--leader-elect=false)');
+    }
   }
 
   /** The host's identity (clusterlet.io/origin) once known. */

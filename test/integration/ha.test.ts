@@ -5,6 +5,7 @@
 // Every replica runs on this machine at the harness's node address, so each has its own kubelet port.
 import { describe, it, before, after, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AppsV1Api, PatchStrategy, setHeaderOptions, type KubernetesObject, type V1Node, type V1Pod } from '@kubernetes/client-node';
@@ -374,7 +375,16 @@ describe('high availability', () => {
     assert.deepEqual(proxies.violations, [], 'no proxy went NotReady or Failed after the resume');
     await waitLeader(host, 'member', [next], 1_000);
     await waitAllServed(host, member, ns, 8);
-    assert.match(paused.proc.logs(), /not leading any more/);
+    assert.match(paused.proc.logs(), /"lease no longer held"/);
+  });
+
+  it('a Lease namespace that does not exist on the host: exit 2 naming --leader-elect-namespace', async () => {
+    const missing = uniqueName('no-such-ns');
+    const proc = startClusterlet([...clusterletArgs(harness().member), '--leader-elect-namespace', missing]);
+    const [code] = await once(proc.child, 'exit') as [number | null];
+    assert.equal(code, 2);
+    await proc.stop();
+    assert.match(proc.logs(), new RegExp(`--leader-elect-namespace: namespace "${missing}" does not exist on the host`));
   });
 
   it('two members, two replicas: each replica leads one member; both nodes Ready with their leader\'s port', async (t) => {

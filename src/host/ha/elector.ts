@@ -255,7 +255,7 @@ export class LeaseElector {
 
   #set(leading: boolean, change: LeaderChange, reason: string): void {
     if (this.leading === leading) return;
-    this.#log.info({ identity: this.#opts.identity, change, reason }, leading ? 'leading' : 'not leading any more');
+    this.#log.info({ identity: this.#opts.identity, change, reason }, leading ? 'lease held' : 'lease no longer held');
     this.leading$.next(leading);
     for (const fn of this.#changes) fn(change, reason);
   }

@@ -147,6 +147,11 @@ export class LeaseElector {
   /** Runs one attempt now (or right after the one running). */
   poke(): void {
     if (this.#stopped) return;
+    // Judged here rather than in an attempt: an attempt can hang on a host that does not answer (until the request
+    // times out, long after the others took the Lease), and must not keep this replica leading meanwhile.
+    if (this.leading && this.#now() - this.#renewedAt > this.#opts.renewDeadlineMs) {
+      this.#set(false, 'lost', `not renewed within the renew deadline (${this.#opts.renewDeadlineMs} ms)`);
+    }
     if (this.#running) { this.#again = true; return; }
     this.#running = true;
     void this.#attempt().catch((err: unknown) => this.#log.warn({ err: (err as Error).message }, 'leader election attempt failed'))
@@ -165,10 +170,6 @@ export class LeaseElector {
 
   async #renew(): Promise<void> {
     const now = this.#now();
-    if (now - this.#renewedAt > this.#opts.renewDeadlineMs) {
-      this.#set(false, 'lost', `not renewed within the renew deadline (${this.#opts.renewDeadlineMs} ms)`);
-      return;
-    }
     const seen = this.#observed?.lease;
     const taker = seen?.spec?.holderIdentity;
     if (seen && taker && taker !== this.#opts.identity && this.#mine && olderThan(this.#mine, seen)) {

@@ -56,6 +56,8 @@ export class LeaseElector {
   #interval: NodeJS.Timeout | undefined;
   #expiry: NodeJS.Timeout | undefined;
   #running = false;
+  /** The attempt running (or the last one); it settles, never rejects. */
+  #attempted: Promise<void> = Promise.resolve();
   #again = false;
   #releasing = false;
   #stopped = true;
@@ -126,11 +128,13 @@ export class LeaseElector {
    */
   async release(reason: string): Promise<void> {
     if (!this.leading || !this.#mine) return;
-    const mine = this.#mine;
     // Until the free Lease is written, no attempt may take it back (it still names this replica).
     this.#releasing = true;
     this.#set(false, 'released', reason);
     try {
+      // A renewal still being sent would make our version stale (the release refused, the Lease left to expire).
+      await this.#attempted;
+      const mine = this.#mine;
       const written = await this.#api.replace(leaseBody(mine, {
         ...mine.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: microTime(new Date(this.#now())),
       }));
@@ -154,7 +158,7 @@ export class LeaseElector {
     }
     if (this.#running) { this.#again = true; return; }
     this.#running = true;
-    void this.#attempt().catch((err: unknown) => this.#log.warn({ err: (err as Error).message }, 'leader election attempt failed'))
+    this.#attempted = this.#attempt().catch((err: unknown) => this.#log.warn({ err: (err as Error).message }, 'leader election attempt failed'))
       .finally(() => {
         this.#running = false;
         if (this.#again) { this.#again = false; this.poke(); }

@@ -238,7 +238,8 @@ export class LeaseElector {
       leaseDurationSeconds: Math.ceil(this.#opts.leaseDurationMs / 1000),
       acquireTime: ours && prev?.acquireTime ? prev.acquireTime : t,
       renewTime: t,
-      leaseTransitions: (prev?.leaseTransitions ?? 0) + (prev && !ours && prev.holderIdentity ? 1 : 0),
+      // As client-go: one more whenever another holder's Lease is taken, a released one included (a hand-over).
+      leaseTransitions: (prev?.leaseTransitions ?? 0) + (prev && !ours ? 1 : 0),
     };
   }
 

@@ -111,6 +111,8 @@ export class LeaseElector {
   start(): void {
     this.#stopped = false;
     this.#interval = setInterval(() => this.poke(), this.#opts.retryPeriodMs);
+    // What was observed before start() armed nothing (stopped then).
+    this.#armExpiry();
     this.poke();
   }
 

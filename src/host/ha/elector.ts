@@ -56,6 +56,8 @@ export class LeaseElector {
   #interval: NodeJS.Timeout | undefined;
   #expiry: NodeJS.Timeout | undefined;
   #running = false;
+  /** The attempt running (or the last one); it settles, never rejects. */
+  #attempted: Promise<void> = Promise.resolve();
   #again = false;
   #releasing = false;
   #stopped = true;
@@ -118,6 +120,8 @@ export class LeaseElector {
   start(): void {
     this.#stopped = false;
     this.#interval = setInterval(() => this.poke(), this.#opts.retryPeriodMs);
+    // What was observed before start() armed nothing (stopped then).
+    this.#armExpiry();
     this.poke();
   }
 
@@ -135,11 +139,13 @@ export class LeaseElector {
    */
   async release(reason: string): Promise<void> {
     if (!this.leading || !this.#mine) return;
-    const mine = this.#mine;
     // Until the free Lease is written, no attempt may take it back (it still names this replica).
     this.#releasing = true;
     this.#set(false, 'released', reason);
     try {
+      // A renewal still being sent would make our version stale (the release refused, the Lease left to expire).
+      await this.#attempted;
+      const mine = this.#mine;
       const written = await this.#api.replace(leaseBody(mine, {
         ...mine.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: microTime(new Date(this.#now())),
       }));
@@ -156,9 +162,14 @@ export class LeaseElector {
   /** Runs one attempt now (or right after the one running). */
   poke(): void {
     if (this.#stopped) return;
+    // Judged here rather than in an attempt: an attempt can hang on a host that does not answer (until the request
+    // times out, long after the others took the Lease), and must not keep this replica leading meanwhile.
+    if (this.leading && this.#now() - this.#renewedAt > this.#opts.renewDeadlineMs) {
+      this.#set(false, 'lost', `not renewed within the renew deadline (${this.#opts.renewDeadlineMs} ms)`);
+    }
     if (this.#running) { this.#again = true; return; }
     this.#running = true;
-    void this.#attempt().catch((err: unknown) => this.#log.warn({ err: (err as Error).message }, 'leader election attempt failed'))
+    this.#attempted = this.#attempt().catch((err: unknown) => this.#log.warn({ err: (err as Error).message }, 'leader election attempt failed'))
       .finally(() => {
         this.#running = false;
         if (this.#again) { this.#again = false; this.poke(); }
@@ -174,10 +185,6 @@ export class LeaseElector {
 
   async #renew(): Promise<void> {
     const now = this.#now();
-    if (now - this.#renewedAt > this.#opts.renewDeadlineMs) {
-      this.#set(false, 'lost', `not renewed within the renew deadline (${this.#opts.renewDeadlineMs} ms)`);
-      return;
-    }
     const seen = this.#observed?.lease;
     const taker = seen?.spec?.holderIdentity;
     if (seen && taker && taker !== this.#opts.identity && this.#mine && olderThan(this.#mine, seen)) {
@@ -242,7 +249,8 @@ export class LeaseElector {
       leaseDurationSeconds: Math.ceil(this.#opts.leaseDurationMs / 1000),
       acquireTime: ours && prev?.acquireTime ? prev.acquireTime : t,
       renewTime: t,
-      leaseTransitions: (prev?.leaseTransitions ?? 0) + (prev && !ours && prev.holderIdentity ? 1 : 0),
+      // As client-go: one more whenever another holder's Lease is taken, a released one included (a hand-over).
+      leaseTransitions: (prev?.leaseTransitions ?? 0) + (prev && !ours ? 1 : 0),
     };
   }
 

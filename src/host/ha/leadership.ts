@@ -137,9 +137,10 @@ export class Leadership {
     this.#started = false;
     for (const s of this.#subs.splice(0)) s.unsubscribe();
     const electors = [this.#presence, ...[...this.#members.values()].map((m) => m.elector)];
-    // Each release stops that member's writers synchronously, before anything is written.
-    await Promise.all(electors.map((e) => e.release('stopping')));
-    for (const e of electors) e.stop();
+    // Each release stops that member's writers synchronously, before anything is written. Each elector stops
+    // trying as soon as its release is written: left running while a slower release is sent, it would take its
+    // free Lease back at its next retry (held() is 0 by then) and keep it, unreleased, once stopped.
+    await Promise.all(electors.map((e) => e.release('stopping').finally(() => e.stop())));
     this.leases.stop();
   }
 

@@ -249,6 +249,20 @@ describe('LeaseElector', () => {
     });
   }
 
+  it('mayWrite(): while leading and renewed within the renew deadline on the clock of now, even before any timer has run', async (t) => {
+    mockTime(t);
+    const leases = new FakeLeases();
+    const a = replica(t, leases, 'a');
+    const b = replica(t, leases, 'b');
+    await flush();
+    assert.equal(a.elector.mayWrite(), true);
+    assert.equal(b.elector.mayWrite(), false, 'a follower never');
+    // The process is frozen past the deadline: the clock moves, no timer of its has run yet (a SIGSTOP, a long GC).
+    t.mock.timers.setTime(T0 + TIMING.renewDeadlineMs + 1);
+    assert.equal(a.elector.leading, true, 'it has not found out yet');
+    assert.equal(a.elector.mayWrite(), false, 'but may not write');
+  });
+
   it('a leader whose Lease another identity took stops leading at its next renewal (Conflict), without writing over it', async (t) => {
     mockTime(t);
     const leases = new FakeLeases();

@@ -60,6 +60,7 @@ export class LeaseElector {
   #attempted: Promise<void> = Promise.resolve();
   #again = false;
   #releasing = false;
+  #acquiring = false;
   #stopped = true;
   #changes: ((change: LeaderChange, reason: string) => void)[] = [];
 
@@ -72,6 +73,12 @@ export class LeaseElector {
   }
 
   get leading(): boolean { return this.leading$.value; }
+
+  /**
+   * An acquisition is on its way. Set synchronously once want() said yes, so that the next elector of the replica,
+   * asking in the same tick, counts it (replicas starting together then spread at once, not only by rebalancing).
+   */
+  get acquiring(): boolean { return this.#acquiring; }
 
   /**
    * Whether this replica may write for what the Lease guards: it leads, and renewed within the renew deadline as
@@ -197,6 +204,15 @@ export class LeaseElector {
   }
 
   async #acquire(): Promise<void> {
+    this.#acquiring = true;
+    try {
+      await this.#tryAcquire();
+    } finally {
+      this.#acquiring = false;
+    }
+  }
+
+  async #tryAcquire(): Promise<void> {
     const now = this.#now();
     const current = this.#observed?.lease;
     if (!current) {

@@ -103,12 +103,13 @@ export class Leadership {
 
   start(): void {
     this.#started = true;
-    this.leases.start();
+    // Subscribed before the informer starts: the replicas are counted from its very first list.
     this.#subs.push(this.leases.events$.subscribe((ev) => {
       this.#route(ev.object.metadata?.name ?? '', ev.type === 'DELETED' ? undefined : ev.object);
       // A replica came or went, or a Lease was freed: every member is judged again.
       for (const m of this.#members.values()) m.elector.poke();
     }));
+    this.leases.start();
     void this.leases.waitSynced().then(() => {
       if (!this.#started) return;
       this.#startElector(this.#presence);
@@ -157,9 +158,10 @@ export class Leadership {
 
   share(): number { return Math.ceil(this.#members.size / this.replicas()); }
 
+  /** Members this replica leads, or is taking (see LeaseElector.acquiring). */
   held(): number {
     let n = 0;
-    for (const m of this.#members.values()) if (m.elector.leading) n++;
+    for (const m of this.#members.values()) if (m.elector.leading || m.elector.acquiring) n++;
     return n;
   }
 

@@ -80,6 +80,20 @@ describe('Leadership', () => {
     assert.equal(leases.writes.filter((w) => !w.body.spec?.holderIdentity).length, changes, 'no more releases');
   });
 
+  it('a replica that sees another live replica takes only its share of free members at once, not all in one tick', async (t) => {
+    mockTime(t);
+    const leases = new FakeLeases();
+    // b is live (its presence Lease is renewed) but not ready for any member: a alone can lead them.
+    replica(t, leases, 'b', { eu: notReady, us: notReady });
+    await flush();
+    const a = replica(t, leases, 'a', { eu: ready, us: ready });
+    await flush();
+    assert.equal(a.leads().length, 1, 'its share of 2 members over 2 live replicas');
+    // Nobody else takes the other: a takes it too once it has been free for two retry periods.
+    await advanceTo(t, T0 + 3 * TIMING.retryPeriodMs);
+    assert.deepEqual(a.leads(), ['eu', 'us']);
+  });
+
   it('a replica leading both members gives one to a replica that comes and is ready for it', async (t) => {
     mockTime(t);
     const leases = new FakeLeases();

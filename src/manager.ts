@@ -247,9 +247,10 @@ export class Manager implements NodeDirectory {
   nodes(): VirtualNode[] {
     const out: VirtualNode[] = [];
     for (const m of this.members) {
-      if (m.pods && m.runtime) {
-        out.push({ name: m.config.nodeName, port: m.config.kubeletPort ?? this.config.kubeletPort, proxies: m.pods.pods,
-          runtime: m.runtime });
+      const pods = m.pods;
+      if (pods && m.runtime) {
+        out.push({ name: m.config.nodeName, port: m.config.kubeletPort ?? this.config.kubeletPort, proxies: pods.pods,
+          running: () => pods.running(), runtime: m.runtime });
       }
     }
     return out;

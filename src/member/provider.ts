@@ -14,7 +14,7 @@ import { PROXY_NAMESPACE_ANNOTATION, PROXY_UID_LABEL } from '../forge/keys.ts';
 import { fromHost, hostRefOf, ownerLabels } from '../forge/owner.ts';
 import { PodRejectedError } from '../provider/errors.ts';
 import type { CreateOptions, PodChange, PodEvent, PodNotice, PodProvider, ProviderPod } from '../provider/pod.ts';
-import type { ObjectMirror, Prepared } from './reflection/mirror.ts';
+import { notFoundReason, type ObjectMirror, type Prepared } from './reflection/mirror.ts';
 import type { Logger } from '../log.ts';
 
 export interface MemberPodProviderOptions {
@@ -241,7 +241,7 @@ export class MemberPodProvider implements PodProvider {
 export function rejection(prepared: Prepared, hostNamespace: string): PodRejectedError | undefined {
   const { missing, conflicts } = prepared;
   if (missing.length) {
-    return new PodRejectedError(`Missing${missing[0].kind}`, missing.map((m) =>
+    return new PodRejectedError(notFoundReason(missing[0]), missing.map((m) =>
       `${m.kind.toLowerCase()} "${m.name}" not found in namespace ${hostNamespace}`).join('; ') + '; the pod starts once it exists');
   }
   if (conflicts.length) return new PodRejectedError('MemberObjectConflict', conflicts.join('; '));

@@ -13,6 +13,8 @@ export interface VirtualNode {
   port: number;
   /** Host pods bound to this node (the pod controller's informer). */
   proxies: Informer<V1Pod>;
+  /** The host pods whose delegate the back end runs (the pod controller's `running`). */
+  running(): V1Pod[];
   /** Runs the node's pods: logs, exec, attach, port-forward and usage. */
   runtime: PodRuntime;
 }

@@ -1,12 +1,14 @@
-// GET /pods and /runningpods/: the pods bound to this node, as a v1 PodList, from the pod controller's
-// informer of host pods (the host's view, which is what a kubelet reports). /runningpods/ leaves out
-// pods that have finished.
+// GET /pods and /runningpods/, as virtual-kubelet serves them (node/api/server.go, pods.go): /pods lists every host
+// pod bound to the node (its GetPodsFromKubernetes, our proxies informer: what a kubelet reports); /runningpods/ the
+// pods the back end runs (its provider's GetPods), reported as their host pods, with the host's name, namespace and
+// UID, never the delegate's. A pod without a delegate (a mandatory ConfigMap missing) is in /pods only, as in
+// virtual-kubelet; /runningpods/ also leaves out pods that have finished.
 import type { ServerResponse } from 'node:http';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { VirtualNode } from './nodes.ts';
 
 export function podList(node: VirtualNode, running: boolean): { apiVersion: string; kind: string; metadata: object; items: V1Pod[] } {
-  const pods = node.proxies.list()
+  const pods = (running ? node.running() : node.proxies.list())
     .filter((p) => !running || (p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed'))
     .sort((a, b) => `${a.metadata?.namespace}/${a.metadata?.name}`.localeCompare(`${b.metadata?.namespace}/${b.metadata?.name}`));
   return { apiVersion: 'v1', kind: 'PodList', metadata: {}, items: pods.map((p) => ({ apiVersion: 'v1', kind: 'Pod', ...p })) };

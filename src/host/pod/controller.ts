@@ -79,6 +79,22 @@ export class PodController {
 
   get queue(): WorkQueue { return this.#queue; }
 
+  /**
+   * The proxies whose own pod the provider runs, as the host knows them (name, namespace, UID and all): what
+   * virtual-kubelet's /runningpods/ lists (node/api/pods.go, the provider's GetPods). A proxy the provider has no pod
+   * for is not among them: one waiting for a mandatory ConfigMap, say, as virtual-kubelet never hands such a pod to
+   * its provider (node/pod.go createOrUpdatePod; its e2e TestCreatePodWithMandatoryInexistentConfigMap).
+   */
+  running(): V1Pod[] {
+    const out: V1Pod[] = [];
+    for (const key of this.#provider.listPodKeys()) {
+      const proxy = this.pods.get(key);
+      const { namespace, name } = splitKey(key);
+      if (proxy && this.#provider.getPod(namespace, name)?.proxyUID === proxy.metadata?.uid) out.push(proxy);
+    }
+    return out;
+  }
+
   start(): void {
     if (!this.#opts.proxies) this.pods.start();
     this.#queue.start((key) => this.#sync(key));

@@ -21,6 +21,17 @@ import type { Logger } from '../../log.ts';
 
 export interface Notice { type: 'Normal' | 'Warning'; reason: string; message: string }
 
+/**
+ * The event reason for a referenced ConfigMap or Secret that does not exist on the host: virtual-kubelet's
+ * (internal/podutils/env.go: ReasonMandatoryConfigMapNotFound, ReasonMandatorySecretNotFound,
+ * ReasonOptionalConfigMapNotFound, ReasonOptionalSecretNotFound), so that tools and alerts written for it work here.
+ * As there, both kinds of event are Warnings and their messages say `<kind> "<name>" not found`. A mandatory one is
+ * also the reason of the proxy's clusterlet.io/Offloaded=False condition (provider.ts `rejection`).
+ */
+export function notFoundReason(ref: Pick<ObjectRef, 'kind' | 'optional'>): string {
+  return `${ref.optional ? 'Optional' : 'Mandatory'}${ref.kind}NotFound`;
+}
+
 export interface HostCaches {
   configMaps: HostObjects<V1ConfigMap>;
   secrets: HostObjects<V1Secret>;
@@ -200,7 +211,7 @@ export class ObjectMirror {
         const host = await this.#hostObjects(ref.kind).lookup(`${hostNs}/${ref.name}`);
         if (!host || isCredential(ref.kind, host)) {
           if (ref.optional) {
-            prepared.notices.push({ type: 'Normal', reason: `Optional${ref.kind}Missing`,
+            prepared.notices.push({ type: 'Warning', reason: notFoundReason(ref),
               message: `optional ${ref.kind.toLowerCase()} "${ref.name}" ${host ? 'is a host credential and is not copied' : 'not found'}; the pod runs without it` });
           } else {
             prepared.missing.push(ref);

@@ -182,7 +182,7 @@ describe('MemberPodProvider.createPod', () => {
     const { host, member, provider, changes, memberPod } = world();
     const web = proxy('web', { volumes: [{ name: 'c', configMap: { name: 'cfg' } }] });
     await assert.rejects(provider.createPod(web), {
-      name: 'PodRejectedError', reason: 'MissingConfigMap', retry: true,
+      name: 'PodRejectedError', reason: 'MandatoryConfigMapNotFound', retry: true,
       message: 'configmap "cfg" not found in namespace shop; the pod starts once it exists',
     });
     assert.equal(memberPod('h-shop', 'web'), undefined);
@@ -192,6 +192,26 @@ describe('MemberPodProvider.createPod', () => {
     assert.ok(memberPod('h-shop', 'web'));
     assert.deepEqual(member.objects.get('ConfigMap', 'h-shop', 'cfg')?.metadata?.labels,
       { 'clusterlet.io/origin': HOST, 'clusterlet.io/node': NODE }, 'copied before the delegate');
+  });
+
+  it('a missing ConfigMap or Secret has virtual-kubelet\'s reason: Mandatory… rejects the pod, Optional… is a Warning notice', async () => {
+    const { provider, memberPod } = world();
+    const envFrom = (ref: 'configMapRef' | 'secretRef', optional?: boolean): Partial<V1PodSpec> =>
+      ({ containers: [{ name: 'app', image: 'app:1', envFrom: [{ [ref]: { name: 'absent', optional } }] }] });
+    await assert.rejects(provider.createPod(proxy('cm', envFrom('configMapRef'))),
+      { name: 'PodRejectedError', reason: 'MandatoryConfigMapNotFound', message: /^configmap "absent" not found/ });
+    await assert.rejects(provider.createPod(proxy('secret', envFrom('secretRef'))),
+      { name: 'PodRejectedError', reason: 'MandatorySecretNotFound', message: /^secret "absent" not found/ });
+    assert.equal(memberPod('h-shop', 'cm') ?? memberPod('h-shop', 'secret'), undefined, 'no delegate without a mandatory object');
+    const [cm] = await provider.createPod(proxy('cm-opt', envFrom('configMapRef', true)));
+    assert.equal(cm.type, 'Warning');
+    assert.equal(cm.reason, 'OptionalConfigMapNotFound');
+    assert.match(cm.message, /configmap "absent" not found/);
+    const [secret] = await provider.createPod(proxy('secret-opt', envFrom('secretRef', true)));
+    assert.equal(secret.type, 'Warning');
+    assert.equal(secret.reason, 'OptionalSecretNotFound');
+    assert.match(secret.message, /secret "absent" not found/);
+    assert.ok(memberPod('h-shop', 'cm-opt') && memberPod('h-shop', 'secret-opt'), 'created without the optional object');
   });
 
   it('makes the member namespace again when it went away under the provider', async () => {

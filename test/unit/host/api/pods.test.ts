@@ -1,4 +1,6 @@
-// /pods and /runningpods/ (src/host/api/pods.ts): the node's pods as a v1 PodList, timestamps as Kubernetes writes them.
+// /pods and /runningpods/ (src/host/api/pods.ts): the node's pods as a v1 PodList, as virtual-kubelet serves them
+// (/pods every host pod bound to the node, /runningpods/ those the back end runs), in host names and UIDs,
+// timestamps as Kubernetes writes them.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
@@ -7,17 +9,30 @@ import { podList, sendJSON } from '../../../../src/host/api/pods.ts';
 import type { VirtualNode } from '../../../../src/host/api/nodes.ts';
 
 const pod = (ns: string, name: string, phase: string): V1Pod => ({
-  metadata: { namespace: ns, name, creationTimestamp: new Date('2026-01-02T03:04:05.678Z') }, status: { phase },
+  metadata: { namespace: ns, name, uid: `host-${ns}-${name}`, creationTimestamp: new Date('2026-01-02T03:04:05.678Z') }, status: { phase },
 });
-const node = { proxies: { list: () => [pod('b', 'x', 'Running'), pod('a', 'y', 'Succeeded'), pod('a', 'x', 'Pending')] } } as unknown as VirtualNode;
+const running = pod('b', 'x', 'Running');
+const finished = pod('a', 'y', 'Succeeded');
+/** Pending without a delegate: a mandatory ConfigMap is missing. */
+const waiting = pod('a', 'x', 'Pending');
+const node = {
+  proxies: { list: () => [running, finished, waiting] },
+  // The back end runs `running` and still has the finished pod's delegate.
+  running: () => [finished, running],
+} as unknown as VirtualNode;
+
+const ids = (l: { items: V1Pod[] }): string[] => l.items.map((p) => `${p.metadata?.namespace}/${p.metadata?.name}/${p.metadata?.uid}`);
 
 describe('pod lists', () => {
-  it('/pods: every pod of the node, sorted; /runningpods/: without the finished ones', () => {
+  it('/pods: every host pod of the node, sorted, with the host\'s names and UIDs', () => {
     const all = podList(node, false);
     assert.equal(all.kind, 'PodList');
-    assert.deepEqual(all.items.map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`), ['a/x', 'a/y', 'b/x']);
+    assert.deepEqual(ids(all), ['a/x/host-a-x', 'a/y/host-a-y', 'b/x/host-b-x']);
     assert.equal(all.items[0].kind, 'Pod');
-    assert.deepEqual(podList(node, true).items.map((p) => p.metadata?.name), ['x', 'x']);
+  });
+
+  it('/runningpods/: the host pods the back end runs, without the finished ones; a pod with no delegate is not there', () => {
+    assert.deepEqual(ids(podList(node, true)), ['b/x/host-b-x']);
   });
 
   it('JSON with RFC 3339 timestamps in whole seconds', () => {

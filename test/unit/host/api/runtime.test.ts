@@ -35,7 +35,7 @@ describe('kubelet API over a pod runtime', () => {
     await serving.start();
     port = await freePort();
     const proxies = { get: (k: string) => pods.get(k), list: () => [...pods.values()] } as unknown as Informer<V1Pod>;
-    const node: VirtualNode = { name: 'vn', port, proxies, runtime };
+    const node: VirtualNode = { name: 'vn', port, proxies, running: () => proxies.list(), runtime };
     server = new KubeletServer({ ports: [port], address: '127.0.0.1', dir: { nodes: () => [node] }, serving, log,
       stats: new RuntimeStats(), streams: new PodStreams(log) });
     server.start();

@@ -163,7 +163,7 @@ describe('ObjectMirror', () => {
     const prepared = await a.run(p);
     assert.deepEqual(prepared.missing, [{ kind: 'Secret', name: 'later', optional: false }]);
     const rejected = rejection(prepared, NS);
-    assert.equal(rejected?.reason, 'MissingSecret');
+    assert.equal(rejected?.reason, 'MandatorySecretNotFound');
     assert.equal(rejected?.message, 'secret "later" not found in namespace shop; the pod starts once it exists');
     assert.equal(member.get('Pod', NS, 'strict'), undefined);
     assert.deepEqual(a.woken, []);
@@ -180,7 +180,7 @@ describe('ObjectMirror', () => {
     const { node } = world();
     const p = proxy('two', { volumes: [{ name: 'c', configMap: { name: 'cfg' } }, { name: 's', secret: { secretName: 'creds' } }] });
     const rejected = rejection(await node('vnode-a').run(p), NS);
-    assert.equal(rejected?.reason, 'MissingConfigMap');
+    assert.equal(rejected?.reason, 'MandatoryConfigMapNotFound');
     assert.equal(rejected?.message,
       'configmap "cfg" not found in namespace shop; secret "creds" not found in namespace shop; the pod starts once it exists');
   });
@@ -198,7 +198,7 @@ describe('ObjectMirror', () => {
     const { member, node } = world();
     const prepared = await node('vnode-a').run(mounting('relaxed', 'maybe', true));
     assert.deepEqual(prepared.missing, []);
-    assert.deepEqual(prepared.notices, [{ type: 'Normal', reason: 'OptionalConfigMapMissing',
+    assert.deepEqual(prepared.notices, [{ type: 'Warning', reason: 'OptionalConfigMapNotFound',
       message: 'optional configmap "maybe" not found; the pod runs without it' }]);
     assert.ok(member.get('Pod', NS, 'relaxed'));
   });
@@ -208,9 +208,10 @@ describe('ObjectMirror', () => {
     host.put('Secret', { metadata: { namespace: NS, name: 'tok' }, type: SA_TOKEN, data: { token: 'dA==' } });
     const a = node('vnode-a');
     const strict = await a.run(usingSecret('strict', 'tok'));
-    assert.equal(rejection(strict, NS)?.reason, 'MissingSecret');
+    assert.equal(rejection(strict, NS)?.reason, 'MandatorySecretNotFound');
     const relaxed = await a.run(usingSecret('relaxed', 'tok', true));
-    assert.deepEqual(relaxed.notices.map((n) => n.message), ['optional secret "tok" is a host credential and is not copied; the pod runs without it']);
+    assert.deepEqual(relaxed.notices, [{ type: 'Warning', reason: 'OptionalSecretNotFound',
+      message: 'optional secret "tok" is a host credential and is not copied; the pod runs without it' }]);
     await settle();
     assert.equal(copy('Secret', 'tok'), undefined);
   });

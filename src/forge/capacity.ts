@@ -1,7 +1,7 @@
 // Capacity of the virtual node: pure functions over a member cluster's nodes and pods.
 // See docs/CONVENTIONS.md, "Capacity".
 
-import type { V1Container, V1Node, V1Pod } from '@kubernetes/client-node';
+import type { V1Container, V1ContainerStatus, V1Node, V1Pod } from '@kubernetes/client-node';
 import { NANO, add, clampZero, formatQuantity, parseQuantity, quantity } from './quantity.ts';
 import type { Quantity } from './quantity.ts';
 
@@ -32,23 +32,25 @@ export function nodeIsUsable(node: V1Node): boolean {
 /**
  * The pod's effective requests in nano units, as the scheduler computes them: the larger of (app containers
  * + sidecars) and each init container (+ the sidecars started before it), per resource; pod-level requests
- * replace that for the resources they name; then overhead is added. `pods` is always 1.
+ * replace that for the resources they name; then overhead is added. `pods` is always 1. A container resized in
+ * place counts as its status says (see `resizedRequests`).
  */
 export function podRequests(pod: V1Pod): Map<string, bigint> {
   const spec = pod.spec;
+  const resize = resizeStatus(pod);
   const requests = new Map<string, bigint>();
-  for (const c of spec?.containers ?? []) addTo(requests, containerRequests(c));
+  for (const c of spec?.containers ?? []) addTo(requests, resizedRequests(c, resize));
 
   const initMax = new Map<string, bigint>();
   const sidecars = new Map<string, bigint>();
   for (const c of spec?.initContainers ?? []) {
-    const own = containerRequests(c);
     if (c.restartPolicy === 'Always') {
+      const own = resizedRequests(c, resize);
       addTo(requests, own);
       addTo(sidecars, own);
     } else {
       const running = new Map(sidecars);
-      addTo(running, own);
+      addTo(running, containerRequests(c));
       maxInto(initMax, running);
     }
   }
@@ -164,6 +166,42 @@ export function nodeSystemInfo(nodes: V1Node[]): NodeSystemInfo {
   const os = usable.map((n) => n.status?.nodeInfo?.operatingSystem || n.metadata?.labels?.['kubernetes.io/os']);
   const arch = usable.map((n) => n.status?.nodeInfo?.architecture || n.metadata?.labels?.['kubernetes.io/arch']);
   return { operatingSystem: mostCommon(os) ?? 'linux', architecture: mostCommon(arch) ?? 'amd64' };
+}
+
+/** What a pod's status says of its containers' resources, as far as its requests go (see `resizeStatus`). */
+export interface ResizeStatus {
+  containers: Record<string, { actual?: Record<string, string>; allocated?: Record<string, string> }>;
+  infeasible: boolean;
+}
+
+/**
+ * What a pod's status says of its containers' resources while they are resized in place: per container the
+ * requests its kubelet actuated and allocated (`resources`, `allocatedResources`), and whether the pending resize
+ * is infeasible (PodResizePending, reason Infeasible). Plain data: two versions compare as JSON.
+ */
+export function resizeStatus(pod: V1Pod): ResizeStatus {
+  const containers: ResizeStatus['containers'] = {};
+  const statuses: V1ContainerStatus[] = [...pod.status?.containerStatuses ?? [], ...pod.status?.initContainerStatuses ?? []];
+  for (const cs of statuses) {
+    if (cs.resources) containers[cs.name] = { actual: cs.resources.requests, allocated: cs.allocatedResources };
+  }
+  const pending = pod.status?.conditions?.find((c) => c.type === 'PodResizePending');
+  return { containers, infeasible: pending?.reason === 'Infeasible' };
+}
+
+/**
+ * A container's requests as the scheduler counts them during an in-place resize (component-helpers'
+ * determineEffectiveRequests): the largest of what its spec asks, what its kubelet actuated and what it allocated;
+ * once the resize is infeasible, the spec's new values do not count. A container without status resources counts
+ * its spec.
+ */
+function resizedRequests(c: V1Container, resize: ResizeStatus): Map<string, bigint> {
+  const status = resize.containers[c.name];
+  if (!status) return containerRequests(c);
+  const requests = resize.infeasible ? new Map<string, bigint>() : containerRequests(c);
+  maxInto(requests, parseList(status.actual));
+  maxInto(requests, parseList(status.allocated));
+  return requests;
 }
 
 // Requests, falling back per resource to limits (what API defaulting does).

@@ -49,6 +49,27 @@ export function forgeHostStatus(delegate: V1Pod, hostIP: string): V1PodStatus {
   });
 }
 
+const RESIZE_PENDING = 'PodResizePending';
+
+/** A resize of the proxy that the member refused (its API server, e.g. more than the delegate's node has). */
+export interface RefusedResize {
+  message: string;
+  /** When it was refused: the condition's lastTransitionTime. */
+  at: Date;
+}
+
+/**
+ * `status` with the refused resize shown as the kubelet shows one it cannot do: PodResizePending, reason
+ * Infeasible, in place of whatever PodResizePending the delegate has (about an earlier resize). With it the host's
+ * scheduler counts the resources the pod has, not the ones it asked for.
+ */
+export function withResizeInfeasible(status: V1PodStatus, refused: RefusedResize): V1PodStatus {
+  const others = (status.conditions ?? []).filter((c) => c.type !== RESIZE_PENDING);
+  return { ...status, conditions: [...others, {
+    type: RESIZE_PENDING, status: 'True', reason: 'Infeasible', message: refused.message, lastTransitionTime: refused.at,
+  }] };
+}
+
 /** Restarts of earlier delegates, per container, that a delegate carries (RESTARTS_ANNOTATION). */
 function delegateRestarts(delegate: V1Pod): Record<string, number> | undefined {
   const raw = delegate.metadata?.annotations?.[RESTARTS_ANNOTATION];

@@ -1,15 +1,16 @@
 // The member-cluster provider: runs each proxy pod as a delegate pod in the member (PodLifecycleHandler)
 // and reports delegate changes and member events in host coordinates (PodNotifier).
-import { distinctUntilChanged, filter, from, map, merge, mergeMap, of, type Observable } from 'rxjs';
+import { Subject, distinctUntilChanged, filter, from, map, merge, mergeMap, of, type Observable } from 'rxjs';
 import { LRUCache } from 'lru-cache';
 import type { CoreV1Event, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { MemberCluster } from './cluster.ts';
 import { checkMemberNamespace } from '../config.ts';
+import { PATCH } from '../kube/client.ts';
 import { listWatch, type ListWatchEvent } from '../kube/listwatch.ts';
 import { objectKey } from '../kube/informer.ts';
 import { ignoreGone, toKubeError } from '../kube/errors.ts';
-import { delegateUpdate, forgeDelegatePod, type DelegateContext } from '../forge/pod.ts';
-import { deletionDisruption, forgeHostStatus } from '../forge/status.ts';
+import { delegateResize, delegateUpdate, forgeDelegatePod, type DelegateContext, type ResizePatch } from '../forge/pod.ts';
+import { deletionDisruption, forgeHostStatus, withResizeInfeasible, type RefusedResize } from '../forge/status.ts';
 import { PROXY_NAMESPACE_ANNOTATION, PROXY_UID_LABEL } from '../forge/keys.ts';
 import { fromHost, hostRefOf, ownerLabels } from '../forge/owner.ts';
 import { PodRejectedError } from '../provider/errors.ts';
@@ -29,6 +30,16 @@ export interface MemberPodProviderOptions {
 export type ProviderMember = Pick<MemberCluster,
   'client' | 'config' | 'hostName' | 'owner' | 'pods' | 'delegates' | 'probe$' | 'reachable'>;
 
+/** Answers of the member's API server that refuse a resize for good (admission, validation), not for a while. */
+const RESIZE_REFUSALS = new Set(['Forbidden', 'Invalid', 'BadRequest']);
+
+/** A resize the member refused, for the delegate it was asked of. */
+interface Refusal extends RefusedResize {
+  delegateUID: string;
+  /** The refused patch (JSON): the same refusal again is not news. */
+  patch: string;
+}
+
 export class MemberPodProvider implements PodProvider {
   readonly podChanges$: Observable<PodChange>;
   readonly podEvents$: Observable<PodEvent>;
@@ -41,6 +52,10 @@ export class MemberPodProvider implements PodProvider {
   /** Member namespaces known to exist → the host namespace they hold. */
   #namespaces = new Map<string, string>();
   #mirror: ObjectMirror;
+  /** Resizes the member refused, by host key: on the proxy as PodResizePending/Infeasible until its resources change. */
+  #refusedResizes = new Map<string, Refusal>();
+  /** Host keys whose refused resize came or went: their status changed. */
+  #resizeChanges = new Subject<PodChange>();
 
   constructor(member: ProviderMember, mirror: ObjectMirror, log: Logger, opts: MemberPodProviderOptions) {
     this.#member = member;
@@ -48,7 +63,8 @@ export class MemberPodProvider implements PodProvider {
     this.#log = log;
     this.#opts = { eventReplayWindowMs: 120_000, ...opts };
     // A delegate changed, or an object a waiting pod needs appeared.
-    this.podChanges$ = merge(member.delegates.changes$.pipe(map((c) => ({ key: c.hostKey, lifecycle: c.lifecycle }))), mirror.wake$.pipe(map((key) => ({ key, lifecycle: true }))));
+    this.podChanges$ = merge(member.delegates.changes$.pipe(map((c) => ({ key: c.hostKey, lifecycle: c.lifecycle }))),
+      mirror.wake$.pipe(map((key) => ({ key, lifecycle: true }))), this.#resizeChanges);
     // The member answers (at start, or again): everything is synced again (see PodNotifier.resync$). Status is not
     // written before the first probe answers, so the first answer counts too.
     this.resync$ = member.probe$.pipe(
@@ -104,7 +120,10 @@ export class MemberPodProvider implements PodProvider {
 
   getPodStatus(namespace: string, name: string): V1PodStatus | undefined {
     const d = this.#delegate(namespace, name);
-    return d ? forgeHostStatus(d, this.#opts.hostIP) : undefined;
+    if (!d) return undefined;
+    const status = forgeHostStatus(d, this.#opts.hostIP);
+    const refused = this.#refusedResizes.get(`${namespace}/${name}`);
+    return refused && refused.delegateUID === d.metadata?.uid ? withResizeInfeasible(status, refused) : status;
   }
 
   async createPod(proxy: V1Pod, opts: CreateOptions = {}): Promise<PodNotice[]> {
@@ -121,6 +140,8 @@ export class MemberPodProvider implements PodProvider {
       throw rejected;
     }
     const body = forgeDelegatePod(proxy, { ...this.#ctxBase, memberNamespace: ns, restarts: opts.restarts });
+    // A new delegate has the proxy's resources: a refusal about its predecessor is over.
+    this.#refusedResizes.delete(`${proxy.metadata!.namespace}/${proxy.metadata!.name}`);
     let created = false;
     try {
       await this.#member.client.core.createNamespacedPod({ namespace: ns, body });
@@ -182,17 +203,63 @@ export class MemberPodProvider implements PodProvider {
       ? existing.metadata?.annotations?.[PROXY_NAMESPACE_ANNOTATION] ?? hostNamespace : hostNamespace;
   }
 
-  async updatePod(proxy: V1Pod): Promise<void> {
+  async updatePod(proxy: V1Pod): Promise<PodNotice[]> {
     const d = this.#delegate(proxy.metadata!.namespace!, proxy.metadata!.name!);
-    if (!d || d.metadata?.deletionTimestamp) return;
+    if (!d || d.metadata?.deletionTimestamp) return [];
     const ns = d.metadata!.namespace!;
     const updated = delegateUpdate(proxy, d, { ...this.#ctxBase, memberNamespace: ns });
-    if (!updated) return;
-    await this.#member.client.core.replaceNamespacedPod({ namespace: ns, name: d.metadata!.name!, body: updated });
-    this.#log.debug({ namespace: ns, pod: d.metadata!.name }, 'delegate updated');
+    if (updated) {
+      await this.#member.client.core.replaceNamespacedPod({ namespace: ns, name: d.metadata!.name!, body: updated });
+      this.#log.debug({ namespace: ns, pod: d.metadata!.name }, 'delegate updated');
+    }
+    return this.#resize(proxy, d);
+  }
+
+  /**
+   * A resize of the proxy's containers, applied to the delegate through the member's `resize` subresource: the
+   * member's kubelet does it and reports it in the delegate's status, which comes back to the proxy. A resize the
+   * member refuses (more than the delegate's node has, a quota) is what a kubelet shows for one it cannot do:
+   * PodResizePending/Infeasible on the proxy, and a Warning event once. Tried again on each sync of the proxy (a
+   * member node may have grown), until the proxy's resources match the delegate's again.
+   */
+  async #resize(proxy: V1Pod, d: V1Pod): Promise<PodNotice[]> {
+    const key = `${proxy.metadata!.namespace}/${proxy.metadata!.name}`;
+    const patch = delegateResize(proxy, d);
+    if (!patch) {
+      this.#forgetRefusal(key);
+      return [];
+    }
+    const [namespace, name] = [d.metadata!.namespace!, d.metadata!.name!];
+    try {
+      await this.#member.client.core.patchNamespacedPodResize({ namespace, name, body: patch }, { contentType: PATCH.strategic });
+    } catch (err) {
+      const k = toKubeError(err);
+      if (k.kind === 'NotFound') return []; // gone meanwhile; its delete event requeues the proxy
+      if (!RESIZE_REFUSALS.has(k.kind)) throw k;
+      return this.#refuseResize(key, d, patch, k.message);
+    }
+    this.#forgetRefusal(key);
+    this.#log.debug({ namespace, pod: name }, 'delegate resized');
+    return [];
+  }
+
+  #refuseResize(key: string, d: V1Pod, patch: ResizePatch, reason: string): PodNotice[] {
+    const message = `member ${this.#member.config.name} refused the resize: ${reason}`;
+    const refusal: Refusal = { delegateUID: d.metadata?.uid ?? '', patch: JSON.stringify(patch), message, at: new Date() };
+    const known = this.#refusedResizes.get(key);
+    if (known && known.delegateUID === refusal.delegateUID && known.patch === refusal.patch && known.message === message) return [];
+    this.#refusedResizes.set(key, refusal);
+    this.#resizeChanges.next({ key, lifecycle: false });
+    // The kubelet's event for a resize it cannot do.
+    return [{ type: 'Warning', reason: 'ResizeInfeasible', message: `Pod resize Infeasible: ${message}` }];
+  }
+
+  #forgetRefusal(key: string): void {
+    if (this.#refusedResizes.delete(key)) this.#resizeChanges.next({ key, lifecycle: false });
   }
 
   async deletePod(namespace: string, name: string, gracePeriodSeconds?: number): Promise<void> {
+    this.#refusedResizes.delete(`${namespace}/${name}`);
     const d = this.#delegate(namespace, name);
     if (!d) return;
     try {

@@ -2,7 +2,7 @@
 // time, so the virtual node's allocatable costs O(nodes) to compute however many pods the member runs.
 import type { V1Pod } from '@kubernetes/client-node';
 import { isAnyDelegate } from '../forge/owner.ts';
-import { addRequests, podCounts, podRequests, type RequestsByNode } from '../forge/capacity.ts';
+import { addRequests, podCounts, podRequests, resizeStatus, type RequestsByNode } from '../forge/capacity.ts';
 import type { StoreEvent } from '../kube/informer.ts';
 
 interface Contribution {
@@ -59,11 +59,13 @@ export class PodRequests {
 }
 
 /**
- * Changes that can move a pod's usage: binding, phase, whether it is a delegate, and its spec (requests resized
- * in place bump the generation). Status-only churn of a running pod cannot; nor can deletion, which the
+ * Changes that can move a pod's usage: binding, phase, whether it is a delegate, its spec (requests resized in
+ * place bump the generation), and what its status says of a resize (the kubelet's actuated and allocated
+ * resources, an infeasible resize). Other status churn of a running pod cannot; nor can deletion, which the
  * scheduler does not count either until the pod is gone.
  */
 export function requestsRelevant(pod: V1Pod, old: V1Pod, isOurs: (pod: V1Pod) => boolean = isAnyDelegate): boolean {
   return pod.spec?.nodeName !== old.spec?.nodeName || pod.status?.phase !== old.status?.phase
-    || pod.metadata?.generation !== old.metadata?.generation || isOurs(pod) !== isOurs(old);
+    || pod.metadata?.generation !== old.metadata?.generation || isOurs(pod) !== isOurs(old)
+    || JSON.stringify(resizeStatus(pod)) !== JSON.stringify(resizeStatus(old));
 }

@@ -41,8 +41,11 @@ export interface PodLifecycleHandler {
    * or something it needs is missing; resolves with notices for the proxy's events.
    */
   createPod(proxy: V1Pod, opts?: CreateOptions): Promise<PodNotice[]>;
-  /** Brings a running pod in line with the proxy's mutable fields; a no-op when nothing differs. */
-  updatePod(proxy: V1Pod): Promise<void>;
+  /**
+   * Brings a running pod in line with the proxy's mutable fields, its resources too (an in-place resize); a no-op
+   * when nothing differs. Resolves with notices for the proxy's events (a resize the back end refused).
+   */
+  updatePod(proxy: V1Pod): Promise<PodNotice[]>;
   /** Deletes the pod for `key` with the given grace period, if it exists; resolves once the delete is accepted. */
   deletePod(namespace: string, name: string, gracePeriodSeconds?: number): Promise<void>;
   /** The pod for a host key, if the provider runs one. */

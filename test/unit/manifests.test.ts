@@ -228,6 +228,7 @@ describe('manifests/member', { skip }, () => {
       'core/pods/exec': ['create', 'get'],
       'core/pods/log': ['get'],
       'core/pods/portforward': ['create', 'get'],
+      'core/pods/resize': ['patch'],
       'core/secrets': ['create', 'delete', 'get', 'list', 'update', 'watch'],
       'core/serviceaccounts': ['create', 'delete', 'list', 'update', 'watch'],
       'core/services': ['create', 'delete', 'get', 'list', 'update', 'watch'],

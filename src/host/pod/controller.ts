@@ -213,7 +213,9 @@ export class PodController {
       }
       return;
     }
-    await this.#provider.updatePod(proxy);
+    // Its resources too (an in-place resize); what the back end refused comes back as notices.
+    const notices = await this.#provider.updatePod(proxy);
+    for (const n of notices) await this.#event(proxy, n.type, n.reason, n.message);
     const offloaded = proxy.status?.conditions?.find((c) => c.type === OFFLOADED_CONDITION);
     if (offloaded && offloaded.status !== 'True') {
       await this.#setOffloaded(proxy, 'True', 'DelegateCreated', `running in member ${this.#opts.member}`);

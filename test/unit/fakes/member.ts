@@ -1,10 +1,12 @@
 // A member's API as the member pod provider calls it: namespaces and pods in a FakeObjects (an Informer of its pods
 // feeds the delegate index), member events in a FakeCollection whose LIST and WATCH the test drives by hand, every
-// pod delete asked for, and errors to inject into the next call of a core method. As the API does, a pod cannot be
-// created in a namespace that does not exist. Every call is recorded by method name, failed or not.
-import type { CoreV1Event, V1DeleteOptions, V1Namespace, V1Pod } from '@kubernetes/client-node';
+// pod delete asked for, a pod's `resize` subresource, and errors to inject into the next call of a core method. As
+// the API does, a pod cannot be created in a namespace that does not exist. Every call is recorded by method name,
+// failed or not.
+import type { CoreV1Event, V1Container, V1DeleteOptions, V1Namespace, V1Pod } from '@kubernetes/client-node';
 import type { ClusterClient } from '../../../src/kube/client.ts';
 import { KubeError } from '../../../src/kube/errors.ts';
+import type { ResizePatch } from '../../../src/forge/pod.ts';
 import type { ListParams } from '../../../src/kube/listwatch.ts';
 import { FakeObjects } from './objects.ts';
 import { FakeCollection } from './listwatch.ts';
@@ -13,6 +15,24 @@ import { FakeCollection } from './listwatch.ts';
 export interface PodDelete { namespace: string; name: string; gracePeriodSeconds?: number; body?: V1DeleteOptions }
 
 type PodRef = { namespace: string; name: string };
+
+/** A strategic merge patch of the `resize` subresource applied to `pod`: containers by name, a new generation. */
+function resized(pod: V1Pod, patch: ResizePatch): V1Pod {
+  const merge = (containers: V1Container[] | undefined, changes: V1Container[] | undefined) => {
+    for (const change of changes ?? []) {
+      const c = containers?.find((x) => x.name === change.name);
+      if (!c) continue;
+      c.resources = {
+        requests: { ...c.resources?.requests, ...change.resources?.requests },
+        limits: { ...c.resources?.limits, ...change.resources?.limits },
+      };
+    }
+  };
+  merge(pod.spec?.containers, patch.spec.containers);
+  merge(pod.spec?.initContainers, patch.spec.initContainers);
+  pod.metadata!.generation = (pod.metadata!.generation ?? 1) + 1;
+  return pod;
+}
 
 export class FakeMember {
   readonly objects = new FakeObjects();
@@ -43,6 +63,8 @@ export class FakeMember {
       readNamespacedPod: this.#guard('readNamespacedPod', ({ namespace, name }: PodRef) => o.read<V1Pod>('Pod', namespace, name)),
       replaceNamespacedPod: this.#guard('replaceNamespacedPod',
         ({ namespace, name, body }: PodRef & { body: V1Pod }) => o.replace('Pod', namespace, name, body)),
+      patchNamespacedPodResize: this.#guard('patchNamespacedPodResize',
+        async ({ namespace, name, body }: PodRef & { body: ResizePatch }) => o.put('Pod', resized(await o.read<V1Pod>('Pod', namespace, name), body))),
       deleteNamespacedPod: this.#guard('deleteNamespacedPod', async (d: PodDelete) => {
         this.deletes.push(structuredClone(d));
         await o.delete('Pod', d.namespace, d.name, d.body?.preconditions?.uid);

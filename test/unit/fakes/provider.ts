@@ -23,6 +23,8 @@ export class FakeProvider implements PodProvider {
   createErrors: Error[] = [];
   /** What createPod resolves with (notices for the proxy's events). */
   notices: PodNotice[] = [];
+  /** What updatePod resolves with. */
+  updateNotices: PodNotice[] = [];
 
   #syncWaiters: (() => void)[] = [];
   hasSynced(): boolean { return this.synced; }
@@ -48,7 +50,10 @@ export class FakeProvider implements PodProvider {
     this.pods.set(key, { proxyUID: proxy.metadata!.uid!, terminating: false, phase: 'Pending', status: { phase: 'Pending' } });
     return this.notices;
   }
-  async updatePod(proxy: V1Pod): Promise<void> { this.calls.push({ op: 'update', key: `${proxy.metadata!.namespace}/${proxy.metadata!.name}` }); }
+  async updatePod(proxy: V1Pod): Promise<PodNotice[]> {
+    this.calls.push({ op: 'update', key: `${proxy.metadata!.namespace}/${proxy.metadata!.name}`, arg: proxy.spec });
+    return this.updateNotices;
+  }
   async deletePod(namespace: string, name: string, grace?: number): Promise<void> {
     this.calls.push({ op: 'delete', key: `${namespace}/${name}`, arg: grace });
     const p = this.pods.get(`${namespace}/${name}`);

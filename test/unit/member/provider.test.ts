@@ -284,6 +284,80 @@ describe('MemberPodProvider: delete, update, read', () => {
   });
 });
 
+describe('MemberPodProvider: in-place resize', () => {
+  const resources = (cpu: string, cpuLimit: string) => ({ requests: { cpu, memory: '64Mi' }, limits: { cpu: cpuLimit, memory: '128Mi' } });
+  const sized = (cpu: string, cpuLimit: string): V1Pod => proxy('web', { containers: [{ name: 'app', image: 'app:1', resources: resources(cpu, cpuLimit) }] });
+  const nodeCapacity = () => new KubeError('Forbidden', 403, 'Forbidden',
+    'pods "web" is forbidden: node didn\'t have enough allocatable resources: cpu, requested: 33000, allocatable: 32000');
+  const pending = (status: ReturnType<MemberPodProvider['getPodStatus']>) => status?.conditions?.find((c) => c.type === 'PodResizePending');
+
+  it('applies a resize of the proxy to the delegate through its resize subresource, once', async () => {
+    const { member, provider, memberPod } = world();
+    await provider.createPod(sized('100m', '200m'));
+    assert.deepEqual(await provider.updatePod(sized('100m', '200m')), []);
+    assert.ok(!member.calls.includes('patchNamespacedPodResize'), 'nothing resized, nothing asked');
+    assert.deepEqual(await provider.updatePod(sized('300m', '500m')), []);
+    const d = memberPod('h-shop', 'web')!;
+    assert.deepEqual(d.spec?.containers[0].resources, resources('300m', '500m'));
+    assert.equal(d.metadata?.generation, 2, 'through the resize subresource');
+    assert.deepEqual(member.objects.writes('replace'), [], 'not by replacing the pod');
+    await provider.updatePod(sized('0.3', '0.5'));
+    assert.equal(member.calls.filter((c) => c === 'patchNamespacedPodResize').length, 1, 'the same quantities: no second resize');
+  });
+
+  it('shows a resize the member refuses as PodResizePending/Infeasible with a Warning once, until the proxy changes', async () => {
+    const { member, provider, changes, memberPod } = world();
+    await provider.createPod(sized('100m', '200m'));
+    changes.length = 0;
+    member.failNext('patchNamespacedPodResize', nodeCapacity());
+    const notices = await provider.updatePod(sized('33', '33'));
+    assert.equal(notices.length, 1);
+    assert.deepEqual([notices[0].type, notices[0].reason], ['Warning', 'ResizeInfeasible']);
+    assert.match(notices[0].message, /^Pod resize Infeasible: member m1 refused the resize: .*enough allocatable resources: cpu/);
+    assert.deepEqual(changes, [{ key: 'shop/web', lifecycle: false }], 'the proxy\'s status is to be written');
+    const condition = pending(provider.getPodStatus('shop', 'web'));
+    assert.deepEqual([condition?.status, condition?.reason], ['True', 'Infeasible']);
+    assert.match(condition?.message ?? '', /member m1 refused the resize: pods "web" is forbidden: node didn't have enough/);
+    assert.deepEqual(memberPod('h-shop', 'web')?.spec?.containers[0].resources, resources('100m', '200m'), 'the delegate keeps its resources');
+
+    member.failNext('patchNamespacedPodResize', nodeCapacity());
+    assert.deepEqual(await provider.updatePod(sized('33', '33')), [], 'refused again (a resync): no news, no second event');
+    assert.equal(changes.length, 1);
+    assert.equal(pending(provider.getPodStatus('shop', 'web'))?.reason, 'Infeasible');
+
+    assert.deepEqual(await provider.updatePod(sized('100m', '200m')), [], 'the proxy resized back to what the delegate has');
+    assert.equal(pending(provider.getPodStatus('shop', 'web')), undefined);
+    assert.deepEqual(changes, [{ key: 'shop/web', lifecycle: false }, { key: 'shop/web', lifecycle: false }]);
+  });
+
+  it('a resize the member then accepts clears the refusal; a delegate made anew never shows its predecessor\'s', async () => {
+    const { member, provider, memberPod } = world();
+    await provider.createPod(sized('100m', '200m'));
+    member.failNext('patchNamespacedPodResize', nodeCapacity());
+    await provider.updatePod(sized('33', '33'));
+    await provider.updatePod(sized('33', '33'));
+    assert.equal(pending(provider.getPodStatus('shop', 'web')), undefined, 'retried, and accepted this time');
+    assert.equal(memberPod('h-shop', 'web')?.spec?.containers[0].resources?.requests?.cpu, '33');
+
+    member.failNext('patchNamespacedPodResize', nodeCapacity());
+    await provider.updatePod(sized('40', '40'));
+    assert.equal(pending(provider.getPodStatus('shop', 'web'))?.reason, 'Infeasible');
+    member.objects.drop('Pod', 'h-shop', 'web');
+    await provider.createPod(sized('100m', '200m'));
+    assert.equal(pending(provider.getPodStatus('shop', 'web')), undefined);
+  });
+
+  it('an error that is not a refusal fails the update (the queue retries it) and shows nothing', async () => {
+    const { member, provider } = world();
+    await provider.createPod(sized('100m', '200m'));
+    member.failNext('patchNamespacedPodResize', new KubeError('Unavailable', 503, 'ServiceUnavailable', 'etcd is away'));
+    await assert.rejects(provider.updatePod(sized('300m', '500m')), { kind: 'Unavailable' });
+    assert.equal(pending(provider.getPodStatus('shop', 'web')), undefined);
+    member.failNext('patchNamespacedPodResize', new KubeError('NotFound', 404, 'NotFound', 'pods "web" not found'));
+    assert.deepEqual(await provider.updatePod(sized('300m', '500m')), [], 'gone meanwhile: its delete event requeues the proxy');
+  });
+});
+
 describe('MemberPodProvider.podEvents$', () => {
   /** A member event about pod `pod` of member namespace h-shop, last seen `agoMs` ago. */
   const event = (uid: string, resourceVersion: string, pod: { name: string; uid?: string }, agoMs = 1000, count = 1): CoreV1Event => ({

@@ -199,15 +199,18 @@ export class MemberPodProvider implements PodProvider {
   /**
    * `kubectl debug` on the proxy: its new ephemeral containers go to the delegate the same way, through the
    * `ephemeralcontainers` subresource (the only way to add one; none is ever removed), by a strategic merge patch
-   * that merges them by name into the delegate's, as kubectl's own. The UID in the patch makes it fail on another
+   * that merges them by name into the delegate's, as kubectl's own. Its `$setElementOrder` keeps them after the
+   * delegate's (a strategic merge puts new items first otherwise). The UID in the patch makes it fail on another
    * pod of that name. virtual-kubelet likewise counts ephemeral containers as a change that reaches the provider's
    * UpdatePod (node/pod.go podsEqual); Liqo's ShadowPods never pass them on.
    */
   async #addEphemeralContainers(d: V1Pod, add: V1EphemeralContainer[]): Promise<void> {
     if (add.length === 0) return;
     const { namespace, name, uid } = d.metadata!;
+    const order = [...d.spec?.ephemeralContainers ?? [], ...add].map((c) => ({ name: c.name }));
     await this.#member.client.core.patchNamespacedPodEphemeralcontainers({
-      namespace: namespace!, name: name!, body: { metadata: { uid }, spec: { ephemeralContainers: add } },
+      namespace: namespace!, name: name!,
+      body: { metadata: { uid }, spec: { '$setElementOrder/ephemeralContainers': order, ephemeralContainers: add } },
     }, { contentType: PATCH.strategic });
     this.#log.debug({ namespace, pod: name, containers: add.map((c) => c.name) }, 'ephemeral containers added to the delegate');
   }

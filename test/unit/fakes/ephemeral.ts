@@ -5,11 +5,15 @@ import { KubeError } from '../../../src/kube/errors.ts';
 import type { FakeObjects } from './objects.ts';
 
 /** A strategic merge patch of a pod's `ephemeralcontainers` subresource, as the provider sends it. */
-export interface EphemeralContainersPatch { metadata?: { uid?: string }; spec: { ephemeralContainers: V1EphemeralContainer[] } }
+export interface EphemeralContainersPatch {
+  metadata?: { uid?: string };
+  spec: { ephemeralContainers: V1EphemeralContainer[]; '$setElementOrder/ephemeralContainers'?: { name: string }[] };
+}
 
 /**
- * The API's `ephemeralcontainers` subresource: the patch's containers merged by name into the pod's (new ones
- * appended), an existing one never changed, the UID in the patch checked; nothing else of the pod is touched.
+ * The API's `ephemeralcontainers` subresource: the patch's containers merged by name into the pod's, as a strategic
+ * merge does (new ones first, unless `$setElementOrder` gives the order), an existing one never changed, the UID in
+ * the patch checked; nothing else of the pod is touched.
  */
 export async function addEphemeralContainers(o: FakeObjects, namespace: string, name: string, patch: EphemeralContainersPatch): Promise<V1Pod> {
   const cur = o.get<V1Pod>('Pod', namespace, name);
@@ -24,5 +28,9 @@ export async function addEphemeralContainers(o: FakeObjects, namespace: string, 
     }
     return !same;
   });
-  return o.put('Pod', { ...cur, spec: { ...cur.spec!, ephemeralContainers: [...existing, ...added] } });
+  const merged = [...added, ...existing];
+  const order = patch.spec['$setElementOrder/ephemeralContainers']?.map((c) => c.name);
+  const rank = (n: string): number => order?.includes(n) ? order.indexOf(n) : (order?.length ?? 0);
+  if (order) merged.sort((a, b) => rank(a.name) - rank(b.name));
+  return o.put('Pod', { ...cur, spec: { ...cur.spec!, ephemeralContainers: merged } });
 }

@@ -5,6 +5,7 @@
 import type {
   V1Affinity,
   V1Container,
+  V1EphemeralContainer,
   V1NodeSelector,
   V1NodeSelectorRequirement,
   V1NodeSelectorTerm,
@@ -51,7 +52,6 @@ export interface DelegateContext {
 // Spec fields that bind the pod to the host.
 const HOST_ONLY_SPEC_FIELDS = [
   'nodeName', // the member scheduler picks a member node
-  'ephemeralContainers', // cannot be set when a pod is created
   'priority', // the member's Priority admission computes it, and rejects a value it did not compute
   'priorityClassName', // the member may not have the class, and creation would fail
   'preemptionPolicy', // comes with the priority class
@@ -88,8 +88,34 @@ export function forgeDelegatePod(proxy: V1Pod, ctx: DelegateContext): V1Pod {
         ...(ctx.restarts && Object.keys(ctx.restarts).length > 0 ? { [RESTARTS_ANNOTATION]: JSON.stringify(ctx.restarts) } : {}),
       },
     },
-    spec: forgeDelegateSpec(proxy.spec ?? { containers: [] }, virtualNodeIdentity(ctx)),
+    spec: withoutEphemeralContainers(forgeDelegateSpec(proxy.spec ?? { containers: [] }, virtualNodeIdentity(ctx))),
   };
+}
+
+// Ephemeral containers cannot be set when a pod is created: they are added to the running delegate through its
+// `ephemeralcontainers` subresource (ephemeralContainersToAdd), as `kubectl debug` adds them to the proxy.
+function withoutEphemeralContainers(spec: V1PodSpec): V1PodSpec {
+  const { ephemeralContainers: _, ...rest } = spec;
+  return rest;
+}
+
+/**
+ * The proxy's ephemeral containers the delegate lacks, as forged for the member (the host's token mounts
+ * stripped like the other containers'; the target container has the same name in the delegate), in the proxy's
+ * order: for the delegate's `ephemeralcontainers` subresource. Never removals: the API cannot remove one.
+ * One the proxy's status already lists ran in an earlier delegate, since lost: the kubelet never restarts an
+ * ephemeral container (not even when its pod restarts), so it is not added to this one.
+ */
+export function ephemeralContainersToAdd(proxy: V1Pod, delegate: V1Pod, ctx: DelegateContext): V1EphemeralContainer[] {
+  const wanted = proxy.spec?.ephemeralContainers ?? [];
+  if (wanted.length === 0) return [];
+  const present = new Set([
+    ...(delegate.spec?.ephemeralContainers ?? []).map((c) => c.name),
+    ...(proxy.status?.ephemeralContainerStatuses ?? []).map((s) => s.name),
+  ]);
+  if (wanted.every((c) => present.has(c.name))) return [];
+  const forged = forgeDelegateSpec(proxy.spec!, virtualNodeIdentity(ctx)).ephemeralContainers ?? [];
+  return forged.filter((c) => !present.has(c.name));
 }
 
 function forgeDelegateSpec(proxySpec: V1PodSpec, node: VirtualNodeIdentity): V1PodSpec {
@@ -232,7 +258,7 @@ function stripHostToken(spec: V1PodSpec): void {
     return;
   }
   setOrDelete(spec, 'volumes', nonEmpty(spec.volumes?.filter((v) => !removed.has(v.name))));
-  for (const container of [...spec.containers, ...(spec.initContainers ?? [])]) {
+  for (const container of [...spec.containers, ...(spec.initContainers ?? []), ...(spec.ephemeralContainers ?? [])]) {
     setOrDelete(container, 'volumeMounts', nonEmpty(container.volumeMounts?.filter((m) => !removed.has(m.name))));
   }
 }

@@ -2,14 +2,14 @@
 // and reports delegate changes and member events in host coordinates (PodNotifier).
 import { Subject, distinctUntilChanged, filter, from, map, merge, mergeMap, of, type Observable } from 'rxjs';
 import { LRUCache } from 'lru-cache';
-import type { CoreV1Event, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import type { CoreV1Event, V1EphemeralContainer, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { MemberCluster } from './cluster.ts';
 import { checkMemberNamespace } from '../config.ts';
 import { PATCH } from '../kube/client.ts';
 import { listWatch, type ListWatchEvent } from '../kube/listwatch.ts';
 import { objectKey } from '../kube/informer.ts';
 import { ignoreGone, toKubeError } from '../kube/errors.ts';
-import { delegateResize, delegateUpdate, forgeDelegatePod, type DelegateContext, type ResizePatch } from '../forge/pod.ts';
+import { delegateResize, delegateUpdate, ephemeralContainersToAdd, forgeDelegatePod, type DelegateContext, type ResizePatch } from '../forge/pod.ts';
 import { deletionDisruption, forgeHostStatus, withResizeInfeasible, type RefusedResize } from '../forge/status.ts';
 import { PROXY_NAMESPACE_ANNOTATION, PROXY_UID_LABEL } from '../forge/keys.ts';
 import { fromHost, hostRefOf, ownerLabels } from '../forge/owner.ts';
@@ -207,11 +207,13 @@ export class MemberPodProvider implements PodProvider {
     const d = this.#delegate(proxy.metadata!.namespace!, proxy.metadata!.name!);
     if (!d || d.metadata?.deletionTimestamp) return [];
     const ns = d.metadata!.namespace!;
-    const updated = delegateUpdate(proxy, d, { ...this.#ctxBase, memberNamespace: ns });
+    const ctx = { ...this.#ctxBase, memberNamespace: ns };
+    const updated = delegateUpdate(proxy, d, ctx);
     if (updated) {
       await this.#member.client.core.replaceNamespacedPod({ namespace: ns, name: d.metadata!.name!, body: updated });
       this.#log.debug({ namespace: ns, pod: d.metadata!.name }, 'delegate updated');
     }
+    await this.#addEphemeralContainers(d, ephemeralContainersToAdd(proxy, d, ctx));
     return this.#resize(proxy, d);
   }
 
@@ -256,6 +258,25 @@ export class MemberPodProvider implements PodProvider {
 
   #forgetRefusal(key: string): void {
     if (this.#refusedResizes.delete(key)) this.#resizeChanges.next({ key, lifecycle: false });
+  }
+
+  /**
+   * `kubectl debug` on the proxy: its new ephemeral containers go to the delegate the same way, through the
+   * `ephemeralcontainers` subresource (the only way to add one; none is ever removed), by a strategic merge patch
+   * that merges them by name into the delegate's, as kubectl's own. Its `$setElementOrder` keeps them after the
+   * delegate's (a strategic merge puts new items first otherwise). The UID in the patch makes it fail on another
+   * pod of that name. virtual-kubelet likewise counts ephemeral containers as a change that reaches the provider's
+   * UpdatePod (node/pod.go podsEqual); Liqo's ShadowPods never pass them on.
+   */
+  async #addEphemeralContainers(d: V1Pod, add: V1EphemeralContainer[]): Promise<void> {
+    if (add.length === 0) return;
+    const { namespace, name, uid } = d.metadata!;
+    const order = [...d.spec?.ephemeralContainers ?? [], ...add].map((c) => ({ name: c.name }));
+    await this.#member.client.core.patchNamespacedPodEphemeralcontainers({
+      namespace: namespace!, name: name!,
+      body: { metadata: { uid }, spec: { '$setElementOrder/ephemeralContainers': order, ephemeralContainers: add } },
+    }, { contentType: PATCH.strategic });
+    this.#log.debug({ namespace, pod: name, containers: add.map((c) => c.name) }, 'ephemeral containers added to the delegate');
   }
 
   async deletePod(namespace: string, name: string, gracePeriodSeconds?: number): Promise<void> {

@@ -225,6 +225,7 @@ describe('manifests/member', { skip }, () => {
       'core/nodes/proxy': ['get'],
       'core/pods': ['create', 'delete', 'get', 'list', 'update', 'watch'],
       'core/pods/attach': ['create', 'get'],
+      'core/pods/ephemeralcontainers': ['patch'],
       'core/pods/exec': ['create', 'get'],
       'core/pods/log': ['get'],
       'core/pods/portforward': ['create', 'get'],

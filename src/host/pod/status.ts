@@ -15,9 +15,36 @@ export const OWN_CONDITIONS: ReadonlySet<string> = new Set([OFFLOADED_CONDITION]
 // What the kubelet reports for a container that was lost rather than seen to exit.
 const LOST_CONTAINER_EXIT_CODE = 137;
 
-/** The status the proxy should show: the delegate's, with the conditions the host owns on the proxy kept. */
-export function desiredProxyStatus(proxy: V1Pod, fromDelegate: V1PodStatus): V1PodStatus {
-  return compact({ ...fromDelegate, conditions: nonEmpty(proxyConditions(fromDelegate.conditions ?? [], proxy)) });
+/**
+ * The status the proxy should show: the delegate's, with the conditions the host owns on the proxy kept, and its
+ * ephemeral containers' statuses (ephemeralStatuses).
+ */
+export function desiredProxyStatus(proxy: V1Pod, fromDelegate: V1PodStatus, now: Date = new Date()): V1PodStatus {
+  return compact({
+    ...fromDelegate,
+    conditions: nonEmpty(proxyConditions(fromDelegate.conditions ?? [], proxy)),
+    ephemeralContainerStatuses: nonEmpty(ephemeralStatuses(proxy, fromDelegate.ephemeralContainerStatuses ?? [], now)),
+  });
+}
+
+// What a kubelet shows of an ephemeral container that ran in a delegate since lost (its successor never runs it again).
+const LOST_EPHEMERAL_REASON = 'DelegateLost';
+const LOST_EPHEMERAL_MESSAGE = 'ran in an earlier delegate, which was lost; ephemeral containers are not restarted';
+
+/**
+ * The proxy's ephemeral container statuses: the delegate's for the proxy's ephemeral containers (one someone added
+ * to the delegate in the member is not the proxy's: the proxy has no container of that name), and, for one the
+ * proxy has a status of and the delegate none, that status, terminated: it ran in an earlier delegate, and a
+ * kubelet keeps an ephemeral container's status once it ran. The API also forbids a terminated one to run again.
+ */
+function ephemeralStatuses(proxy: V1Pod, fromDelegate: V1ContainerStatus[], now: Date): V1ContainerStatus[] {
+  const at = wholeSeconds(now);
+  return (proxy.spec?.ephemeralContainers ?? []).flatMap((c) => {
+    const reported = fromDelegate.find((s) => s.name === c.name);
+    if (reported) return [reported];
+    const earlier = proxy.status?.ephemeralContainerStatuses?.find((s) => s.name === c.name);
+    return earlier ? [terminatedStatus(c, earlier, LOST_EPHEMERAL_REASON, LOST_EPHEMERAL_MESSAGE, at)] : [];
+  });
 }
 
 /**
@@ -75,11 +102,14 @@ export function forgeProxyStatusForLostDelegate(proxy: V1Pod, reason: string, me
     conditions: notReady(current.conditions ?? [], at),
     initContainerStatuses: terminate(proxy.spec?.initContainers, current.initContainerStatuses),
     containerStatuses: terminate(proxy.spec?.containers, current.containerStatuses),
+    // Those that ran (one never started has no status); Liqo's forge terminates them the same way on a pod's end.
+    ephemeralContainerStatuses: nonEmpty((current.ephemeralContainerStatuses ?? []).map((s) =>
+      terminatedStatus(s, s, reason, message, at))),
   });
 }
 
 function terminatedStatus(
-  container: V1Container,
+  container: Pick<V1Container, 'name' | 'image'>,
   current: V1ContainerStatus | undefined,
   reason: string,
   message: string,

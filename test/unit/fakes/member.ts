@@ -10,6 +10,7 @@ import type { ResizePatch } from '../../../src/forge/pod.ts';
 import type { ListParams } from '../../../src/kube/listwatch.ts';
 import { FakeObjects } from './objects.ts';
 import { FakeCollection } from './listwatch.ts';
+import { addEphemeralContainers, type EphemeralContainersPatch } from './ephemeral.ts';
 
 /** A pod delete as asked for: the query's grace period and the body (its grace period and UID precondition). */
 export interface PodDelete { namespace: string; name: string; gracePeriodSeconds?: number; body?: V1DeleteOptions }
@@ -70,6 +71,8 @@ export class FakeMember {
         await o.delete('Pod', d.namespace, d.name, d.body?.preconditions?.uid);
         return {};
       }),
+      patchNamespacedPodEphemeralcontainers: this.#guard('patchNamespacedPodEphemeralcontainers',
+        async ({ namespace, name, body }: PodRef & { body: EphemeralContainersPatch }) => addEphemeralContainers(o, namespace, name, body)),
       listEventForAllNamespaces: this.#guard('listEventForAllNamespaces', (p: ListParams) => this.events.spec().list(p)),
     };
     return { name: 'member', core, watch: this.events.client().watch } as unknown as ClusterClient;

@@ -1,7 +1,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { V1Affinity, V1Pod, V1PodSpec, V1Toleration, V1Volume } from '@kubernetes/client-node';
-import { delegateUpdate, forgeDelegatePod, isDaemonSetPod, isTerminal, type DelegateContext } from '../../../src/forge/pod.ts';
+import type { V1Affinity, V1ContainerStatus, V1EphemeralContainer, V1Pod, V1PodSpec, V1Toleration, V1Volume } from '@kubernetes/client-node';
+import {
+  delegateUpdate, ephemeralContainersToAdd, forgeDelegatePod, isDaemonSetPod, isTerminal, type DelegateContext,
+} from '../../../src/forge/pod.ts';
 import { ctx, forgedSpec, hostPod, specWith, tokenMount, tokenVolume } from './fixtures.ts';
 
 describe('forgeDelegatePod', () => {
@@ -472,6 +474,66 @@ describe('delegateUpdate', () => {
     proxy.spec!.containers[0].env = [];
     proxy.spec!.tolerations!.push({ key: 'virtual-kubelet.io/provider', operator: 'Equal', value: 'clusterlet' });
     assert.equal(delegateUpdate(proxy, actualDelegate(), ctx), undefined);
+  });
+});
+
+describe('ephemeralContainersToAdd', () => {
+  // What `kubectl debug --image=busybox --target=c -it` adds to the proxy (as the API defaults it).
+  const debugger0: V1EphemeralContainer = {
+    name: 'debugger-abcde', image: 'busybox', targetContainerName: 'c', stdin: true, tty: true,
+    terminationMessagePath: '/dev/termination-log', terminationMessagePolicy: 'File', imagePullPolicy: 'Always',
+  };
+  const debugger1: V1EphemeralContainer = {
+    name: 'debugger-fghij', image: 'registry.example/tools:2', command: ['sh'], env: [{ name: 'MODE', value: 'trace' }],
+    securityContext: { capabilities: { add: ['SYS_PTRACE'] } },
+  };
+  const running = (name: string): V1ContainerStatus =>
+    ({ name, image: 'busybox', imageID: '', ready: false, restartCount: 0, state: { running: { startedAt: new Date(0) } } });
+  const pod = (ephemeralContainers?: V1EphemeralContainer[], statuses?: V1ContainerStatus[], volumes?: V1Volume[]): V1Pod => ({
+    ...specWith({ ephemeralContainers, volumes }),
+    ...(statuses ? { status: { ephemeralContainerStatuses: statuses } } : {}),
+  });
+
+  const cases: { name: string; proxy: V1Pod; delegate: V1Pod; want: V1EphemeralContainer[] }[] = [
+    { name: 'none on the proxy', proxy: pod(), delegate: pod(), want: [] },
+    { name: 'one added to the proxy: the same container, target included', proxy: pod([debugger0]), delegate: pod(), want: [debugger0] },
+    { name: 'already in the delegate', proxy: pod([debugger0]), delegate: pod([debugger0]), want: [] },
+    {
+      name: 'a second one: only it, the first is never sent again',
+      proxy: pod([debugger0, debugger1]), delegate: pod([debugger0]), want: [debugger1],
+    },
+    {
+      name: 'several at once, in the proxy\'s order', proxy: pod([debugger1, debugger0]), delegate: pod(), want: [debugger1, debugger0],
+    },
+    {
+      name: 'one the proxy shows a status of ran in a lost delegate: not restarted in its successor',
+      proxy: pod([debugger0, debugger1], [running(debugger0.name)]), delegate: pod(), want: [debugger1],
+    },
+    {
+      name: 'one only the delegate has (added in the member) is no reason for anything',
+      proxy: pod(), delegate: pod([debugger1]), want: [],
+    },
+    {
+      name: 'the host\'s token mount is removed, as from the pod\'s containers',
+      proxy: pod([{ ...debugger1, volumeMounts: [tokenMount, { name: 'data', mountPath: '/data' }] }], undefined,
+        [tokenVolume, { name: 'data', emptyDir: {} }]),
+      delegate: pod(),
+      want: [{ ...debugger1, volumeMounts: [{ name: 'data', mountPath: '/data' }] }],
+    },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      const before = structuredClone(c.proxy);
+      assert.deepEqual(ephemeralContainersToAdd(c.proxy, c.delegate, ctx), c.want);
+      assert.deepEqual(c.proxy, before, 'the proxy is not mutated');
+    });
+  }
+
+  it('a delegate forged for a proxy with ephemeral containers has none, and then lacks them all', () => {
+    const proxy = pod([debugger0]);
+    const created = forgeDelegatePod(proxy, ctx);
+    assert.equal(created.spec!.ephemeralContainers, undefined, 'the API refuses them on create');
+    assert.deepEqual(ephemeralContainersToAdd(proxy, created, ctx), [debugger0]);
   });
 });
 

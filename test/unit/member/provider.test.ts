@@ -262,6 +262,36 @@ describe('MemberPodProvider: delete, update, read', () => {
     assert.equal(member.objects.writes('replace').length, 1);
   });
 
+  it('kubectl debug: adds the proxy\'s new ephemeral containers to the delegate through its subresource, once, never a replace', async () => {
+    const { member, provider, memberPod } = world();
+    const dbg = { name: 'debugger-x', image: 'busybox', targetContainerName: 'app', stdin: true, tty: true, env: [{ name: 'A', value: '1' }] };
+    await provider.createPod(proxy('web'));
+    const uid = memberPod('h-shop', 'web')!.metadata!.uid;
+    await provider.updatePod(proxy('web', { ephemeralContainers: [dbg] }));
+    assert.deepEqual(memberPod('h-shop', 'web')?.spec?.ephemeralContainers, [dbg]);
+    assert.equal(memberPod('h-shop', 'web')?.metadata?.uid, uid, 'the same delegate');
+    await provider.updatePod(proxy('web', { ephemeralContainers: [dbg] }));
+    const second = { name: 'debugger-y', image: 'registry.example/tools:1', command: ['sh'] };
+    await provider.updatePod(proxy('web', { ephemeralContainers: [dbg, second], containers: [{ name: 'app', image: 'app:2' }] }));
+    const d = memberPod('h-shop', 'web')!;
+    assert.deepEqual(d.spec?.ephemeralContainers, [dbg, second]);
+    assert.equal(d.spec?.containers[0].image, 'app:2', 'the image update still goes through the pod');
+    assert.deepEqual(member.calls.filter((c) => c.startsWith('patch') || c.startsWith('replace')),
+      ['patchNamespacedPodEphemeralcontainers', 'replaceNamespacedPod', 'patchNamespacedPodEphemeralcontainers'],
+      'one patch per new container; nothing when the delegate has them');
+  });
+
+  it('kubectl debug: a failed patch fails the update, for the controller to retry', async () => {
+    const { member, provider, memberPod } = world();
+    const dbg = { name: 'debugger-x', image: 'busybox' };
+    await provider.createPod(proxy('web'));
+    member.failNext('patchNamespacedPodEphemeralcontainers', new KubeError('Forbidden', 403, 'Forbidden', 'pods "web" is forbidden'));
+    await assert.rejects(provider.updatePod(proxy('web', { ephemeralContainers: [dbg] })), { kind: 'Forbidden' });
+    assert.equal(memberPod('h-shop', 'web')?.spec?.ephemeralContainers, undefined);
+    await provider.updatePod(proxy('web', { ephemeralContainers: [dbg] }));
+    assert.deepEqual(memberPod('h-shop', 'web')?.spec?.ephemeralContainers, [dbg], 'added when retried');
+  });
+
   it('reports the delegate and its status in host coordinates, with the virtual node\'s hostIP', async () => {
     const { member, provider, changes, memberPod } = world();
     await provider.createPod(proxy('web'));

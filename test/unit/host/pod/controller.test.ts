@@ -37,6 +37,18 @@ function start(host: FakeHost, provider: FakeProvider): PodController {
 }
 afterEach(() => { for (const c of running.splice(0)) c.stop(); });
 
+/** Proxy `a` with a running delegate, its first sync done: and how many updates that took. */
+async function runningAndSynced(): Promise<{ host: FakeHost; provider: FakeProvider; c: PodController; updates: number }> {
+  const host = new FakeHost();
+  const provider = new FakeProvider();
+  const p = host.put(proxy('a', { status: ready() }));
+  provider.pods.set(`${NS}/a`, { proxyUID: p.metadata!.uid!, terminating: false, phase: 'Running', status: ready() });
+  const c = start(host, provider);
+  await eventually('first sync', () => provider.count('update') >= 1);
+  await c.queue.idle();
+  return { host, provider, c, updates: provider.count('update') };
+}
+
 const isReadyOnHost = (host: FakeHost, name: string): boolean => host.condition(NS, name, 'Ready')?.status === 'True';
 
 describe('PodController', () => {
@@ -176,14 +188,7 @@ describe('PodController', () => {
   });
 
   it('brings a running delegate in line when the proxy changes (updatePod), not on its own status writes', async () => {
-    const host = new FakeHost();
-    const provider = new FakeProvider();
-    const p = host.put(proxy('a', { status: ready() }));
-    provider.pods.set(`${NS}/a`, { proxyUID: p.metadata!.uid!, terminating: false, phase: 'Running', status: ready() });
-    const c = start(host, provider);
-    await eventually('first sync', () => provider.count('update') >= 1);
-    await c.queue.idle();
-    const updates = provider.count('update');
+    const { host, provider, c, updates } = await runningAndSynced();
     // A status-only change is no business of the lifecycle.
     host.put({ ...host.get(NS, 'a')!, status: { ...ready(), message: 'someone wrote this' } });
     await eventually('status set back', () => host.get(NS, 'a')!.status!.message === undefined);
@@ -191,6 +196,20 @@ describe('PodController', () => {
     assert.equal(provider.count('update'), updates, 'a status change does not update the delegate');
     host.put({ ...host.get(NS, 'a')!, metadata: { ...host.get(NS, 'a')!.metadata, labels: { tier: 'gold' } } });
     await eventually('updated after a label change', () => provider.count('update') === updates + 1);
+  });
+
+  it('kubectl debug: an ephemeral container added to the proxy reaches updatePod; its status comes back to the proxy', async () => {
+    const { host, provider, updates } = await runningAndSynced();
+    // What the API server does on the ephemeralcontainers subresource: the spec changes, nothing else.
+    const debugged = structuredClone(host.get(NS, 'a')!);
+    debugged.spec!.ephemeralContainers = [{ name: 'debugger-x', image: 'busybox', targetContainerName: 'app' }];
+    host.put(debugged);
+    await eventually('the delegate brought in line', () => provider.count('update') === updates + 1);
+    const dbg = { name: 'debugger-x', image: 'busybox', imageID: '', ready: false, restartCount: 0, state: { running: {} } };
+    provider.set(`${NS}/a`, { ...provider.pods.get(`${NS}/a`)!, status: { ...ready(), ephemeralContainerStatuses: [dbg] } });
+    await eventually('the ephemeral container\'s status on the proxy',
+      () => host.get(NS, 'a')!.status!.ephemeralContainerStatuses?.[0]?.name === 'debugger-x');
+    assert.deepEqual(host.get(NS, 'a')!.status!.ephemeralContainerStatuses, [dbg]);
   });
 
   it('a proxy force-deleted on the host (gone at once) has its delegate deleted', async () => {

@@ -2,7 +2,7 @@
 // (host/pod/status.ts: merge with what the host owns, whether to write, the patch).
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import type { V1ContainerStatus, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { deletionDisruption, forgeHostStatus, restartsAfterLoss } from '../../../../src/forge/status.ts';
 import {
   desiredProxyStatus, forgeProxyStatusForLostDelegate, pendingStatusInformative, proxyStatusPatch, statusEqual,
@@ -132,6 +132,65 @@ describe('forgeProxyStatus', () => {
       { type: 'PodScheduled', status: 'True', lastTransitionTime: T0 },
       { type: 'example.com/custom', status: 'True', lastTransitionTime: T0 },
     ]);
+  });
+});
+
+describe('ephemeral container statuses (kubectl debug)', () => {
+  const now = new Date('2026-03-01T11:00:00.750Z');
+  const at = new Date('2026-03-01T11:00:00Z');
+  const status = (name: string, state: V1ContainerStatus['state']): V1ContainerStatus =>
+    ({ name, image: 'busybox', imageID: `sha-${name}`, containerID: `containerd://${name}`, ready: false, restartCount: 0, state });
+  const running = (name: string): V1ContainerStatus => status(name, { running: { startedAt: T1 } });
+  const exited = (name: string): V1ContainerStatus => status(name, { terminated: { exitCode: 0, reason: 'Completed', startedAt: T0, finishedAt: T1 } });
+  const lost = (name: string): V1ContainerStatus => ({
+    ...status(name, { terminated: { exitCode: 137, reason: 'DelegateLost', containerID: `containerd://${name}`, startedAt: T1, finishedAt: at,
+      message: 'ran in an earlier delegate, which was lost; ephemeral containers are not restarted' } }),
+    started: false,
+  });
+  const proxy = (names: string[], statuses?: V1ContainerStatus[]): V1Pod => ({
+    spec: { containers: [{ name: 'c', image: 'i' }], ephemeralContainers: names.map((name) => ({ name, image: 'busybox', targetContainerName: 'c' })) },
+    status: { phase: 'Running', ephemeralContainerStatuses: statuses },
+  });
+
+  const cases: { name: string; proxy: V1Pod; delegate?: V1ContainerStatus[]; want: V1ContainerStatus[] | undefined }[] = [
+    { name: 'none anywhere', proxy: proxy([]), want: undefined },
+    { name: 'added, not reported yet', proxy: proxy(['dbg']), want: undefined },
+    { name: 'reported by the delegate: shown as it is', proxy: proxy(['dbg']), delegate: [running('dbg')], want: [running('dbg')] },
+    { name: 'finished in the delegate', proxy: proxy(['dbg'], [running('dbg')]), delegate: [exited('dbg')], want: [exited('dbg')] },
+    {
+      name: 'one the delegate has and the proxy not (debugged in the member) is not the proxy\'s',
+      proxy: proxy(['dbg']), delegate: [running('dbg'), running('members-own')], want: [running('dbg')],
+    },
+    {
+      name: 'ran in a lost delegate, its successor does not report it: kept, terminated',
+      proxy: proxy(['dbg', 'new'], [running('dbg')]), delegate: [running('new')], want: [lost('dbg'), running('new')],
+    },
+    {
+      name: 'finished in a lost delegate: kept as it was',
+      proxy: proxy(['dbg'], [exited('dbg')]), delegate: [], want: [exited('dbg')],
+    },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      const delegate = delegateWith({ nodeName: 'm1' }, { phase: 'Running', ephemeralContainerStatuses: c.delegate });
+      const desired = desiredProxyStatus(c.proxy, forgeHostStatus(delegate, '192.0.2.10'), now);
+      assert.deepEqual(desired.ephemeralContainerStatuses, c.want);
+    });
+  }
+
+  it('a terminated one kept is written once: the next comparison finds nothing to change', () => {
+    const p = proxy(['dbg'], [running('dbg')]);
+    const fromDelegate = forgeHostStatus(delegateWith({ nodeName: 'm1' }, { phase: 'Running' }), '192.0.2.10');
+    const written: V1Pod = { ...p, status: desiredProxyStatus(p, fromDelegate, now) };
+    assert.ok(statusEqual(desiredProxyStatus(written, fromDelegate, new Date(now.getTime() + 60_000)), written.status));
+  });
+
+  it('a proxy whose delegate is lost for good: its ephemeral containers that ran are terminated, like its containers', () => {
+    const p = proxy(['dbg', 'done', 'never'], [running('dbg'), exited('done')]);
+    const failed = forgeProxyStatusForLostDelegate(p, 'DelegateLost', 'deleted in member eu1', now);
+    const dbg = { ...running('dbg'), started: false,
+      state: { terminated: { exitCode: 137, reason: 'DelegateLost', message: 'deleted in member eu1', containerID: 'containerd://dbg', startedAt: T1, finishedAt: at } } };
+    assert.deepEqual(failed.ephemeralContainerStatuses, [dbg, exited('done')]);
   });
 });
 

@@ -49,6 +49,12 @@ export const metrics = {
     name: 'clusterlet_kubelet_api_requests_total', help: 'Kubelet API requests served, by endpoint and HTTP code (101: upgraded).',
     labelNames: ['endpoint', 'code'] as const, registers: [registry],
   }),
+  kubeletApiStreams: new Gauge({
+    name: 'clusterlet_kubelet_api_streams',
+    help: 'Kubelet API streaming sessions open (exec, attach, portForward), by endpoint and transport (spdy, websocket): '
+      + 'from the upgrade until both the caller\'s connection and the one to the member have closed.',
+    labelNames: ['endpoint', 'transport'] as const, registers: [registry],
+  }),
   crashes: new Counter({
     name: 'clusterlet_crashes_total', help: 'Unhandled rejections and uncaught exceptions, each logged before exit 1, by kind.',
     labelNames: ['kind'] as const, registers: [registry],

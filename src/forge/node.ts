@@ -41,6 +41,15 @@ export interface NodeContext {
 
 export const KUBELET_VERSION = `v${VERSION}-clusterlet`;
 
+/**
+ * The node's declared features (KEP-5328 `status.declaredFeatures`, beta and on by default from 1.36), sorted as the
+ * API server requires. ExtendWebSocketsToKubelet: the kubelet API serves exec, attach and port-forward over
+ * WebSocket, so a 1.36+ API server passes its clients' WebSockets through to it instead of translating them to
+ * SPDY (pkg/registry/core/pod/rest/subresources.go, checkNodeSupportsWebsockets on the NodeFeatures that
+ * pkg/kubelet/client's NodeConnectionInfoGetter reads from the node).
+ */
+export const DECLARED_FEATURES: readonly string[] = ['ExtendWebSocketsToKubelet'];
+
 export function virtualNodeTaint(): V1Taint {
   return { key: VIRTUAL_NODE_TAINT_KEY, value: VIRTUAL_NODE_TAINT_VALUE, effect: VIRTUAL_NODE_TAINT_EFFECT };
 }
@@ -123,6 +132,7 @@ export function forgeNodeStatus(ctx: NodeContext, state: NodeState): V1NodeStatu
       { type: 'Hostname', address: ctx.nodeName },
     ],
     daemonEndpoints: { kubeletEndpoint: { Port: ctx.kubeletPort } },
+    declaredFeatures: [...DECLARED_FEATURES],
     nodeInfo: {
       architecture: state.architecture,
       operatingSystem: state.operatingSystem,
@@ -161,6 +171,8 @@ export function nodeStatusMatches(desired: V1NodeStatus, current: V1NodeStatus |
   const addr = (s: V1NodeStatus): string => JSON.stringify((s.addresses ?? []).map((a) => `${a.type}=${a.address}`).sort());
   if (addr(desired) !== addr(current)) return false;
   if (desired.daemonEndpoints?.kubeletEndpoint?.Port !== current.daemonEndpoints?.kubeletEndpoint?.Port) return false;
+  // An API server without NodeDeclaredFeatures drops the field: its absence is no difference to write again.
+  if (current.declaredFeatures && current.declaredFeatures.join() !== desired.declaredFeatures?.join()) return false;
   const ni = desired.nodeInfo!;
   const ci = current.nodeInfo;
   return !!ci && ni.kubeletVersion === ci.kubeletVersion && ni.architecture === ci.architecture

@@ -67,6 +67,7 @@ export interface PodRuntime {
   /**
    * An open WebSocket of the remote-command protocol (channel byte + payload) to `container`, speaking one of
    * `protocols`; `options` are v1 PodExecOptions / PodAttachOptions as query parameters, without the container.
+   * It comes paused, so no message is emitted before the caller listens: the caller resumes it.
    */
   remoteCommand(kind: RemoteCommandKind, namespace: string, name: string, uid: string, container: string,
     options: URLSearchParams, protocols: string[]): Promise<WebSocket>;

@@ -2,20 +2,18 @@
 // through the HOST API server as a user would (kubectl), and its authentication and authorisation, also
 // before its client CA is loaded.
 // The member's KWOK serves its nodes' kubelet API from files and local commands (test/harness/kwok-api.ts).
-import { describe, it, before, after, type TestContext } from 'node:test';
+import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { appendFile, copyFile, mkdtemp, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { connect } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { connect as tlsConnect, type PeerCertificate } from 'node:tls';
-import {
-  AuthorizationV1Api, CertificatesV1Api, RbacAuthorizationV1Api, type V1CertificateSigningRequest, type V1Pod,
-} from '@kubernetes/client-node';
+import { CertificatesV1Api, type V1CertificateSigningRequest, type V1Pod } from '@kubernetes/client-node';
 import { client, clusterletArgs, harness, namespaces, startClusterlet, type ClusterletProcess } from '../support/env.ts';
-import { kubectl } from '../support/kubectl.ts';
+import { kubectl, kubectlRun, kubectlStream } from '../support/kubectl.ts';
+import { grantNodesProxy, serviceAccountToken } from '../support/callers.ts';
 import { waitUntil } from '../support/wait.ts';
 import { podSpec, podsSpec, waitVirtualNodeSchedulable } from '../support/objects.ts';
 import { freePort, pollUntil } from '../harness/net.ts';
@@ -34,32 +32,6 @@ function criLine(at: Date, text: string, stream: 'stdout' | 'stderr' = 'stdout')
 
 function offloaded(name: string, namespace: string, extra: Partial<Parameters<typeof podSpec>[1]> = {}): V1Pod {
   return podSpec(name, { namespace, tolerate: true, nodeSelector: { 'kubernetes.io/hostname': NODE }, ...extra });
-}
-
-/** A long-running kubectl whose output is collected; `waitFor` resolves once the output matches. */
-function kubectlStream(args: string[]): { child: ChildProcess; out: () => string; waitFor(re: RegExp, ms?: number): Promise<string> } {
-  const child = spawn(harness().bin.kubectl, ['--kubeconfig', harness().host.kubeconfig, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
-  let out = '';
-  const waiters: (() => void)[] = [];
-  const onData = (d: Buffer): void => { out += d.toString(); for (const w of waiters) w(); };
-  child.stdout!.on('data', onData);
-  child.stderr!.on('data', onData);
-  return {
-    child, out: () => out,
-    waitFor(re, ms = 30_000) {
-      return new Promise((resolve, reject) => {
-        const check = (): void => {
-          if (re.test(out)) { cleanup(); resolve(out); }
-        };
-        const timer = setTimeout(() => { cleanup(); reject(new Error(`timed out waiting for ${re} in kubectl ${args.join(' ')}; got:\n${out}`)); }, ms);
-        const onExit = (): void => { check(); if (!re.test(out)) { cleanup(); reject(new Error(`kubectl exited before ${re}; got:\n${out}`)); } };
-        const cleanup = (): void => { clearTimeout(timer); waiters.splice(waiters.indexOf(check), 1); child.off('exit', onExit); };
-        waiters.push(check);
-        child.once('exit', onExit);
-        check();
-      });
-    },
-  };
 }
 
 /** The certificate served at ip:port, verified against `caFile` (rejects when it does not verify). */
@@ -94,50 +66,6 @@ function httpsGet(url: string, creds: { token?: string; cert?: { cert: string; k
     req.on('error', reject);
     req.end();
   });
-}
-
-/** kubectl against the host with `input` on stdin; resolves with its exit code and output. */
-function kubectlRun(args: string[], input?: string, timeoutMs = 30_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(harness().bin.kubectl, ['--kubeconfig', harness().host.kubeconfig, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
-    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
-    const timer = setTimeout(() => { child.kill(); reject(new Error(`kubectl ${args.join(' ')}: no exit within ${timeoutMs} ms; out: ${stdout} err: ${stderr}`)); }, timeoutMs);
-    child.on('exit', (code) => { clearTimeout(timer); resolve({ code, stdout, stderr }); });
-    child.stdin.end(input ?? '');
-  });
-}
-
-/** A fresh token of service account `ns/name` (created if missing). */
-async function serviceAccountToken(host: ClusterClient, ns: string, name: string): Promise<string> {
-  await host.core.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name } } }).catch((err: unknown) => {
-    if (toKubeError(err).kind !== 'AlreadyExists') throw err;
-  });
-  return (await host.core.createNamespacedServiceAccountToken({
-    namespace: ns, name, body: { spec: { audiences: [], expirationSeconds: 600 } } })).status!.token!;
-}
-
-/**
- * Grants service account `ns/name` `get nodes/proxy` until the test ends, and waits until the API server applies
- * it (clusterlet would cache a denial for 30 s).
- */
-async function grantNodesProxy(t: TestContext, host: ClusterClient, ns: string, name: string): Promise<void> {
-  const admin = harness().host.kubeConfig();
-  const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
-  const role = `kapi-${ns}`;
-  await rbac.createClusterRole({ body: { metadata: { name: role }, rules: [{ apiGroups: [''], resources: ['nodes/proxy'], verbs: ['get'] }] } });
-  await rbac.createClusterRoleBinding({ body: { metadata: { name: role }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
-    subjects: [{ kind: 'ServiceAccount', namespace: ns, name }] } });
-  t.after(async () => {
-    await rbac.deleteClusterRoleBinding({ name: role });
-    await rbac.deleteClusterRole({ name: role });
-  });
-  const authz = admin.makeApiClient(AuthorizationV1Api);
-  await pollUntil(`RBAC of ${name} in effect`, async () => (await authz.createSubjectAccessReview({ body: { spec: {
-    user: `system:serviceaccount:${ns}:${name}`, resourceAttributes: { resource: 'nodes', subresource: 'proxy', verb: 'get', name: NODE } } } }))
-    .status?.allowed ? true : undefined, 15_000);
 }
 
 /**

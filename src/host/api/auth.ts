@@ -1,6 +1,10 @@
 // Who is calling, and may they: the kubelet's webhook authentication and authorisation, against the host.
 //   authentication: a client certificate verified against the host's client CA (CN = user, O = groups),
-//                   else a bearer token checked with a TokenReview. Neither → 401. A certificate is verified
+//                   else a bearer token checked with a TokenReview: in the Authorization header, or for a
+//                   WebSocket (browsers cannot set headers) as the subprotocol
+//                   `base64url.bearer.authorization.k8s.io.<token in unpadded base64url>`, taken out of the
+//                   offered subprotocols once it authenticates (the kubelet's delegating authenticator includes
+//                   apiserver's websocket.NewProtocolAuthenticator). None → 401. A certificate is verified
 //                   by TLS in the handshake (server.ts gives it the client CA only, never Node's default
 //                   roots), then on every request held to the client CA as it is now: refused while it is
 //                   not loaded, and on a connection older than a CA change unless a CA of the new bundle
@@ -17,6 +21,9 @@ import type { V1SubjectAccessReview, V1TokenReview } from '@kubernetes/client-no
 import type { ClusterClient } from '../../kube/client.ts';
 import { ApiError } from './errors.ts';
 import { requestAttributes } from './attributes.ts';
+import { isWebSocketRequest, offeredSubprotocols, setOfferedSubprotocols } from './websocket.ts';
+
+const BEARER_PROTOCOL_PREFIX = 'base64url.bearer.authorization.k8s.io.';
 
 export interface UserInfo {
   username: string;
@@ -79,7 +86,15 @@ export class Auth {
       const user = await this.#reviewToken(token);
       if (user) return user;
     }
-    throw new ApiError('Unauthorized', cert.refused ? `Unauthorized: ${cert.refused}` : 'Unauthorized');
+    const ws = webSocketProtocolToken(req);
+    if (ws.token) {
+      const user = await this.#reviewToken(ws.token);
+      if (user) {
+        setOfferedSubprotocols(req, ws.others);
+        return user;
+      }
+    }
+    throw new ApiError('Unauthorized', cert.refused ? `Unauthorized: ${cert.refused}` : ws.refused ? `Unauthorized: ${ws.refused}` : 'Unauthorized');
   }
 
   async #reviewToken(token: string): Promise<UserInfo | undefined> {
@@ -166,4 +181,24 @@ export function certificateUser(socket: TLSSocket, anchors: readonly X509Certifi
 export function bearerToken(header: string | undefined): string | undefined {
   const m = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
   return m?.[1];
+}
+
+/**
+ * The bearer token a WebSocket handshake carries as a subprotocol, and the other subprotocols; `refused` when it
+ * is malformed, repeated, or the only one (one must remain to be answered), as apiserver's ProtocolAuthenticator.
+ */
+export function webSocketProtocolToken(req: IncomingMessage): { token?: string; others: string[]; refused?: string } {
+  if (!isWebSocketRequest(req)) return { others: [] };
+  const offered = offeredSubprotocols(req);
+  const others = offered.filter((p) => !p.startsWith(BEARER_PROTOCOL_PREFIX));
+  const carried = offered.filter((p) => p.startsWith(BEARER_PROTOCOL_PREFIX));
+  if (!carried.length) return { others };
+  if (carried.length > 1) return { others, refused: 'multiple base64.bearer.authorization tokens specified' };
+  const encoded = carried[0].slice(BEARER_PROTOCOL_PREFIX.length);
+  const token = /^[A-Za-z0-9_-]*$/.test(encoded) ? Buffer.from(encoded, 'base64url').toString('utf8') : '';
+  if (!token || Buffer.from(token, 'utf8').toString('base64url') !== encoded) {
+    return { others, refused: 'invalid base64.bearer.authorization token encoding' };
+  }
+  if (!others.length) return { others, refused: 'missing additional subprotocol' };
+  return { token, others };
 }

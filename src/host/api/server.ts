@@ -172,7 +172,7 @@ export class KubeletServer {
     try {
       const { route: r, node, pod } = await this.#admit(req);
       endpoint = r.kind;
-      if (isStreamRoute(r)) throw new ApiError('BadRequest', `${r.kind} needs an upgrade to SPDY/3.1 (Connection: Upgrade)`);
+      if (isStreamRoute(r)) throw new ApiError('BadRequest', `${r.kind} needs an upgrade to SPDY/3.1 or WebSocket (Connection: Upgrade)`);
       switch (r.kind) {
         case 'containerLogs':
           await serveContainerLogs(req, res, pod!, r.container, this.#opts.log);

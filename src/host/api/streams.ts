@@ -1,12 +1,14 @@
-// exec, attach and port-forward on an upgraded connection: the protocol modules, by endpoint.
+// exec, attach and port-forward on an upgraded connection: the protocol modules, by endpoint and transport
+// (a WebSocket handshake, else SPDY/3.1).
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '../../log.ts';
 import type { RemoteCommandKind } from '../../provider/runtime.ts';
-import { servePortForward } from './portforward.ts';
+import { servePortForward, servePortForwardWebSocket } from './portforward.ts';
 import type { ResolvedPod } from './nodes.ts';
-import { serveRemoteCommand } from './remotecommand.ts';
+import { serveRemoteCommand, serveRemoteCommandWebSocket } from './remotecommand.ts';
 import type { StreamHandlers } from './server.ts';
+import { isWebSocketRequest } from './websocket.ts';
 
 export class PodStreams implements StreamHandlers {
   #log: Logger;
@@ -15,12 +17,13 @@ export class PodStreams implements StreamHandlers {
 
   async handle(kind: RemoteCommandKind | 'portForward', req: IncomingMessage, socket: Duplex, head: Buffer,
     target: ResolvedPod, container: string | undefined): Promise<void> {
+    const ws = isWebSocketRequest(req);
     switch (kind) {
       case 'exec':
       case 'attach':
-        return serveRemoteCommand(kind, req, socket, head, target, container!, this.#log);
+        return (ws ? serveRemoteCommandWebSocket : serveRemoteCommand)(kind, req, socket, head, target, container!, this.#log);
       case 'portForward':
-        return servePortForward(req, socket, head, target, this.#log);
+        return (ws ? servePortForwardWebSocket : servePortForward)(req, socket, head, target, this.#log);
     }
   }
 }

@@ -25,12 +25,12 @@ export function negotiate(offered: string[], supported: string[]): string {
   return p;
 }
 
-/** The request asks for SPDY/3.1 (WebSocket requests are not what this kubelet advertises). */
+/** The request asks for SPDY/3.1 (streams.ts sends WebSocket handshakes elsewhere). */
 export function requireSpdyUpgrade(req: IncomingMessage): void {
   const connection = (req.headers.connection ?? '').toLowerCase();
   const upgrade = (req.headers.upgrade ?? '').toLowerCase();
   if (!connection.includes('upgrade') || !upgrade.includes(SPDY_31.toLowerCase())) {
-    throw new ApiError('BadRequest', `unable to upgrade: this kubelet speaks ${SPDY_31} (requested: ${req.headers.upgrade ?? 'none'})`);
+    throw new ApiError('BadRequest', `unable to upgrade: this kubelet speaks ${SPDY_31} and websocket (requested: ${req.headers.upgrade ?? 'none'})`);
   }
 }
 

@@ -24,7 +24,10 @@ export async function memberGet(client: ClusterClient, path: string, signal?: Ab
   throw await refusal(client, res);
 }
 
-/** A WebSocket to `path` on the member, open; an upgrade the member refuses throws ProviderError with its answer. */
+/**
+ * A WebSocket to `path` on the member, open and paused (what the member sends at once waits for the caller's
+ * listeners and resume()); an upgrade the member refuses throws ProviderError with its answer.
+ */
 export async function memberWebSocket(client: ClusterClient, path: string, protocols: string[]): Promise<WebSocket> {
   const url = await begin(client, 'create', path);
   url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
@@ -32,7 +35,7 @@ export async function memberWebSocket(client: ClusterClient, path: string, proto
   return new Promise<WebSocket>((resolve, reject) => {
     const ws = new WebSocket(url, protocols, { ...opts, perMessageDeflate: false });
     const fail = (err: ProviderError): void => { ws.removeAllListeners('open'); ws.terminate(); reject(err); };
-    ws.once('open', () => { ws.removeAllListeners('unexpected-response'); resolve(ws); });
+    ws.once('open', () => { ws.pause(); ws.removeAllListeners('unexpected-response'); resolve(ws); });
     ws.once('unexpected-response', (_req, res) => void refusal(client, res).then(fail));
     ws.once('error', (err) => fail(unreachable(client, err)));
   });

@@ -42,6 +42,8 @@ export class FakeRuntime implements PodRuntime {
     this.#record({ op: kind, pod: `${namespace}/${name}/${uid}/${container}`, options: options.toString(), protocols });
     if (!this.webSocketURL) throw new ProviderError('Unavailable', 'no WebSocket server');
     const ws = new WebSocket(`${this.webSocketURL}/${kind}?${options}`, protocols);
+    // Paused as it opens, as the PodRuntime contract says.
+    ws.once('open', () => ws.pause());
     await once(ws, 'open');
     return ws;
   }

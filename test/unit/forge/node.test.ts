@@ -2,6 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1NodeCondition, V1NodeStatus, V1Taint } from '@kubernetes/client-node';
 import {
+  DECLARED_FEATURES,
   KUBELET_VERSION,
   forgeNewNode,
   forgeNodeConditions,
@@ -241,6 +242,12 @@ describe('forgeNodeStatus', () => {
     assert.match(info.osImage, /\bm1\b/);
   });
 
+  it('declares ExtendWebSocketsToKubelet, so 1.36+ API servers pass WebSockets through (a sorted list)', () => {
+    const s = forgeNodeStatus(context(), state());
+    assert.deepEqual(s.declaredFeatures, ['ExtendWebSocketsToKubelet']);
+    assert.deepEqual(s.declaredFeatures, [...DECLARED_FEATURES].sort());
+  });
+
   it('names an unknown member version', () => {
     const info = forgeNodeStatus(context(), state({ backendVersion: undefined })).nodeInfo;
     assert.equal(info?.containerRuntimeVersion, 'clusterlet://unknown');
@@ -326,6 +333,14 @@ describe('nodeStatusMatches', () => {
     c.conditions = [...(c.conditions ?? [])].reverse();
     c.addresses = [...(c.addresses ?? [])].reverse();
     c.capacity = { pods: '330', memory: '48Gi', cpu: '12' };
+    assert.equal(nodeStatusMatches(desired(), c), true);
+  });
+
+  it('detects declared features that differ; their absence (an API server that drops them) is no difference', () => {
+    const c = current();
+    c.declaredFeatures = [];
+    assert.equal(nodeStatusMatches(desired(), c), false);
+    delete c.declaredFeatures;
     assert.equal(nodeStatusMatches(desired(), c), true);
   });
 

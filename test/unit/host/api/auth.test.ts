@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import type { V1SubjectAccessReview } from '@kubernetes/client-node';
-import { Auth, bearerToken, type ClientCABundle, type ReviewClient } from '../../../../src/host/api/auth.ts';
+import { Auth, bearerToken, webSocketProtocolToken, type ClientCABundle, type ReviewClient } from '../../../../src/host/api/auth.ts';
 import type { ApiError } from '../../../../src/host/api/errors.ts';
 import { makeCA, signCert } from '../../../harness/pki.ts';
 
@@ -60,6 +60,27 @@ describe('kubelet API auth', () => {
     assert.deepEqual(await auth.authenticate(req({ authorization: 'Bearer good' })), { username: 'alice', uid: undefined, groups: ['devs'], extra: undefined });
     await auth.authenticate(req({ authorization: 'Bearer good' }));
     assert.equal(calls.tokens, 3, 'the second "good" came from the cache');
+  });
+
+  it('a WebSocket\'s token as a subprotocol (base64url.bearer.authorization.k8s.io.<token>), taken out once it authenticates', async () => {
+    const { client } = fakeHost(() => true);
+    const auth = new Auth(client);
+    const carrying = (token: string, others = ', v5.channel.k8s.io'): IncomingMessage => req({ upgrade: 'websocket',
+      'sec-websocket-protocol': `base64url.bearer.authorization.k8s.io.${Buffer.from(token).toString('base64url')}${others}` });
+    const ok = carrying('good');
+    assert.equal((await auth.authenticate(ok)).username, 'alice');
+    assert.equal(ok.headers['sec-websocket-protocol'], 'v5.channel.k8s.io', 'the token is not offered on to negotiation');
+    const bad = carrying('bad');
+    assert.equal(await statusOf(auth.authenticate(bad)), 401);
+    assert.match(bad.headers['sec-websocket-protocol'] as string, /bearer/, 'left as it was');
+    assert.equal(await statusOf(auth.authenticate(carrying('good', ''))), 401, 'the only subprotocol: none would be left to answer');
+    assert.equal(webSocketProtocolToken(carrying('good', '')).refused, 'missing additional subprotocol');
+    assert.equal(webSocketProtocolToken(req({ upgrade: 'websocket', 'sec-websocket-protocol': 'base64url.bearer.authorization.k8s.io.a=b, x' })).refused,
+      'invalid base64.bearer.authorization token encoding');
+    assert.equal(webSocketProtocolToken(req({ upgrade: 'websocket', 'sec-websocket-protocol':
+      'base64url.bearer.authorization.k8s.io.Zw, base64url.bearer.authorization.k8s.io.Zw, x' })).refused, 'multiple base64.bearer.authorization tokens specified');
+    assert.deepEqual(webSocketProtocolToken(req({ 'sec-websocket-protocol': 'base64url.bearer.authorization.k8s.io.Z29vZA, x' })), { others: [] },
+      'only WebSocket handshakes carry it');
   });
 
   it('allowed when any subresource is; 403 naming them otherwise; decisions cached', async () => {

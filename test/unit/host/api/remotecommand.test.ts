@@ -8,7 +8,6 @@ import { createServer as createHttpServer, request, type IncomingMessage, type S
 import type { Duplex } from 'node:stream';
 import { once } from 'node:events';
 import type { V1Pod } from '@kubernetes/client-node';
-import { WebSocketServer, type WebSocket } from 'ws';
 import { pino } from 'pino';
 import { errorStreamPayload, podRemoteCommandOptions, remoteCommandOptions, serveRemoteCommand } from '../../../../src/host/api/remotecommand.ts';
 import { sendUpgradeError } from '../../../../src/host/api/errors.ts';
@@ -16,6 +15,7 @@ import type { ResolvedPod, VirtualNode } from '../../../../src/host/api/nodes.ts
 import { SpdySession, type SpdyStream } from '../../../../src/host/api/spdy/session.ts';
 import { ProviderError } from '../../../../src/provider/errors.ts';
 import { FakeRuntime } from '../../fakes/runtime.ts';
+import { MemberExec } from '../../fakes/memberexec.ts';
 
 const log = pino({ level: 'silent' });
 
@@ -34,48 +34,25 @@ describe('remote command options', () => {
     assert.equal(podRemoteCommandOptions(o, 'attach').toString(), 'stdin=true&stdout=true&tty=true');
   });
 
-  it('the error stream: the Status as is for v4, its message for v2/v3, success when the member said nothing', () => {
+  it('the error stream: the Status as is for v4/v5, its message for v1 to v3, success when the member said nothing', () => {
     const failure = Buffer.from(JSON.stringify({ status: 'Failure', message: 'command terminated with non-zero exit code', reason: 'NonZeroExitCode' }));
-    assert.equal(errorStreamPayload('v4.channel.k8s.io', failure, 1000, '').toString(), failure.toString());
-    assert.equal(errorStreamPayload('v3.channel.k8s.io', failure, 1000, '').toString(), 'command terminated with non-zero exit code');
-    assert.equal(JSON.parse(errorStreamPayload('v4.channel.k8s.io', undefined, 1000, '').toString()).status, 'Success');
-    assert.equal(errorStreamPayload('v2.channel.k8s.io', undefined, 1000, '').length, 0);
-    assert.match(errorStreamPayload('v4.channel.k8s.io', undefined, 1006, '').toString(), /"status":"Failure".*member connection closed \(1006/);
+    assert.equal(errorStreamPayload(true, failure, 1000, '').toString(), failure.toString());
+    assert.equal(errorStreamPayload(false, failure, 1000, '').toString(), 'command terminated with non-zero exit code');
+    assert.equal(JSON.parse(errorStreamPayload(true, undefined, 1000, '').toString()).status, 'Success');
+    assert.equal(errorStreamPayload(false, undefined, 1000, '').length, 0);
+    assert.match(errorStreamPayload(true, undefined, 1006, '').toString(), /"status":"Failure".*member connection closed \(1006/);
   });
 });
 
-const EXIT_3 = JSON.stringify({ metadata: {}, status: 'Failure', message: 'command terminated with non-zero exit code: exit status 3',
-  reason: 'NonZeroExitCode', details: { causes: [{ reason: 'ExitCode', message: '3' }] } });
-
 describe('exec through a fake runtime', () => {
-  let backend: Server;
   let host: Server;
   let hostPort = 0;
   const runtime = new FakeRuntime();
-  const seen: { url?: string; messages: Buffer[] } = { messages: [] };
+  const member = new MemberExec();
+  const seen = member.seen;
 
   before(async () => {
-    backend = createHttpServer();
-    const wss = new WebSocketServer({ noServer: true, handleProtocols: (ps) => ps.has('v5.channel.k8s.io') ? 'v5.channel.k8s.io' : false });
-    backend.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-      seen.url = req.url;
-      wss.handleUpgrade(req, socket, head, (ws: WebSocket) => {
-        // An echo: stdin → stdout; the end of stdin → exit status 3.
-        ws.on('message', (m: Buffer) => {
-          seen.messages.push(m);
-          if (m[0] === 0) ws.send(Buffer.concat([Buffer.from([1]), m.subarray(1)]));
-          // A terminal resize is acknowledged on stdout, so the test sees it arrived.
-          if (m[0] === 4) ws.send(Buffer.concat([Buffer.from([1]), Buffer.from(`resized ${m.subarray(1).toString()}`)]));
-          if (m[0] === 255 && m[1] === 0) {
-            ws.send(Buffer.concat([Buffer.from([3]), Buffer.from(EXIT_3)]));
-            ws.close(1000);
-          }
-        });
-      });
-    });
-    backend.listen(0, '127.0.0.1');
-    await once(backend, 'listening');
-    runtime.webSocketURL = `ws://127.0.0.1:${(backend.address() as { port: number }).port}`;
+    runtime.webSocketURL = (await member.start()).url;
     const target: ResolvedPod = {
       node: { name: 'vn', runtime } as unknown as VirtualNode,
       proxy: { metadata: { namespace: 'ns', name: 'p', uid: 'uid-p' }, spec: { containers: [{ name: 'main' }] } } as V1Pod,
@@ -92,7 +69,7 @@ describe('exec through a fake runtime', () => {
     await once(host, 'listening');
     hostPort = (host.address() as { port: number }).port;
   });
-  after(() => { host.close(); backend.close(); host.closeAllConnections(); backend.closeAllConnections(); });
+  after(() => { host.close(); host.closeAllConnections(); member.stop(); });
 
   function upgrade(path: string, protocol: string): Promise<{ session?: SpdySession; status?: number; body?: string; protocol?: string }> {
     return new Promise((resolve, reject) => {

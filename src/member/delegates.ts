@@ -3,6 +3,7 @@
 // delegates up here; nothing else maps between host and member pods.
 import { Subject, type Observable, type Subscription } from 'rxjs';
 import { LRUCache } from 'lru-cache';
+import { upTo } from '../util/lru.ts';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Informer } from '../kube/informer.ts';
 import { hostRefOf, type HostRef, type Owner } from '../forge/owner.ts';
@@ -17,7 +18,7 @@ export class DelegateIndex {
   /** host key → member key of its delegate. */
   #byHost = new Map<string, string>();
   /** member key → host ref, kept a while after the delegate is gone so its last events still map. */
-  #recent = new LRUCache<string, HostRef>({ max: 20_000 });
+  #recent = new LRUCache<string, HostRef>(upTo(20_000));
   #changes = new Subject<DelegateChange>();
   #sub: Subscription | undefined;
 

@@ -2,6 +2,7 @@
 // and reports delegate changes and member events in host coordinates (PodNotifier).
 import { Subject, distinctUntilChanged, filter, from, map, merge, mergeMap, of, type Observable } from 'rxjs';
 import { LRUCache } from 'lru-cache';
+import { upTo } from '../util/lru.ts';
 import type { CoreV1Event, V1EphemeralContainer, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { MemberCluster } from './cluster.ts';
 import { checkMemberNamespace } from '../config.ts';
@@ -48,7 +49,7 @@ export class MemberPodProvider implements PodProvider {
   #opts: Required<MemberPodProviderOptions>;
   #log: Logger;
   /** Member events (uid and resourceVersion) already passed on, so that a relist does not repeat them. */
-  #seenEvents = new LRUCache<string, true>({ max: 20_000 });
+  #seenEvents = new LRUCache<string, true>(upTo(20_000));
   /** Member namespaces known to exist → the host namespace they hold. */
   #namespaces = new Map<string, string>();
   #mirror: ObjectMirror;

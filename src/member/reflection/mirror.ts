@@ -4,6 +4,7 @@
 // that refers to it is being created; it is removed once none does.
 import { Subject, type Observable, type Subscription } from 'rxjs';
 import { LRUCache } from 'lru-cache';
+import { upTo } from '../../util/lru.ts';
 import type { V1ConfigMap, V1Pod, V1Secret, V1ServiceAccount } from '@kubernetes/client-node';
 import type { MemberCluster } from '../cluster.ts';
 import { memberNamespace, type MemberConfig } from '../../config.ts';
@@ -117,7 +118,7 @@ export class ObjectMirror {
   #waiting: LRUCache<string, Set<string>>;
   #wake = new Subject<string>();
   /** ServiceAccounts known to exist (the member's own "default" among them), re-checked after a minute. */
-  #accounts = new LRUCache<string, true>({ max: 10_000, ttl: 60_000 });
+  #accounts = new LRUCache<string, true>({ ...upTo(10_000), ttl: 60_000 });
   #subs: Subscription[] = [];
 
   constructor(member: MirrorMember, targets: MirrorTargets, hosts: HostCaches, log: Logger, opts: MirrorOptions = {}) {
@@ -136,7 +137,7 @@ export class ObjectMirror {
     // Any ServiceAccount of the pod's name will do (tokens are the member's).
     this.#reflectors = { ConfigMap: reflector('ConfigMap', copies), Secret: reflector('Secret', copies), ServiceAccount: reflector('ServiceAccount') };
     this.#waiting = new LRUCache<string, Set<string>>({
-      max: 10_000, ttl: opts.waitMs ?? 600_000, ttlAutopurge: true, noDisposeOnSet: true,
+      ...upTo(10_000), ttl: opts.waitMs ?? 600_000, ttlAutopurge: true, noDisposeOnSet: true,
       dispose: (_pods, key) => this.#release(key),
     });
   }

@@ -10,6 +10,7 @@
 // (they are subtracted from its allocatable already).
 import type { V1Pod } from '@kubernetes/client-node';
 import { LRUCache } from 'lru-cache';
+import { upTo } from '../../util/lru.ts';
 import { parseQuantity } from '../../forge/quantity.ts';
 import { NODE_LABEL } from '../../forge/keys.ts';
 import type { HostRef } from '../../forge/owner.ts';
@@ -158,11 +159,11 @@ export class MemberUsage {
   #opts: Required<MemberUsageOptions>;
   #cache: { at: number; usage: Promise<MeasuredNodeUsage> } | undefined;
   /** Last cumulative reading per container (host uid/container), for rates. */
-  #last = new LRUCache<string, { cpuSeconds: number; timestamp: number }>({ max: 100_000 });
+  #last = new LRUCache<string, { cpuSeconds: number; timestamp: number }>(upTo(100_000));
   /** The last rate computed per container or pod, for a reading seen twice. */
-  #lastRate = new LRUCache<string, number>({ max: 100_000 });
+  #lastRate = new LRUCache<string, number>(upTo(100_000));
   /** Integrated CPU for sources that only give a rate. */
-  #integrated = new LRUCache<string, { cpuSeconds: number; timestamp: number }>({ max: 100_000 });
+  #integrated = new LRUCache<string, { cpuSeconds: number; timestamp: number }>(upTo(100_000));
 
   constructor(cluster: UsageCluster, proxies: ProxyLookup, opts: MemberUsageOptions) {
     this.#cluster = cluster;

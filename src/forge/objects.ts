@@ -11,3 +11,8 @@ export function nonEmpty<T>(items: T[] | undefined): T[] | undefined {
 export function wholeSeconds(date: Date): Date {
   return new Date(Math.floor(date.getTime() / 1000) * 1000);
 }
+
+/** RFC 3339 with microseconds, as metav1.MicroTime is written. */
+export function microTime(d: Date): string {
+  return d.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+}

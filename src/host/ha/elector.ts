@@ -6,7 +6,7 @@
 import { BehaviorSubject } from 'rxjs';
 import type { V1Lease, V1OwnerReference } from '@kubernetes/client-node';
 import { toKubeError } from '../../kube/errors.ts';
-import { microTime } from '../node/controller.ts';
+import { microTime } from '../../forge/objects.ts';
 import type { Logger } from '../../log.ts';
 
 export interface ElectionTiming {

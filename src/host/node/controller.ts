@@ -14,6 +14,7 @@ import {
 } from '../../forge/node.ts';
 import type { NodeProvider, NodeState } from '../../provider/node.ts';
 import { MANAGED_LABELS_ANNOTATION } from '../../forge/keys.ts';
+import { microTime } from '../../forge/objects.ts';
 import type { Logger } from '../../log.ts';
 
 export const LEASE_NAMESPACE = 'kube-node-lease';
@@ -27,11 +28,6 @@ export interface NodeControllerOptions {
 
 const strategic = { contentType: PATCH.strategic };
 const mergePatch = { contentType: PATCH.merge };
-
-/** RFC 3339 with microseconds, as metav1.MicroTime is written. */
-export function microTime(d: Date): string {
-  return d.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
-}
 
 export class NodeController {
   #ctx: NodeContext;

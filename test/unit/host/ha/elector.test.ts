@@ -5,7 +5,7 @@ import { describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Lease } from '@kubernetes/client-node';
 import { LeaseElector, type ElectorOptions } from '../../../../src/host/ha/elector.ts';
-import { microTime } from '../../../../src/host/node/controller.ts';
+import { microTime } from '../../../../src/forge/objects.ts';
 import { createLogger } from '../../../../src/log.ts';
 import { FakeLeases } from '../../fakes/leases.ts';
 import { advanceTo, flush, mockTime, T0 } from '../../fakes/clock.ts';

@@ -11,6 +11,7 @@ import type { V1Lease } from '@kubernetes/client-node';
 import type { ClusterClient } from '../../kube/client.ts';
 import { Informer } from '../../kube/informer.ts';
 import { listWatch } from '../../kube/listwatch.ts';
+import { ignoreNotFound } from '../../kube/errors.ts';
 import { LEADER_ELECTION_LABEL, READY_MEMBERS_ANNOTATION } from '../../forge/keys.ts';
 import { LeaseElector, type LeaseApi } from './elector.ts';
 import type { LeaderElectionConfig } from '../../config.ts';
@@ -31,10 +32,7 @@ export function replicaLeaseName(identity: string): string {
 /** The host's coordination API for the Leases of one namespace. */
 export function hostLeaseApi(host: ClusterClient, namespace: string): LeaseApi {
   return {
-    read: (name) => host.coordination.readNamespacedLease({ name, namespace }).catch((err: unknown) => {
-      if ((err as { kind?: string }).kind === 'NotFound' || (err as { code?: number }).code === 404) return undefined;
-      throw err;
-    }),
+    read: (name) => ignoreNotFound(() => host.coordination.readNamespacedLease({ name, namespace })),
     create: (lease) => host.coordination.createNamespacedLease({ namespace, body: lease }),
     replace: (lease) => host.coordination.replaceNamespacedLease({ name: lease.metadata!.name!, namespace, body: lease }),
   };
@@ -51,8 +49,8 @@ export function leaseInformer(host: ClusterClient, namespace: string, log: Logge
 
 interface MemberElection { elector: LeaseElector; ready: () => boolean }
 
-/** Presence Lease of another replica as last seen, on this replica's clock. */
-interface Seen { rv: string | undefined; at: number; lease: V1Lease }
+/** Presence Lease of another replica as last seen, and when it last changed on this replica's clock. */
+interface Seen { at: number; lease: V1Lease }
 
 export class Leadership {
   readonly leases: Informer<V1Lease>;
@@ -77,7 +75,7 @@ export class Leadership {
     this.identity = cfg.identity;
     const pod = cfg.pod;
     this.#presence = new LeaseElector(replicaLeaseName(cfg.identity), api, {
-      ...this.#timing(), labels: { [LEADER_ELECTION_LABEL]: 'replica' },
+      ...cfg, labels: { [LEADER_ELECTION_LABEL]: 'replica' },
       annotations: () => ({ [READY_MEMBERS_ANNOTATION]: [...this.#members].filter(([, m]) => m.ready()).map(([n]) => n).join(',') }),
       // The presence Lease goes with the replica's Pod (garbage-collected), not left behind by each rollout.
       ownerReferences: pod ? [{ apiVersion: 'v1', kind: 'Pod', name: pod.name, uid: pod.uid }] : undefined,
@@ -88,7 +86,7 @@ export class Leadership {
   /** Elects a leader for `member` among the replicas for which `ready()` holds. */
   add(member: string, ready: () => boolean): LeaseElector {
     const elector: LeaseElector = new LeaseElector(memberLeaseName(member), this.#api, {
-      ...this.#timing(), labels: { [LEADER_ELECTION_LABEL]: 'member' }, now: this.#now,
+      ...this.#cfg, labels: { [LEADER_ELECTION_LABEL]: 'member' }, now: this.#now,
       want: (): boolean => ready() && (this.held() < this.share() || this.#freeFor(elector) >= 2 * this.#cfg.retryPeriodMs),
     }, this.#log.child({ member }));
     metrics.leader.set({ member }, 0);
@@ -146,14 +144,13 @@ export class Leadership {
   }
 
   /** Live replicas, this one included: presence Leases held and renewed within their duration, as seen here. */
-  replicas(): number {
+  replicas(): number { return 1 + this.#others().length; }
+
+  /** The other live replicas' presence Leases: held, and changed within their duration as seen here. */
+  #others(): V1Lease[] {
     const now = this.#now();
-    let n = 1;
-    for (const [name, s] of this.#replicas) {
-      if (name === this.#presence.name) continue;
-      if (s.lease.spec?.holderIdentity && now < s.at + (s.lease.spec.leaseDurationSeconds ?? 0) * 1000) n++;
-    }
-    return n;
+    return [...this.#replicas].filter(([name, s]) => name !== this.#presence.name && s.lease.spec?.holderIdentity
+      && now < s.at + (s.lease.spec.leaseDurationSeconds ?? 0) * 1000).map(([, s]) => s.lease);
   }
 
   share(): number { return Math.ceil(this.#members.size / this.replicas()); }
@@ -163,12 +160,6 @@ export class Leadership {
     let n = 0;
     for (const m of this.#members.values()) if (m.elector.leading || m.elector.acquiring) n++;
     return n;
-  }
-
-  #timing(): { namespace: string; identity: string; leaseDurationMs: number; renewDeadlineMs: number; retryPeriodMs: number } {
-    const c = this.#cfg;
-    return { namespace: c.namespace, identity: c.identity, leaseDurationMs: c.leaseDurationMs,
-      renewDeadlineMs: c.renewDeadlineMs, retryPeriodMs: c.retryPeriodMs };
   }
 
   #startElector(e: LeaseElector): void {
@@ -182,7 +173,7 @@ export class Leadership {
     if (!lease) { this.#replicas.delete(name); return; }
     if (lease.metadata?.labels?.[LEADER_ELECTION_LABEL] !== 'replica') return;
     const prev = this.#replicas.get(name);
-    if (prev?.rv !== lease.metadata?.resourceVersion) this.#replicas.set(name, { rv: lease.metadata?.resourceVersion, at: this.#now(), lease });
+    if (prev?.lease.metadata?.resourceVersion !== lease.metadata?.resourceVersion) this.#replicas.set(name, { at: this.#now(), lease });
   }
 
   #freeFor(e: LeaseElector): number {
@@ -197,11 +188,10 @@ export class Leadership {
     const now = this.#now();
     const holders = new Map<string, number>();
     for (const m of this.#members.values()) holders.set(m.elector.holder, (holders.get(m.elector.holder) ?? 0) + 1);
-    for (const [name, s] of this.#replicas) {
-      const id = s.lease.spec?.holderIdentity;
-      if (name === this.#presence.name || !id || now >= s.at + (s.lease.spec?.leaseDurationSeconds ?? 0) * 1000) continue;
+    for (const presence of this.#others()) {
+      const id = presence.spec!.holderIdentity!;
       if ((holders.get(id) ?? 0) >= share) continue;
-      const ready = new Set((s.lease.metadata?.annotations?.[READY_MEMBERS_ANNOTATION] ?? '').split(',').filter(Boolean));
+      const ready = new Set((presence.metadata?.annotations?.[READY_MEMBERS_ANNOTATION] ?? '').split(',').filter(Boolean));
       const give = [...this.#members].find(([member, m]) => m.elector.leading && ready.has(member));
       if (!give) continue;
       this.#lastRelease = now;

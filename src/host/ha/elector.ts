@@ -100,8 +100,7 @@ export class LeaseElector {
     if (this.#observed && prev?.metadata?.resourceVersion === lease?.metadata?.resourceVersion) return;
     // The cache may still deliver a version older than our own last write: it says nothing new.
     if (lease && this.#mine && olderThan(lease, this.#mine)) return;
-    this.#observed = { lease, at: this.#now() };
-    this.#armExpiry();
+    this.#see(lease);
     this.poke();
   }
 
@@ -157,7 +156,7 @@ export class LeaseElector {
         ...mine.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: microTime(new Date(this.#now())),
       }));
       this.#mine = written;
-      this.#observed = { lease: written, at: this.#now() };
+      this.#see(written);
     } catch (err) {
       // Not written free: the others take it once it expires.
       this.#log.warn({ err: toKubeError(err).message }, 'could not release the lease; it expires instead');
@@ -244,16 +243,15 @@ export class LeaseElector {
       const holder = fresh?.spec?.holderIdentity;
       if (what === 'renew' && fresh && holder === this.#opts.identity) { this.#mine = fresh; return; }
       if (what === 'renew') this.#set(false, 'lost', fresh ? `taken by ${holder || 'nobody (released)'}` : 'lease deleted');
-      this.#observed = { lease: fresh, at: this.#now() };
-      this.#armExpiry();
+      this.#see(fresh);
     }
   }
 
   #won(lease: V1Lease, now: number): void {
     this.#mine = lease;
     this.#renewedAt = now;
-    this.#observed = { lease, at: now };
     this.#set(true, 'acquired', 'acquired');
+    this.#see(lease);
   }
 
   #spec(now: number, base: V1Lease | undefined): Record<string, unknown> {
@@ -282,6 +280,12 @@ export class LeaseElector {
     this.#log.info({ identity: this.#opts.identity, change, reason }, leading ? 'lease held' : 'lease no longer held');
     this.leading$.next(leading);
     for (const fn of this.#changes) fn(change, reason);
+  }
+
+  /** The Lease as it is now, seen at this moment of this replica's clock. */
+  #see(lease: V1Lease | undefined): void {
+    this.#observed = { lease, at: this.#now() };
+    this.#armExpiry();
   }
 
   /** A follower tries again the moment the Lease it saw expires. */

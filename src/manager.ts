@@ -161,10 +161,7 @@ export class Manager implements NodeDirectory {
       const fence = this.leadership
         ? () => (m.elector?.mayWrite() ? undefined : `this replica does not lead member ${m.config.name}`) : undefined;
       const client = new ClusterClient(access, { cluster: m.config.name, qps: m.config.qps, burst: m.config.burst, fence });
-      m.hostWriter = fence
-        ? new ClusterClient(this.host.access, { cluster: 'host', qps: this.config.hostQPS, burst: this.config.hostBurst,
-          limiter: this.host.limiter, fence })
-        : this.host;
+      m.hostWriter = fence ? this.host.fenced(fence) : this.host;
       const silence = this.config.watchSilenceSeconds * 1000;
       const cluster = m.cluster = new MemberCluster(m.config, client, this.#hostName!, log,
         { watchSilenceMs: silence, probeIntervalMs: this.config.probePeriodSeconds * 1000,
@@ -176,7 +173,8 @@ export class Manager implements NodeDirectory {
       cluster.start();
       m.proxies.start();
       if (!this.leadership) { this.#lead(m, log); return; }
-      const elector = m.elector = this.leadership.add(m.config.name, () => m.cluster !== undefined);
+      // Added once set up: ready to lead it from then on.
+      const elector = m.elector = this.leadership.add(m.config.name, () => true);
       m.leading = elector.leading$.subscribe((leading) => { if (leading) this.#lead(m, log); else this.#unlead(m, log); });
     } catch (err) {
       m.setupError = (err as Error).message;
@@ -228,14 +226,19 @@ export class Manager implements NodeDirectory {
 
   /** This replica no longer leads the member: every writer stops at once; the caches stay warm. */
   #unlead(m: MemberParts, log: Logger): void {
-    if (m.parts.length === 0) return;
+    if (this.#stopWriters(m)) log.info({ node: m.config.nodeName }, 'member stopped: another replica leads it');
+  }
+
+  /** Stops the member's writers, in reverse start order, and any start still pending; false if none ran. */
+  #stopWriters(m: MemberParts): boolean {
+    if (m.parts.length === 0) return false;
     m.term++;
     for (const p of m.parts.toReversed()) p.stop();
     m.parts = [];
     m.node = undefined;
     m.pods = undefined;
     m.runtime = undefined;
-    log.info({ node: m.config.nodeName }, 'member stopped: another replica leads it');
+    return true;
   }
 
   /** From the file, or from the Secret in the host cluster. */
@@ -274,8 +277,7 @@ export class Manager implements NodeDirectory {
     for (const m of this.members) {
       m.leading?.unsubscribe();
       m.credentials?.stop();
-      for (const p of m.parts.toReversed()) p.stop();
-      m.parts = [];
+      this.#stopWriters(m);
       m.proxies?.stop();
       m.cluster?.stop();
     }

@@ -23,7 +23,7 @@ export interface ClientOptions {
   cluster: string;
   qps: number;
   burst: number;
-  /** Another client's rate limit, shared (clients of one cluster with different fences); else its own. */
+  /** Another client's rate limit, shared (see fenced()); else its own, of qps and burst. */
   limiter?: TokenBucket;
   /**
    * Asked before each write (any verb but GET) is sent: a reason refuses it (an Unavailable KubeError, reason
@@ -148,6 +148,14 @@ export class ClusterClient {
   }
 
   get access(): ClusterAccess { return this.#access; }
+
+  /**
+   * A client of the same cluster, credentials and rate limit (one budget for both) whose writes go through `fence`:
+   * e.g. the host writes made for one member, sent only while this replica leads it.
+   */
+  fenced(fence: () => string | undefined): ClusterClient {
+    return new ClusterClient(this.#access, { cluster: this.name, qps: 0, burst: 0, limiter: this.limiter, fence });
+  }
   get server(): string { return this.#access.server; }
 
   /**

@@ -330,9 +330,13 @@ describe('ClusterClient fence', { timeout: 10_000 }, () => {
     assert.equal(a.seen.length, sent + 2, 'the write is sent once the fence clears');
   });
 
-  it('shares another client\'s rate limit when given it', () => {
+  it('fenced(): a client of the same cluster, credentials and rate limit, whose writes the fence refuses', async () => {
     const first = new ClusterClient(access(a, { token: 't' }), { cluster: 'host', qps: 5, burst: 5 });
-    const second = new ClusterClient(first.access, { cluster: 'host', qps: 5, burst: 5, limiter: first.limiter });
+    const second = first.fenced(() => 'not now');
     assert.equal(second.limiter, first.limiter);
+    assert.equal(second.access, first.access);
+    assert.equal(second.name, 'host');
+    const err = await second.request('POST', '/api/v1/namespaces', { body: {} }).then(() => undefined, (e: unknown) => e as KubeError);
+    assert.equal(err?.reason, 'NotLeader');
   });
 });

@@ -116,6 +116,21 @@ async function waitWarm(host: ClusterClient, r: Replica, members: number): Promi
 }
 
 /**
+ * Two replicas `<prefix>-a` and `<prefix>-b` of the harness's member: resolves once one leads it (the node Ready
+ * with its port) and the other is a warm standby.
+ */
+async function leaderAndStandby(t: TestContext, host: ClusterClient, prefix: string):
+  Promise<{ replicas: Replicas; leader: Replica; standby: Replica }> {
+  const replicas = new Replicas(t, host, clusterletArgs(harness().member));
+  const [a, b] = [await replicas.start(`${prefix}-a`), await replicas.start(`${prefix}-b`)];
+  const leader = await waitLeader(host, 'member', [a, b]);
+  const standby = leader === a ? b : a;
+  await waitNodeOf(host, NODE, leader);
+  await waitWarm(host, standby, 1);
+  return { replicas, leader, standby };
+}
+
+/**
  * Runs `act` (which ends the current leader) and resolves with the ms from then until the member's Lease is
  * held by `next` and the node shows `next`'s kubelet port, whichever comes last.
  */
@@ -245,13 +260,10 @@ describe('high availability', () => {
       observe(member, podsSpec(member, ns), (d) => delegates.see(d))]);
     t.after(() => { for (const u of unobserve) u(); });
 
-    const replicas = new Replicas(t, host, clusterletArgs(harness().member));
-    const [a, b] = [await replicas.start('kill-a'), await replicas.start('kill-b')];
-    let leader = await waitLeader(host, 'member', [a, b]);
-    const standby = leader === a ? b : a;
-    await waitNodeOf(host, NODE, leader);
+    const first = await leaderAndStandby(t, host, 'kill');
+    const { replicas, standby } = first;
+    let leader = first.leader;
     await waitOnlyLeader('member', leader, [standby]);
-    await waitWarm(host, standby, 1);
 
     const apps = harness().host.kubeConfig().makeApiClient(AppsV1Api);
     await apps.createNamespacedDeployment({ namespace: ns, body: deployment('ha', ns, PODS, { virtualNode: NODE }) });
@@ -296,12 +308,7 @@ describe('high availability', () => {
   });
 
   it('graceful stop hands over: SIGTERM of the leader, the other leads and the node shows it within 5 s, Ready throughout', async (t) => {
-    const replicas = new Replicas(t, host, clusterletArgs(harness().member));
-    const [a, b] = [await replicas.start('term-a'), await replicas.start('term-b')];
-    const leader = await waitLeader(host, 'member', [a, b]);
-    const next = leader === a ? b : a;
-    await waitNodeOf(host, NODE, leader);
-    await waitWarm(host, next, 1);
+    const { leader, standby: next } = await leaderAndStandby(t, host, 'term');
 
     const notReady: string[] = [];
     const unobserve = await observe(host, nodeSpec(host, NODE), (n) => {
@@ -326,12 +333,7 @@ describe('high availability', () => {
   it('a paused leader (SIGSTOP) is taken over; resumed, it writes nothing more: the node keeps the new leader\'s address', async (t) => {
     const member = client(harness().member);
     const ns = await namespaces(t, 'ha-pause', [host]);
-    const replicas = new Replicas(t, host, clusterletArgs(harness().member));
-    const [a, b] = [await replicas.start('pause-a'), await replicas.start('pause-b')];
-    const paused = await waitLeader(host, 'member', [a, b]);
-    const next = paused === a ? b : a;
-    await waitNodeOf(host, NODE, paused);
-    await waitWarm(host, next, 1);
+    const { leader: paused, standby: next } = await leaderAndStandby(t, host, 'pause');
     const apps = harness().host.kubeConfig().makeApiClient(AppsV1Api);
     await apps.createNamespacedDeployment({ namespace: ns, body: deployment('ha', ns, 5, { virtualNode: NODE }) });
     await waitAllServed(host, member, ns, 5);

@@ -10,8 +10,6 @@ import { Harness } from '../test/harness/harness.ts';
 import { freePort, pollUntil } from '../test/harness/net.ts';
 import { runBench, toMarkdown, type BenchResult } from './bench.ts';
 import { NODE_FLAGS } from '../src/nodeflags.ts';
-import { ClusterClient } from '../src/kube/client.ts';
-import { loadKubeconfigFile } from '../src/kube/kubeconfig.ts';
 
 const { values } = parseArgs({ options: {
   sizes: { type: 'string', default: '10,100,1000,10000' },
@@ -24,8 +22,7 @@ const log = (l: string): void => { process.stderr.write(`[bench] ${l}\n`); };
 
 const h = await Harness.start({ componentQPS: 2000, log });
 // clusterlet's Leases (which replica leads the member) live in namespace clusterlet, as manifests/host installs it.
-await new ClusterClient(loadKubeconfigFile(h.host.kubeconfig), { cluster: 'host', qps: 5, burst: 10 }).core
-  .createNamespace({ body: { metadata: { name: 'clusterlet' } } });
+await h.createLeaseNamespace();
 const [port, kubeletPort] = await Promise.all([freePort(), freePort()]);
 const logFile = join(h.dir, 'clusterlet.log');
 // The compiled build, as deployed (running the TypeScript sources directly costs about 40 MB more).

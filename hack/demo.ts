@@ -28,8 +28,7 @@ const logFile = join(h.dir, 'clusterlet.log');
 const cli = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
 say(`Step 3/4: starting clusterlet (logs: ${logFile}).`);
 // Its Leases (one per member: which replica leads it) live in namespace clusterlet, as manifests/host installs it.
-await new ClusterClient(loadKubeconfigFile(h.host.kubeconfig), { cluster: 'host', qps: 5, burst: 10 }).core
-  .createNamespace({ body: { metadata: { name: 'clusterlet' } } });
+await h.createLeaseNamespace();
 const child = spawn(process.execPath, [...NODE_FLAGS, cli, '--host-kubeconfig', h.host.kubeconfig, '--member-kubeconfig', h.member.kubeconfig,
   '--member-name', 'member', '--health-port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
 const out = createWriteStream(logFile);

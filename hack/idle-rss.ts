@@ -60,7 +60,7 @@ function modulesOnly(variant: string, extraFlags: string[]): string {
 const h = await Harness.start({ log: (l) => process.stderr.write(`[harness] ${l}\n`) });
 try {
   const host = new ClusterClient(loadKubeconfigFile(h.host.kubeconfig), { cluster: 'host', qps: 50, burst: 100 });
-  await host.core.createNamespace({ body: { metadata: { name: 'clusterlet' } } });
+  await h.createLeaseNamespace();
   for (const variant of values.variants.split(',')) for (const extraFlags of flagSets) {
     if (!existsSync(entry(variant))) { say(`${variant}: ${entry(variant)} missing (npm run build)`); continue; }
     say(`${modulesOnly(variant, extraFlags)} ${extraFlags.join(' ')}`);

@@ -8,6 +8,7 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { CoreV1Api } from '@kubernetes/client-node';
 import { ensureBinaries, type Binaries } from './binaries.ts';
 import { LocalCluster, type FakeNode } from './cluster.ts';
 import { startProc, type Proc } from './procs.ts';
@@ -135,6 +136,14 @@ export class Harness {
     this.extraHosts.push(c);
     await c.start();
     return c;
+  }
+
+  /**
+   * Namespace `clusterlet` in the host, where clusterlet's Leases live (manifests/host creates it): for a clusterlet
+   * run with the admin kubeconfig, as the demo, the benchmark and the memory probe run it.
+   */
+  async createLeaseNamespace(): Promise<void> {
+    await this.host.kubeConfig().makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: 'clusterlet' } } });
   }
 
   async stop(): Promise<void> {

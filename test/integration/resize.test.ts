@@ -2,10 +2,10 @@
 // through the member's `resize` subresource; what the member's kubelet (KWOK's pod-resize stage, see
 // test/harness/kwok/stages.yaml) reports comes back onto the proxy; a resize the member refuses shows on the proxy
 // as a kubelet shows one it cannot do.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Pod, V1ResourceRequirements } from '@kubernetes/client-node';
-import { harness, namespaces, startSuiteClusterlet, type ClusterletProcess } from '../support/env.ts';
+import { harness, namespaces, withSuiteClusterlet } from '../support/env.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { waitUntil } from '../support/wait.ts';
 import { condition, eventSpec, podSpec, podsSpec } from '../support/objects.ts';
@@ -30,12 +30,9 @@ async function resize(ns: string, name: string, cpu: string, cpuLimit: string): 
 const main = (p: V1Pod | undefined) => p?.status?.containerStatuses?.find((c) => c.name === 'main');
 
 describe('in-place resize', () => {
-  let cl: ClusterletProcess;
   let host: ClusterClient;
   let member: ClusterClient;
-
-  before(async () => ({ host, member, cl } = await startSuiteClusterlet()));
-  after(async () => { await cl.stop(); });
+  withSuiteClusterlet((c) => ({ host, member } = c));
 
   /** The proxy `name`, once Running with its container's resources shown (the API resizes no pod without them). */
   async function runningProxy(ns: string, name: string): Promise<void> {

@@ -60,12 +60,14 @@ export class PodRequests {
 
 /**
  * Changes that can move a pod's usage: binding, phase, whether it is a delegate, its spec (requests resized in
- * place bump the generation), and what its status says of a resize (the kubelet's actuated and allocated
- * resources, an infeasible resize). Other status churn of a running pod cannot; nor can deletion, which the
- * scheduler does not count either until the pod is gone.
+ * place bump the generation), and, for a pod that counts, what its status says of a resize (the kubelet's actuated
+ * and allocated resources, an infeasible resize). Other status churn of a running pod cannot; nor can deletion,
+ * which the scheduler does not count either until the pod is gone.
  */
 export function requestsRelevant(pod: V1Pod, old: V1Pod, isOurs: (pod: V1Pod) => boolean = isAnyDelegate): boolean {
-  return pod.spec?.nodeName !== old.spec?.nodeName || pod.status?.phase !== old.status?.phase
-    || pod.metadata?.generation !== old.metadata?.generation || isOurs(pod) !== isOurs(old)
-    || JSON.stringify(resizeStatus(pod)) !== JSON.stringify(resizeStatus(old));
+  if (pod.spec?.nodeName !== old.spec?.nodeName || pod.status?.phase !== old.status?.phase
+    || pod.metadata?.generation !== old.metadata?.generation || isOurs(pod) !== isOurs(old)) return true;
+  // Past this point both versions count alike. This runs on every status change of every member pod: the resize
+  // comparison (objects built and serialized) only for a pod that counts, never for our delegates.
+  return podCounts(pod, isOurs) && JSON.stringify(resizeStatus(pod)) !== JSON.stringify(resizeStatus(old));
 }

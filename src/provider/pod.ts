@@ -27,7 +27,10 @@ export interface PodEvent {
   event: Pick<CoreV1Event, 'type' | 'reason' | 'message' | 'count' | 'firstTimestamp' | 'lastTimestamp' | 'source'>;
 }
 
-/** Something worth telling the proxy's owner about a pod that was created anyway (an event on the proxy). */
+/**
+ * Something worth telling the proxy's owner (an event on the proxy): about a pod created anyway (createPod), or a
+ * change of it the back end refused (updatePod).
+ */
 export interface PodNotice { type: 'Normal' | 'Warning'; reason: string; message: string }
 
 export interface CreateOptions {

@@ -1,8 +1,8 @@
 // Offloaded Jobs: a Job whose pods run through delegates completes on the host, as it would on real nodes.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { BatchV1Api } from '@kubernetes/client-node';
-import { harness, namespaces, startSuiteClusterlet, type ClusterletProcess } from '../support/env.ts';
+import { harness, namespaces, withSuiteClusterlet } from '../support/env.ts';
 import { waitUntil } from '../support/wait.ts';
 import { condition, job, jobsSpec, podsSpec } from '../support/objects.ts';
 import type { ClusterClient } from '../../src/kube/client.ts';
@@ -10,12 +10,9 @@ import type { ClusterClient } from '../../src/kube/client.ts';
 const NODE = 'clusterlet-member';
 
 describe('offloaded Jobs', () => {
-  let cl: ClusterletProcess;
   let host: ClusterClient;
   let member: ClusterClient;
-
-  before(async () => ({ host, member, cl } = await startSuiteClusterlet()));
-  after(async () => { await cl.stop(); });
+  withSuiteClusterlet((c) => ({ host, member } = c));
 
   it('a Job of 2 completions, 2 at a time, on the virtual node completes: its delegates Succeeded in the member', async (t) => {
     const ns = await namespaces(t, 'job', [host]);

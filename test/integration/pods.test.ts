@@ -1,9 +1,9 @@
 // Proxy pods become delegate pods; statuses and events come back; deletion is graceful end to end.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { AppsV1Api, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import {
-  client, clusterID, clusterletArgs, deleteNamespaceAndWait, harness, namespaces, startClusterlet, startSuiteClusterlet, type ClusterletProcess,
+  client, clusterID, clusterletArgs, deleteNamespaceAndWait, harness, namespaces, startClusterlet, withSuiteClusterlet,
 } from '../support/env.ts';
 import { deletionGraces, waitUntil } from '../support/wait.ts';
 import { condition, deployment, isReady, podSpec, podsSpec, waitVirtualNodeSchedulable } from '../support/objects.ts';
@@ -18,12 +18,9 @@ function offloaded(name: string, namespace: string, extra: Partial<Parameters<ty
 }
 
 describe('pod offloading', () => {
-  let cl: ClusterletProcess;
   let host: ClusterClient;
   let member: ClusterClient;
-
-  before(async () => ({ host, member, cl } = await startSuiteClusterlet()));
-  after(async () => { await cl.stop(); });
+  withSuiteClusterlet((c) => ({ host, member } = c));
 
   it('a Deployment tolerating the virtual node runs 3/3 through delegates; pods without the toleration stay home', async (t) => {
     const ns = await namespaces(t, 'deploy', [host]);

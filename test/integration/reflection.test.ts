@@ -1,11 +1,11 @@
 // ConfigMaps, Secrets and ServiceAccounts follow their pods, and stay in sync; exports come back.
-import { describe, it, before, after, type TestContext } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import { clusterID, harness, namespaces, startSuiteClusterlet, type ClusterletProcess } from '../support/env.ts';
+import { clusterID, harness, namespaces, withSuiteClusterlet } from '../support/env.ts';
 import { waitUntil } from '../support/wait.ts';
 import { cmSpec, condition, eventSpec, podsSpec, secretSpec, VIRTUAL_TOLERATION } from '../support/objects.ts';
 import { PATCH, type ClusterClient } from '../../src/kube/client.ts';
@@ -35,12 +35,9 @@ const named = <T extends { metadata?: { name?: string } }>(items: T[], name: str
 const EXPORT = { 'clusterlet.io/export': 'true' };
 
 describe('ConfigMaps, Secrets and ServiceAccounts follow their pods', () => {
-  let cl: ClusterletProcess;
   let host: ClusterClient;
   let member: ClusterClient;
-
-  before(async () => ({ host, member, cl } = await startSuiteClusterlet()));
-  after(async () => { await cl.stop(); });
+  withSuiteClusterlet((c) => ({ host, member } = c));
 
   it('mirrors every kind of reference byte for byte before the pod starts, and nothing else', async (t) => {
     const ns = await namespaces(t, 'refs', [host]);

@@ -2,13 +2,13 @@
 // through the member's `resize` subresource; what the member's kubelet (KWOK's pod-resize stage, see
 // test/harness/kwok/stages.yaml) reports comes back onto the proxy; a resize the member refuses shows on the proxy
 // as a kubelet shows one it cannot do.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { CoreV1Event, V1Pod, V1ResourceRequirements } from '@kubernetes/client-node';
-import { harness, namespaces, startSuiteClusterlet, type ClusterletProcess } from '../support/env.ts';
+import type { V1Pod, V1ResourceRequirements } from '@kubernetes/client-node';
+import { harness, namespaces, withSuiteClusterlet } from '../support/env.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { waitUntil } from '../support/wait.ts';
-import { condition, podSpec, podsSpec } from '../support/objects.ts';
+import { condition, eventSpec, podSpec, podsSpec } from '../support/objects.ts';
 import type { ClusterClient } from '../../src/kube/client.ts';
 
 const NODE = 'clusterlet-member';
@@ -30,12 +30,9 @@ async function resize(ns: string, name: string, cpu: string, cpuLimit: string): 
 const main = (p: V1Pod | undefined) => p?.status?.containerStatuses?.find((c) => c.name === 'main');
 
 describe('in-place resize', () => {
-  let cl: ClusterletProcess;
   let host: ClusterClient;
   let member: ClusterClient;
-
-  before(async () => ({ host, member, cl } = await startSuiteClusterlet()));
-  after(async () => { await cl.stop(); });
+  withSuiteClusterlet((c) => ({ host, member } = c));
 
   /** The proxy `name`, once Running with its container's resources shown (the API resizes no pod without them). */
   async function runningProxy(ns: string, name: string): Promise<void> {
@@ -76,10 +73,8 @@ describe('in-place resize', () => {
     assert.equal(pending.status, 'True');
     assert.match(pending.message ?? '', /member member refused the resize: .*node didn't have enough allocatable resources: cpu/);
     assert.equal(main(p)?.resources?.requests?.cpu, '100m', 'the proxy shows the resources the pod has');
-    const events = await waitUntil(host, {
-      path: `/api/v1/namespaces/${ns}/events`, model: 'CoreV1Event', resource: 'events',
-      list: (q) => host.core.listNamespacedEvent({ namespace: ns, ...q }),
-    }, (evs: CoreV1Event[]) => evs.some((e) => e.involvedObject?.name === 'big' && e.reason === 'ResizeInfeasible'), 30_000, 'a ResizeInfeasible event');
+    const events = await waitUntil(host, eventSpec(host, ns),
+      (evs) => evs.some((e) => e.involvedObject?.name === 'big' && e.reason === 'ResizeInfeasible'), 30_000, 'a ResizeInfeasible event');
     assert.equal(events.find((e) => e.reason === 'ResizeInfeasible')!.type, 'Warning');
     const [d] = await member.core.listNamespacedPod({ namespace: ns }).then((l) => l.items);
     assert.deepEqual(d.spec!.containers[0].resources, resources('100m', '200m'), 'the delegate keeps its resources');

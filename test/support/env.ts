@@ -6,7 +6,7 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
-import type { TestContext } from 'node:test';
+import { after, before, type TestContext } from 'node:test';
 import type { Harness } from '../harness/harness.ts';
 import type { LocalCluster } from '../harness/cluster.ts';
 import { ClusterClient } from '../../src/kube/client.ts';
@@ -153,4 +153,19 @@ export async function startSuiteClusterlet(extra: string[] = []):
   const cl = startClusterlet(clusterletArgs(harness().member, extra));
   await waitVirtualNodeSchedulable(host);
   return { host, member, cl };
+}
+
+/**
+ * For a describe block whose tests share one clusterlet: starts it (startSuiteClusterlet) before them, hands `use`
+ * the host and member clients, and stops it after them. The harness exists only once the run's `before` ran, hence
+ * the clients handed over then rather than returned.
+ */
+export function withSuiteClusterlet(use: (clients: { host: ClusterClient; member: ClusterClient }) => void, extra: string[] = []): void {
+  let cl: ClusterletProcess | undefined;
+  before(async () => {
+    const started = await startSuiteClusterlet(extra);
+    cl = started.cl;
+    use(started);
+  });
+  after(async () => { await cl?.stop(); });
 }

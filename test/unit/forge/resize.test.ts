@@ -158,6 +158,10 @@ describe('podRequests of a pod resized in place', () => {
     assert.equal(requestsRelevant(allocated, before), true);
     assert.equal(requestsRelevant(infeasible, before), true);
     assert.equal(requestsRelevant(churn, before), false);
+    // A delegate counts for nothing (it is the virtual node's own load): its resize moves no member requests.
+    const ours = (p: V1Pod): V1Pod => ({ ...p, metadata: { ...p.metadata, labels: { 'clusterlet.io/origin': 'host', 'clusterlet.io/proxy-uid': 'u' } } });
+    assert.equal(requestsRelevant(ours(allocated), ours(before)), false);
+    assert.equal(requestsRelevant(ours(infeasible), ours(before)), false);
     assert.deepEqual(resizeStatus(before), { containers: { app: { actual: { cpu: '300m' }, allocated: { cpu: '300m' } } }, infeasible: false });
   });
 });

@@ -3,13 +3,12 @@
 import { describe, it, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
-import { PodController } from '../../../../src/host/pod/controller.ts';
-import { createLogger } from '../../../../src/log.ts';
+import type { PodController } from '../../../../src/host/pod/controller.ts';
 import { FakeHost } from '../../fakes/host.ts';
 import { FakeProvider, PodRejectedError } from '../../fakes/provider.ts';
+import { NODE, startController as start, stopControllers } from '../../fakes/podcontroller.ts';
 import { eventually } from '../../fakes/wait.ts';
 
-const NODE = 'clusterlet-eu';
 const NS = 'web';
 
 function proxy(name: string, opts: { restartPolicy?: string; status?: V1PodStatus; uid?: string; daemonSet?: boolean } = {}): V1Pod {
@@ -27,15 +26,7 @@ const ready = (status: 'True' | 'False' = 'True'): V1PodStatus => ({
   containerStatuses: [{ name: 'app', image: 'a', imageID: '', ready: status === 'True', restartCount: 0, state: { running: {} } }],
 });
 
-
-let running: PodController[] = [];
-function start(host: FakeHost, provider: FakeProvider): PodController {
-  const c = new PodController(host.client(), provider, createLogger('silent'), { nodeName: NODE, member: 'eu', workers: 2 });
-  c.start();
-  running.push(c);
-  return c;
-}
-afterEach(() => { for (const c of running.splice(0)) c.stop(); });
+afterEach(stopControllers);
 
 /** Proxy `a` with a running delegate, its first sync done: and how many updates that took. */
 async function runningAndSynced(): Promise<{ host: FakeHost; provider: FakeProvider; c: PodController; updates: number }> {

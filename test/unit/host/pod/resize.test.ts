@@ -4,13 +4,12 @@
 import { describe, it, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Pod, V1PodSpec, V1PodStatus, V1ResourceRequirements } from '@kubernetes/client-node';
-import { PodController } from '../../../../src/host/pod/controller.ts';
-import { createLogger } from '../../../../src/log.ts';
+import type { PodController } from '../../../../src/host/pod/controller.ts';
 import { FakeHost } from '../../fakes/host.ts';
 import { FakeProvider } from '../../fakes/provider.ts';
+import { NODE, startController, stopControllers } from '../../fakes/podcontroller.ts';
 import { eventually } from '../../fakes/wait.ts';
 
-const NODE = 'clusterlet-eu';
 const NS = 'web';
 const KEY = `${NS}/a`;
 
@@ -36,18 +35,14 @@ function running(cpu: string, ...conditions: V1PodStatus['conditions'] & object)
 
 const infeasible = { type: 'PodResizePending', status: 'True', reason: 'Infeasible', message: 'member eu refused the resize: too big' };
 
-let controllers: PodController[] = [];
-afterEach(() => { for (const c of controllers.splice(0)) c.stop(); });
+afterEach(stopControllers);
 
 function start(): { host: FakeHost; provider: FakeProvider; controller: PodController } {
   const host = new FakeHost();
   const provider = new FakeProvider();
   host.put(proxy('100m', 1));
   provider.pods.set(KEY, { proxyUID: 'uid-a', terminating: false, phase: 'Running', status: running('100m') });
-  const controller = new PodController(host.client(), provider, createLogger('silent'), { nodeName: NODE, member: 'eu', workers: 2 });
-  controller.start();
-  controllers.push(controller);
-  return { host, provider, controller };
+  return { host, provider, controller: startController(host, provider) };
 }
 
 const cpuOf = (spec: unknown): string | undefined => (spec as V1PodSpec).containers[0].resources?.requests?.cpu;

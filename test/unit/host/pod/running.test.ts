@@ -4,13 +4,11 @@
 import { describe, it, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
-import { PodController } from '../../../../src/host/pod/controller.ts';
-import { createLogger } from '../../../../src/log.ts';
 import { FakeHost } from '../../fakes/host.ts';
 import { FakeProvider, PodRejectedError } from '../../fakes/provider.ts';
+import { NODE, startController as start, stopControllers } from '../../fakes/podcontroller.ts';
 import { eventually } from '../../fakes/wait.ts';
 
-const NODE = 'clusterlet-eu';
 const NS = 'web';
 
 const proxy = (name: string): V1Pod => ({
@@ -19,15 +17,7 @@ const proxy = (name: string): V1Pod => ({
   status: { phase: 'Pending' },
 });
 
-let controllers: PodController[] = [];
-afterEach(() => { for (const c of controllers.splice(0)) c.stop(); });
-
-function start(host: FakeHost, provider: FakeProvider): PodController {
-  const c = new PodController(host.client(), provider, createLogger('silent'), { nodeName: NODE, member: 'eu', workers: 2 });
-  c.start();
-  controllers.push(c);
-  return c;
-}
+afterEach(stopControllers);
 
 describe('PodController.running and a missing mandatory ConfigMap', () => {
   it('lists the host pods whose own delegate runs, as the host has them; not one the back end has no pod for', async () => {

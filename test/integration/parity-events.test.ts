@@ -5,10 +5,10 @@
 // TestCreatePodWithMandatoryInexistentConfigMap asserts the same of its /runningpods/).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import type { CoreV1Event, V1Container, V1Pod, V1PodSpec } from '@kubernetes/client-node';
+import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
 import { harness, namespaces, startSuiteClusterlet, type ClusterletProcess } from '../support/env.ts';
 import { waitUntil } from '../support/wait.ts';
-import { condition, eventSpec, podsSpec, VIRTUAL_TOLERATION } from '../support/objects.ts';
+import { condition, eventSpec, podsSpec, offloadedPod as pod } from '../support/objects.ts';
 import { freePort, httpsStatus, pollUntil } from '../harness/net.ts';
 import type { Credentials } from '../harness/cluster.ts';
 import type { ClusterClient } from '../../src/kube/client.ts';
@@ -16,12 +16,6 @@ import { toKubeError } from '../../src/kube/errors.ts';
 
 const NODE = 'clusterlet-member';
 
-function pod(name: string, ns: string, spec: Partial<V1PodSpec> = {}, container: Partial<V1Container> = {}): V1Pod {
-  return { metadata: { name, namespace: ns }, spec: {
-    tolerations: [VIRTUAL_TOLERATION], nodeSelector: { 'kubernetes.io/hostname': NODE },
-    containers: [{ name: 'main', image: 'registry.example/app:1', ...container }], ...spec,
-  } };
-}
 
 const named = (ps: V1Pod[], name: string): V1Pod | undefined => ps.find((p) => p.metadata?.name === name);
 

@@ -7,10 +7,9 @@ import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { clusterID, harness, namespaces, withSuiteClusterlet } from '../support/env.ts';
 import { waitUntil } from '../support/wait.ts';
-import { cmSpec, condition, eventSpec, podsSpec, secretSpec, VIRTUAL_TOLERATION } from '../support/objects.ts';
+import { cmSpec, condition, eventSpec, podsSpec, secretSpec, offloadedPod as pod } from '../support/objects.ts';
 import { PATCH, type ClusterClient } from '../../src/kube/client.ts';
 
-const NODE = 'clusterlet-member';
 const merge = { contentType: PATCH.merge };
 /** Every Secret value this file creates: none may appear in any clusterlet output. */
 const secretValues: string[] = [];
@@ -23,12 +22,6 @@ function secretValue(): string {
 
 const b64 = (s: string | Buffer): string => Buffer.from(s).toString('base64');
 
-function pod(name: string, ns: string, spec: Partial<NonNullable<V1Pod['spec']>>, container: Partial<NonNullable<V1Pod['spec']>['containers'][number]> = {}): V1Pod {
-  return { metadata: { name, namespace: ns }, spec: {
-    tolerations: [VIRTUAL_TOLERATION], nodeSelector: { 'kubernetes.io/hostname': NODE },
-    containers: [{ name: 'main', image: 'registry.example/app:1', ...container }], ...spec,
-  } };
-}
 
 const named = <T extends { metadata?: { name?: string } }>(items: T[], name: string): T | undefined => items.find((i) => i.metadata?.name === name);
 

@@ -1,6 +1,6 @@
 // Small builders and predicates for test objects.
 import type {
-  BatchV1Api, CoreV1Event, V1ConfigMap, V1Deployment, V1Job, V1Lease, V1Node, V1Pod, V1PodSpec, V1ResourceRequirements, V1Secret,
+  BatchV1Api, CoreV1Event, V1ConfigMap, V1Container, V1Deployment, V1Job, V1Lease, V1Node, V1Pod, V1PodSpec, V1ResourceRequirements, V1Secret,
 } from '@kubernetes/client-node';
 import type { ClusterClient } from '../../src/kube/client.ts';
 import { waitUntil } from './wait.ts';
@@ -35,6 +35,15 @@ export function podSpec(name: string, opts: {
       containers: [{ name: 'main', image: 'registry.example/app:1', resources: opts.resources }],
     },
   };
+}
+
+/** A pod for the virtual node `node` (tolerating and selecting it), one container `main`, with `spec` and `container` over it. */
+export function offloadedPod(name: string, namespace: string, spec: Partial<V1PodSpec> = {}, container: Partial<V1Container> = {},
+  node = 'clusterlet-member'): V1Pod {
+  return { metadata: { name, namespace }, spec: {
+    tolerations: [VIRTUAL_TOLERATION], nodeSelector: { 'kubernetes.io/hostname': node },
+    containers: [{ name: 'main', image: 'registry.example/app:1', ...container }], ...spec,
+  } };
 }
 
 /** A pod template's spec: one container; with `virtualNode`, tolerating and selecting that node. */

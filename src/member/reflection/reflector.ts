@@ -38,65 +38,33 @@ interface KindApi<T> {
 
 const precondition = (uid: string) => ({ preconditions: { uid } });
 
-/** EndpointSlices (discovery.k8s.io/v1), by path: the client's typed surface has no discovery group. */
-const SLICES = '/apis/discovery.k8s.io/v1';
-const slicesOf = (namespace: string) => `${SLICES}/namespaces/${encodeURIComponent(namespace)}/endpointslices`;
-const sliceOf = (namespace: string, name: string) => `${slicesOf(namespace)}/${encodeURIComponent(name)}`;
-
-/** ServiceExports (multicluster.x-k8s.io/v1alpha1, a CRD where a member has the MCS API), by path likewise. */
-const EXPORTS = '/apis/multicluster.x-k8s.io/v1alpha1';
-const exportsOf = (namespace: string) => `${EXPORTS}/namespaces/${encodeURIComponent(namespace)}/serviceexports`;
-const exportOf = (namespace: string, name: string) => `${exportsOf(namespace)}/${encodeURIComponent(name)}`;
+/**
+ * A namespaced kind's calls, by path: `prefix` is its group version's (`/api/v1`, `/apis/discovery.k8s.io/v1`), so
+ * one builder serves the core kinds and those the typed client has no group for (the typed methods send these
+ * same requests).
+ */
+function byPath<T>(prefix: string, plural: string, model: string): KindApi<T> {
+  const all = `${prefix}/${plural}`;
+  const collection = (namespace: string) => `${prefix}/namespaces/${encodeURIComponent(namespace)}/${plural}`;
+  const item = (namespace: string, name: string) => `${collection(namespace)}/${encodeURIComponent(name)}`;
+  return {
+    path: all, model, resource: plural,
+    list: (c, p) => c.request('GET', `${all}${queryOf({ ...p })}`),
+    read: (c, namespace, name) => c.request('GET', item(namespace, name)),
+    create: (c, namespace, body) => c.request('POST', collection(namespace), { body }),
+    replace: (c, namespace, name, body) => c.request('PUT', item(namespace, name), { body }),
+    remove: (c, namespace, name, uid) => c.request('DELETE', item(namespace, name), { body: precondition(uid) }),
+  };
+}
 
 export const KINDS: { [K in Kind]: KindApi<KindObjects[K]> } = {
-  ConfigMap: {
-    path: '/api/v1/configmaps', model: 'V1ConfigMap', resource: 'configmaps',
-    list: (c, p) => c.core.listConfigMapForAllNamespaces(p),
-    read: (c, namespace, name) => c.core.readNamespacedConfigMap({ namespace, name }),
-    create: (c, namespace, body) => c.core.createNamespacedConfigMap({ namespace, body }),
-    replace: (c, namespace, name, body) => c.core.replaceNamespacedConfigMap({ namespace, name, body }),
-    remove: (c, namespace, name, uid) => c.core.deleteNamespacedConfigMap({ namespace, name, body: precondition(uid) }),
-  },
-  Secret: {
-    path: '/api/v1/secrets', model: 'V1Secret', resource: 'secrets',
-    list: (c, p) => c.core.listSecretForAllNamespaces(p),
-    read: (c, namespace, name) => c.core.readNamespacedSecret({ namespace, name }),
-    create: (c, namespace, body) => c.core.createNamespacedSecret({ namespace, body }),
-    replace: (c, namespace, name, body) => c.core.replaceNamespacedSecret({ namespace, name, body }),
-    remove: (c, namespace, name, uid) => c.core.deleteNamespacedSecret({ namespace, name, body: precondition(uid) }),
-  },
-  ServiceAccount: {
-    path: '/api/v1/serviceaccounts', model: 'V1ServiceAccount', resource: 'serviceaccounts',
-    list: (c, p) => c.core.listServiceAccountForAllNamespaces(p),
-    read: (c, namespace, name) => c.core.readNamespacedServiceAccount({ namespace, name }),
-    create: (c, namespace, body) => c.core.createNamespacedServiceAccount({ namespace, body }),
-    replace: (c, namespace, name, body) => c.core.replaceNamespacedServiceAccount({ namespace, name, body }),
-    remove: (c, namespace, name, uid) => c.core.deleteNamespacedServiceAccount({ namespace, name, body: precondition(uid) }),
-  },
-  Service: {
-    path: '/api/v1/services', model: 'V1Service', resource: 'services',
-    list: (c, p) => c.core.listServiceForAllNamespaces(p),
-    read: (c, namespace, name) => c.core.readNamespacedService({ namespace, name }),
-    create: (c, namespace, body) => c.core.createNamespacedService({ namespace, body }),
-    replace: (c, namespace, name, body) => c.core.replaceNamespacedService({ namespace, name, body }),
-    remove: (c, namespace, name, uid) => c.core.deleteNamespacedService({ namespace, name, body: precondition(uid) }),
-  },
-  EndpointSlice: {
-    path: `${SLICES}/endpointslices`, model: 'V1EndpointSlice', resource: 'endpointslices',
-    list: (c, p) => c.request('GET', `${SLICES}/endpointslices${queryOf({ ...p })}`),
-    read: (c, namespace, name) => c.request('GET', sliceOf(namespace, name)),
-    create: (c, namespace, body) => c.request('POST', slicesOf(namespace), { body }),
-    replace: (c, namespace, name, body) => c.request('PUT', sliceOf(namespace, name), { body }),
-    remove: (c, namespace, name, uid) => c.request('DELETE', sliceOf(namespace, name), { body: precondition(uid) }),
-  },
-  ServiceExport: {
-    path: `${EXPORTS}/serviceexports`, model: 'ServiceExport', resource: 'serviceexports',
-    list: (c, p) => c.request('GET', `${EXPORTS}/serviceexports${queryOf({ ...p })}`),
-    read: (c, namespace, name) => c.request('GET', exportOf(namespace, name)),
-    create: (c, namespace, body) => c.request('POST', exportsOf(namespace), { body }),
-    replace: (c, namespace, name, body) => c.request('PUT', exportOf(namespace, name), { body }),
-    remove: (c, namespace, name, uid) => c.request('DELETE', exportOf(namespace, name), { body: precondition(uid) }),
-  },
+  ConfigMap: byPath('/api/v1', 'configmaps', 'V1ConfigMap'),
+  Secret: byPath('/api/v1', 'secrets', 'V1Secret'),
+  ServiceAccount: byPath('/api/v1', 'serviceaccounts', 'V1ServiceAccount'),
+  Service: byPath('/api/v1', 'services', 'V1Service'),
+  EndpointSlice: byPath('/apis/discovery.k8s.io/v1', 'endpointslices', 'V1EndpointSlice'),
+  // A CRD, where a member has the Multi-Cluster Services API.
+  ServiceExport: byPath('/apis/multicluster.x-k8s.io/v1alpha1', 'serviceexports', 'ServiceExport'),
 };
 
 export interface Selectors { labelSelector?: string; fieldSelector?: string }

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import { KINDS, Reflector, type ReflectorMetrics, type UpdateRule } from '../../../../src/member/reflection/reflector.ts';
 import { GROUPS, queryOf, route } from '../../../../src/kube/client.ts';
+import { objectKey } from '../../../../src/kube/informer.ts';
 import { createLogger } from '../../../../src/log.ts';
 import { metrics } from '../../../../src/metrics.ts';
 import { FakeObjects, labelled } from '../../fakes/objects.ts';
@@ -25,7 +26,7 @@ function setup(opts: { update?: UpdateRule<V1ConfigMap>; sync?: (key: string) =>
   const api = new FakeObjects();
   const r = new Reflector<V1ConfigMap>({
     name: 'test', workers: 2, target: api.target('ConfigMap', labelled('example.io/by=me')), log: createLogger('silent'),
-    update: 'update' in opts ? opts.update : rule, sync: opts.sync ?? (async () => undefined), metrics: opts.metrics,
+    update: 'update' in opts ? opts.update : rule, sync: opts.sync ?? (async () => undefined), keyOf: objectKey, metrics: opts.metrics,
   });
   r.start();
   running.push(r);
@@ -163,6 +164,31 @@ describe('Reflector queue', () => {
     r.add('ns/b');
     await eventually('both run', () => runs.length === 2);
     assert.deepEqual(runs.sort(), ['ns/a', 'ns/b']);
+  });
+});
+
+describe('Reflector start', () => {
+  it('hands the policy no key before the caches it reads have synced, then every stored object\'s and its start keys', async () => {
+    const api = new FakeObjects();
+    api.put('ConfigMap', cm('stored', { v: '1' }));
+    let synced!: () => void;
+    const read = { waitSynced: () => new Promise<void>((resolve) => { synced = resolve; }) };
+    const runs: string[] = [];
+    const r = new Reflector<V1ConfigMap>({
+      name: 'test', workers: 2, target: api.target('ConfigMap', labelled('example.io/by=me')), log: createLogger('silent'),
+      update: rule, sync: async (key) => { runs.push(key); }, keyOf: objectKey, reads: [read], startKeys: () => ['ns/start'],
+    });
+    r.start();
+    running.push(r);
+    r.add('ns/early');
+    await settle();
+    assert.deepEqual(runs, [], 'nothing while a cache it reads has not synced');
+    synced();
+    await eventually('the keys handled', () => runs.length === 3);
+    assert.deepEqual(runs.sort(), ['ns/early', 'ns/start', 'ns/stored'], 'the key added meanwhile, the start key, the stored object\'s, once each');
+    api.put('ConfigMap', cm('stored', { v: 'changed by someone' }));
+    await eventually('the changed object\'s key handled again', () => runs.length === 4);
+    assert.equal(runs[3], 'ns/stored');
   });
 });
 

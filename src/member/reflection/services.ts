@@ -198,7 +198,7 @@ export class ServiceReflector {
     const memberNs = memberNamespace(this.#member.config.namespaceMapping, hostNs);
     const host = this.#hosts.get(key);
     const live = host && !host.metadata?.deletionTimestamp && reflectable(host) ? host : undefined;
-    if (!live || !this.#selectsOwnDelegate(hostNs, live)) {
+    if (!live || !this.#selectsOwnDelegate(hostNs, memberNs, live)) {
       this.#conflicts.delete(key);
       await this.#removeCopy(memberNs, name, live);
       return;
@@ -249,12 +249,12 @@ export class ServiceReflector {
     return names;
   }
 
-  /** Whether the Service selects one of this node's delegates in its namespace. */
-  #selectsOwnDelegate(hostNs: string, svc: V1Service): boolean {
-    for (const [ref, pod] of this.#member.delegates.entries()) {
-      if (ref.namespace === hostNs && selects(svc.spec?.selector, pod.metadata?.labels)) return true;
-    }
-    return false;
+  /** Whether the Service selects one of this node's delegates of its namespace (they run in `memberNs`). */
+  #selectsOwnDelegate(hostNs: string, memberNs: string, svc: V1Service): boolean {
+    return this.#podsByNs.list(memberNs).some((p) => {
+      const d = delegateOf(p, this.#member.owner);
+      return d?.ownNode && d.ref.namespace === hostNs && selects(svc.spec?.selector, p.metadata?.labels);
+    });
   }
 
   /**

@@ -51,7 +51,8 @@ export class ServiceExporter {
   #recheckMs: number;
   /** While the API is served. */
   #reflector: Reflector<ServiceExport> | undefined;
-  #subs: Subscription[] = [];
+  /** The copies' changes, while the API is served. */
+  #sub: Subscription | undefined;
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
   #looked = false;
@@ -105,11 +106,12 @@ export class ServiceExporter {
     });
     this.#reflector = r;
     r.start();
-    this.#subs.push(this.#copies.events$.subscribe((ev) => r.add(ev.key)));
+    this.#sub = this.#copies.events$.subscribe((ev) => r.add(ev.key));
   }
 
   #stopReflector(): void {
-    for (const s of this.#subs.splice(0)) s.unsubscribe();
+    this.#sub?.unsubscribe();
+    this.#sub = undefined;
     this.#reflector?.stop();
     this.#reflector = undefined;
   }

@@ -3,14 +3,13 @@
 import type { Subscription } from 'rxjs';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { objectKey, type Informer } from './informer.ts';
+import { RefIndex } from '../util/refindex.ts';
 
 export class StoreIndex<T extends KubernetesObject> {
   #informer: Informer<T>;
   #indexOf: (obj: T) => string | undefined;
-  /** index value → keys of the store's objects that have it. */
-  #keys = new Map<string, Set<string>>();
-  /** key → its index value. */
-  #valueOf = new Map<string, string>();
+  /** Each object's key refers to its index value. */
+  #refs = new RefIndex();
   #sub: Subscription | undefined;
 
   /** `indexOf`: the value an object is found under (undefined: not indexed). */
@@ -32,17 +31,16 @@ export class StoreIndex<T extends KubernetesObject> {
   stop(): void {
     this.#sub?.unsubscribe();
     this.#sub = undefined;
-    this.#keys.clear();
-    this.#valueOf.clear();
+    this.#refs = new RefIndex();
   }
 
   /** The keys of the objects found under `value`. */
-  keys(value: string): string[] { return [...this.#keys.get(value) ?? []]; }
+  keys(value: string): string[] { return [...this.#refs.holders(value)]; }
 
   /** The objects found under `value`. */
   list(value: string): T[] {
     const objs: T[] = [];
-    for (const key of this.#keys.get(value) ?? []) {
+    for (const key of this.#refs.holders(value)) {
       const obj = this.#informer.get(key);
       if (obj) objs.push(obj);
     }
@@ -50,21 +48,8 @@ export class StoreIndex<T extends KubernetesObject> {
   }
 
   #set(key: string, obj: T | undefined): void {
-    const before = this.#valueOf.get(key);
-    const after = obj && this.#indexOf(obj);
-    if (before === after) return;
-    if (before !== undefined) {
-      const keys = this.#keys.get(before);
-      keys?.delete(key);
-      if (keys?.size === 0) this.#keys.delete(before);
-      this.#valueOf.delete(key);
-    }
-    if (after !== undefined) {
-      let keys = this.#keys.get(after);
-      if (!keys) this.#keys.set(after, keys = new Set());
-      keys.add(key);
-      this.#valueOf.set(key, after);
-    }
+    const value = obj && this.#indexOf(obj);
+    this.#refs.update(key, value === undefined ? [] : [value], undefined);
   }
 }
 

@@ -38,4 +38,9 @@ export class RefIndex<T = undefined> {
 
   /** Every key someone refers to. */
   keys(): IterableIterator<string> { return this.#holdersOf.keys(); }
+
+  /** The holders that refer to `key`. */
+  holders(key: string): ReadonlySet<string> { return this.#holdersOf.get(key) ?? NONE; }
 }
+
+const NONE: ReadonlySet<string> = new Set();

@@ -2,6 +2,7 @@
 // open schema, installed into a cluster and removed again. Enough for clusterlet to find the API and write exports.
 import type { ClusterClient } from '../../src/kube/client.ts';
 import { ignoreNotFound } from '../../src/kube/errors.ts';
+import { pollUntil } from '../harness/net.ts';
 
 const CRDS = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
 const NAME = 'serviceexports.multicluster.x-k8s.io';
@@ -20,22 +21,18 @@ const serviceExportCRD = {
 /** Whether the cluster serves the MCS group version (what clusterlet looks up). */
 const served = async (c: ClusterClient): Promise<boolean> => (await ignoreNotFound(() => c.request('GET', MCS_API))) !== undefined;
 
-async function poll(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!await check()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+/** Polls until the group version is served or not (discovery cannot be watched). */
+const untilServed = (c: ClusterClient, want: boolean, timeoutMs: number): Promise<true> =>
+  pollUntil(`${MCS_API} ${want ? 'served' : 'gone'}`, async () => (await served(c)) === want || undefined, timeoutMs, 200);
 
 /** Installs the ServiceExport CRD and waits until its group version is served. */
 export async function installServiceExportCRD(c: ClusterClient): Promise<void> {
   await c.request('POST', CRDS, { body: serviceExportCRD });
-  await poll(`${MCS_API} served`, () => served(c), 30_000);
+  await untilServed(c, true, 30_000);
 }
 
 /** Removes the CRD (and with it every ServiceExport) and waits until the group version is no longer served. */
 export async function removeServiceExportCRD(c: ClusterClient): Promise<void> {
   await ignoreNotFound(() => c.request('DELETE', `${CRDS}/${NAME}`));
-  await poll(`${MCS_API} gone`, async () => !await served(c), 60_000);
+  await untilServed(c, false, 60_000);
 }

@@ -21,6 +21,12 @@ type Exported = V1ConfigMap | V1Secret;
 type Kind = 'ConfigMap' | 'Secret';
 const KINDS = ['ConfigMap', 'Secret'] as const;
 
+/** The member key of a host copy, from its exported-from annotation (`<member>/<member namespace>`). */
+function memberKeyOf(copy: KubernetesObject): string | undefined {
+  const memberNs = copy.metadata?.annotations?.[EXPORTED_FROM_ANNOTATION]?.split('/')[1];
+  return memberNs ? `${memberNs}/${copy.metadata!.name}` : undefined;
+}
+
 /**
  * Whether a host namespace accepts exports: it exists, is not being deleted, and is named in the allow-list
  * or annotated clusterlet.io/accept-exports: "true". Without either, members cannot write into it.
@@ -59,7 +65,6 @@ export class ExportConsent {
 
   /** The names of host namespaces whose consent was given or withdrawn (or that came or went with it). */
   get changes$(): Observable<string> { return this.#changes; }
-  get hasSynced(): boolean { return this.#namespaces.hasSynced; }
   waitSynced(): Promise<void> { return this.#namespaces.waitSynced(); }
   accepts(hostNamespace: string): boolean { return exportAllowed(this.#namespaces.get(hostNamespace), this.#allow); }
   start(): void { this.#namespaces.start(); }
@@ -113,6 +118,8 @@ export class ExportReflector {
     const reflector = (kind: Kind): Reflector<Exported> => new Reflector<Exported>({
       name: `export-${kind.toLowerCase()}-${member}`, workers: 2, target: sides.targets[kind] as Target<Exported>, update: copies,
       sync: (key) => this.#sync(kind, key), log, metrics: { member, kind, direction: 'to-host', counts: () => true },
+      // A host copy changed or deleted by someone: brought back in line with its member object.
+      keyOf: memberKeyOf, reads: [this.#sources[kind], this.#namespaces, consent], startKeys: () => this.#sources[kind].keys(),
     });
     this.#reflectors = { ConfigMap: reflector('ConfigMap'), Secret: reflector('Secret') };
   }
@@ -122,13 +129,7 @@ export class ExportReflector {
     for (const k of KINDS) {
       this.#sources[k].start();
       this.#reflectors[k].start();
-    }
-    for (const kind of KINDS) {
-      this.#subs.push(
-        this.#sources[kind].events$.subscribe((ev) => this.#reflectors[kind].add(ev.key)),
-        // A host copy changed or deleted by someone: bring it back in line with its member object.
-        this.#reflectors[kind].store.events$.subscribe((ev) => this.#addCopy(kind, ev.object)),
-      );
+      this.#subs.push(this.#sources[k].events$.subscribe((ev) => this.#reflectors[k].add(ev.key)));
     }
     this.#subs.push(
       this.#namespaces.events$.subscribe((ev) => this.#addMemberNamespace(ev.object.metadata!.name!)),
@@ -142,14 +143,6 @@ export class ExportReflector {
         }
       }),
     );
-    // #sync skips keys until every cache has synced: go over everything once they have.
-    const caches = [this.#namespaces, ...KINDS.flatMap((k) => [this.#sources[k], this.#reflectors[k]])];
-    void Promise.all([this.#consent.waitSynced(), ...caches.map((c) => c.waitSynced())]).then(() => {
-      for (const kind of KINDS) {
-        for (const k of this.#sources[kind].keys()) this.#reflectors[kind].add(k);
-        for (const c of this.#reflectors[kind].store.list()) this.#addCopy(kind, c);
-      }
-    });
   }
 
   /** Every member object of a member namespace. */
@@ -159,10 +152,10 @@ export class ExportReflector {
     }
   }
 
-  /** The member key of a host copy, from its exported-from annotation. */
+  /** The member object of a host copy. */
   #addCopy(kind: Kind, copy: KubernetesObject): void {
-    const memberNs = copy.metadata?.annotations?.[EXPORTED_FROM_ANNOTATION]?.split('/')[1];
-    if (memberNs) this.#reflectors[kind].add(`${memberNs}/${copy.metadata!.name}`);
+    const key = memberKeyOf(copy);
+    if (key) this.#reflectors[kind].add(key);
   }
 
   stop(): void {
@@ -177,7 +170,6 @@ export class ExportReflector {
   async #sync(kind: Kind, memberKey: string): Promise<void> {
     const source = this.#sources[kind];
     const reflector = this.#reflectors[kind];
-    if (!source.hasSynced || !reflector.hasSynced || !this.#namespaces.hasSynced || !this.#consent.hasSynced) return;
     const { namespace: memberNs, name } = splitKey(memberKey);
     const hostNs = this.#namespaces.get(memberNs)?.metadata?.annotations?.[PROXY_NAMESPACE_ANNOTATION];
     const object = source.get(memberKey);

@@ -128,8 +128,15 @@ export class ObjectMirror {
     this.#createHoldMs = opts.createHoldMs ?? 30_000;
     this.wake$ = this.#wake.asObservable();
     const sync = (key: string): Promise<void> => this.#sync(key);
+    // Stale copies (their delegates went while we were away) are removed once every view is complete.
+    const reads = [member.pods, ...KINDS.map((k) => targets[k].store)];
     const reflector = <K extends RefKind>(kind: K, update?: UpdateRule<ObjectOf<K>>): Reflector<ObjectOf<K>> => new Reflector({
-      name: `mirror-${kind.toLowerCase()}-${member.config.name}`, workers: 4, target: targets[kind], update, sync, log,
+      name: `mirror-${kind.toLowerCase()}-${member.config.name}`, workers: 4, target: targets[kind], update, sync, log, reads,
+      // A copy changed or removed by someone is set back.
+      keyOf: (o) => {
+        const hostNs = o.metadata?.annotations?.[PROXY_NAMESPACE_ANNOTATION];
+        return hostNs ? mirrorKey(kind, hostNs, o.metadata!.name!) : undefined;
+      },
       metrics: { member: member.config.name, kind, direction: 'to-member', counts: (o) => this.#mine(o) },
     });
     // A copy of this host's (whichever of its nodes made it) follows the host object; any other is not touched.
@@ -154,21 +161,7 @@ export class ObjectMirror {
         if (this.#uses.has(key)) this.#enqueue(key);
         this.#wakeWaiting(key);
       })),
-      // A copy changed or removed by someone is set back.
-      ...KINDS.map((k) => this.#reflector(k).store.events$.subscribe((ev) => {
-        const hostNs = ev.object.metadata?.annotations?.[PROXY_NAMESPACE_ANNOTATION];
-        if (hostNs) this.#enqueue(mirrorKey(k, hostNs, ev.object.metadata!.name!));
-      })),
     );
-    // Stale copies (their delegates went while we were away) are removed once every view is complete.
-    void Promise.all([this.#member.pods.waitSynced(), ...KINDS.map((k) => this.#reflector(k).waitSynced())]).then(() => {
-      for (const k of KINDS) {
-        for (const o of this.#reflector(k).store.list()) {
-          const hostNs = o.metadata?.annotations?.[PROXY_NAMESPACE_ANNOTATION];
-          if (hostNs) this.#enqueue(mirrorKey(k, hostNs, o.metadata!.name!));
-        }
-      }
-    });
   }
 
   stop(): void {
@@ -179,8 +172,6 @@ export class ObjectMirror {
     for (const key of this.#uses.keys()) this.#release(key);
     this.#waiting.clear();
   }
-
-  hasSynced(): boolean { return KINDS.every((k) => this.#reflector(k).hasSynced); }
 
   /**
    * Makes sure everything `proxy` refers to exists in `memberNs` before its delegate is created, and says what is
@@ -336,7 +327,6 @@ export class ObjectMirror {
   }
 
   async #sync(key: string): Promise<void> {
-    if (!this.#member.pods.hasSynced || !this.hasSynced()) return;
     const { kind, hostNamespace, name } = parseKey(key);
     const memberNs = memberNamespace(this.#member.config.namespaceMapping, hostNamespace);
     const reflector = this.#reflector(kind);

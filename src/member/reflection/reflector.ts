@@ -1,7 +1,9 @@
 // One reflector per kind: the store of the objects it may have written (an informer of the target cluster), the
 // writes (deletes with a UID precondition), the rule of which existing objects it may change, and a work queue
 // with workers. What an object should be, where it goes and when it goes are a policy's (the host → member mirror,
-// the member → host exporter): the policy handles each queued key and writes through `apply` and `remove`.
+// the member → host exporter): the policy handles each queued key and writes through `apply` and `remove`. The
+// reflector hands the policy no key before every cache the policy reads has synced, then every object of its store
+// once, and again each one someone changes or deletes.
 // A new kind is one entry of KINDS (and its object type in KindObjects).
 import type { Observable, Subscription } from 'rxjs';
 import type { KubernetesObject, V1ConfigMap, V1EndpointSlice, V1Secret, V1Service, V1ServiceAccount } from '@kubernetes/client-node';
@@ -38,65 +40,33 @@ interface KindApi<T> {
 
 const precondition = (uid: string) => ({ preconditions: { uid } });
 
-/** EndpointSlices (discovery.k8s.io/v1), by path: the client's typed surface has no discovery group. */
-const SLICES = '/apis/discovery.k8s.io/v1';
-const slicesOf = (namespace: string) => `${SLICES}/namespaces/${encodeURIComponent(namespace)}/endpointslices`;
-const sliceOf = (namespace: string, name: string) => `${slicesOf(namespace)}/${encodeURIComponent(name)}`;
-
-/** ServiceExports (multicluster.x-k8s.io/v1alpha1, a CRD where a member has the MCS API), by path likewise. */
-const EXPORTS = '/apis/multicluster.x-k8s.io/v1alpha1';
-const exportsOf = (namespace: string) => `${EXPORTS}/namespaces/${encodeURIComponent(namespace)}/serviceexports`;
-const exportOf = (namespace: string, name: string) => `${exportsOf(namespace)}/${encodeURIComponent(name)}`;
+/**
+ * A namespaced kind's calls, by path: `prefix` is its group version's (`/api/v1`, `/apis/discovery.k8s.io/v1`), so
+ * one builder serves the core kinds and those the typed client has no group for (the typed methods send these
+ * same requests).
+ */
+function byPath<T>(prefix: string, plural: string, model: string): KindApi<T> {
+  const all = `${prefix}/${plural}`;
+  const collection = (namespace: string) => `${prefix}/namespaces/${encodeURIComponent(namespace)}/${plural}`;
+  const item = (namespace: string, name: string) => `${collection(namespace)}/${encodeURIComponent(name)}`;
+  return {
+    path: all, model, resource: plural,
+    list: (c, p) => c.request('GET', `${all}${queryOf({ ...p })}`),
+    read: (c, namespace, name) => c.request('GET', item(namespace, name)),
+    create: (c, namespace, body) => c.request('POST', collection(namespace), { body }),
+    replace: (c, namespace, name, body) => c.request('PUT', item(namespace, name), { body }),
+    remove: (c, namespace, name, uid) => c.request('DELETE', item(namespace, name), { body: precondition(uid) }),
+  };
+}
 
 export const KINDS: { [K in Kind]: KindApi<KindObjects[K]> } = {
-  ConfigMap: {
-    path: '/api/v1/configmaps', model: 'V1ConfigMap', resource: 'configmaps',
-    list: (c, p) => c.core.listConfigMapForAllNamespaces(p),
-    read: (c, namespace, name) => c.core.readNamespacedConfigMap({ namespace, name }),
-    create: (c, namespace, body) => c.core.createNamespacedConfigMap({ namespace, body }),
-    replace: (c, namespace, name, body) => c.core.replaceNamespacedConfigMap({ namespace, name, body }),
-    remove: (c, namespace, name, uid) => c.core.deleteNamespacedConfigMap({ namespace, name, body: precondition(uid) }),
-  },
-  Secret: {
-    path: '/api/v1/secrets', model: 'V1Secret', resource: 'secrets',
-    list: (c, p) => c.core.listSecretForAllNamespaces(p),
-    read: (c, namespace, name) => c.core.readNamespacedSecret({ namespace, name }),
-    create: (c, namespace, body) => c.core.createNamespacedSecret({ namespace, body }),
-    replace: (c, namespace, name, body) => c.core.replaceNamespacedSecret({ namespace, name, body }),
-    remove: (c, namespace, name, uid) => c.core.deleteNamespacedSecret({ namespace, name, body: precondition(uid) }),
-  },
-  ServiceAccount: {
-    path: '/api/v1/serviceaccounts', model: 'V1ServiceAccount', resource: 'serviceaccounts',
-    list: (c, p) => c.core.listServiceAccountForAllNamespaces(p),
-    read: (c, namespace, name) => c.core.readNamespacedServiceAccount({ namespace, name }),
-    create: (c, namespace, body) => c.core.createNamespacedServiceAccount({ namespace, body }),
-    replace: (c, namespace, name, body) => c.core.replaceNamespacedServiceAccount({ namespace, name, body }),
-    remove: (c, namespace, name, uid) => c.core.deleteNamespacedServiceAccount({ namespace, name, body: precondition(uid) }),
-  },
-  Service: {
-    path: '/api/v1/services', model: 'V1Service', resource: 'services',
-    list: (c, p) => c.core.listServiceForAllNamespaces(p),
-    read: (c, namespace, name) => c.core.readNamespacedService({ namespace, name }),
-    create: (c, namespace, body) => c.core.createNamespacedService({ namespace, body }),
-    replace: (c, namespace, name, body) => c.core.replaceNamespacedService({ namespace, name, body }),
-    remove: (c, namespace, name, uid) => c.core.deleteNamespacedService({ namespace, name, body: precondition(uid) }),
-  },
-  EndpointSlice: {
-    path: `${SLICES}/endpointslices`, model: 'V1EndpointSlice', resource: 'endpointslices',
-    list: (c, p) => c.request('GET', `${SLICES}/endpointslices${queryOf({ ...p })}`),
-    read: (c, namespace, name) => c.request('GET', sliceOf(namespace, name)),
-    create: (c, namespace, body) => c.request('POST', slicesOf(namespace), { body }),
-    replace: (c, namespace, name, body) => c.request('PUT', sliceOf(namespace, name), { body }),
-    remove: (c, namespace, name, uid) => c.request('DELETE', sliceOf(namespace, name), { body: precondition(uid) }),
-  },
-  ServiceExport: {
-    path: `${EXPORTS}/serviceexports`, model: 'ServiceExport', resource: 'serviceexports',
-    list: (c, p) => c.request('GET', `${EXPORTS}/serviceexports${queryOf({ ...p })}`),
-    read: (c, namespace, name) => c.request('GET', exportOf(namespace, name)),
-    create: (c, namespace, body) => c.request('POST', exportsOf(namespace), { body }),
-    replace: (c, namespace, name, body) => c.request('PUT', exportOf(namespace, name), { body }),
-    remove: (c, namespace, name, uid) => c.request('DELETE', exportOf(namespace, name), { body: precondition(uid) }),
-  },
+  ConfigMap: byPath('/api/v1', 'configmaps', 'V1ConfigMap'),
+  Secret: byPath('/api/v1', 'secrets', 'V1Secret'),
+  ServiceAccount: byPath('/api/v1', 'serviceaccounts', 'V1ServiceAccount'),
+  Service: byPath('/api/v1', 'services', 'V1Service'),
+  EndpointSlice: byPath('/apis/discovery.k8s.io/v1', 'endpointslices', 'V1EndpointSlice'),
+  // A CRD, where a member has the Multi-Cluster Services API.
+  ServiceExport: byPath('/apis/multicluster.x-k8s.io/v1alpha1', 'serviceexports', 'ServiceExport'),
 };
 
 export interface Selectors { labelSelector?: string; fieldSelector?: string }
@@ -153,6 +123,9 @@ export interface ReflectorMetrics<T> {
   counts(obj: T): boolean;
 }
 
+/** A cache a policy reads. */
+export interface Synced { waitSynced(): Promise<void> }
+
 export interface ReflectorOptions<T extends KubernetesObject> {
   /** Of the queue, for logs and metrics. */
   name: string;
@@ -162,6 +135,12 @@ export interface ReflectorOptions<T extends KubernetesObject> {
   update?: UpdateRule<T>;
   /** The policy's handling of one key; a failure is retried with backoff (and counted), a result may ask for a requeue. */
   sync(key: string): Promise<HandlerResult | void>;
+  /** The policy's key of an object of the store (undefined: none). */
+  keyOf(obj: T): string | undefined;
+  /** The caches `sync` reads besides the store: keys wait until they all have synced. */
+  reads?: readonly Synced[];
+  /** Keys to handle once they have, besides every stored object's (what the policy may have to write). */
+  startKeys?(): Iterable<string>;
   /** Objects reflected (a gauge) and failed syncs (a counter), under these labels. */
   metrics?: ReflectorMetrics<T>;
   log: Logger;
@@ -175,53 +154,69 @@ export class Reflector<T extends KubernetesObject> {
   #target: Target<T>;
   #update: UpdateRule<T> | undefined;
   #sync: (key: string) => Promise<HandlerResult | void>;
+  #keyOf: (obj: T) => string | undefined;
+  #reads: readonly Synced[];
+  #startKeys: () => Iterable<string>;
   #queue: WorkQueue;
-  #metrics: ReflectorMetrics<T> | undefined;
+  #metrics: { labels: { member: string; kind: string; direction: string }; counts(obj: T): boolean } | undefined;
   /** Keys of the store's objects that `metrics.counts`. */
   #counted = new Set<string>();
   #sub: Subscription | undefined;
+  #stopped = false;
 
   constructor(opts: ReflectorOptions<T>) {
     this.store = opts.target.store;
     this.#target = opts.target;
     this.#update = opts.update;
     this.#sync = opts.sync;
-    this.#metrics = opts.metrics;
+    this.#keyOf = opts.keyOf;
+    this.#reads = opts.reads ?? [];
+    this.#startKeys = opts.startKeys ?? (() => []);
+    const m = opts.metrics;
+    this.#metrics = m && { labels: { member: m.member, kind: m.kind, direction: m.direction }, counts: m.counts };
     this.#queue = new WorkQueue({ name: opts.name, workers: opts.workers, log: opts.log, maxDelayMs: 30_000 });
   }
 
-  get hasSynced(): boolean { return this.store.hasSynced; }
-  waitSynced(): Promise<void> { return this.store.waitSynced(); }
-
   start(): void {
     const m = this.#metrics;
-    if (m) {
-      const labels = { member: m.member, kind: m.kind, direction: m.direction };
-      metrics.objectsReflected.set(labels, 0);
-      this.#sub = this.store.events$.subscribe((ev) => {
-        if (ev.type !== 'DELETED' && m.counts(ev.object)) this.#counted.add(ev.key);
-        else this.#counted.delete(ev.key);
-        metrics.objectsReflected.set(labels, this.#counted.size);
-      });
-    }
+    if (m) metrics.objectsReflected.set(m.labels, 0);
+    this.#sub = this.store.events$.subscribe((ev) => {
+      // Changed or deleted by someone (or by us): set back, or removed if no longer wanted.
+      this.#addKeyOf(ev.object);
+      if (!m) return;
+      if (ev.type !== 'DELETED' && m.counts(ev.object)) this.#counted.add(ev.key);
+      else this.#counted.delete(ev.key);
+      metrics.objectsReflected.set(m.labels, this.#counted.size);
+    });
     this.store.start();
-    this.#queue.start(async (key) => {
-      try {
-        return await this.#sync(key);
-      } catch (err) {
-        if (m) metrics.reflectionErrors.inc({ member: m.member, kind: m.kind, direction: m.direction });
-        throw err;
-      }
+    // Keys queued meanwhile wait: the policy judges nothing on a partial view.
+    void Promise.all([this.store.waitSynced(), ...this.#reads.map((r) => r.waitSynced())]).then(() => {
+      if (this.#stopped) return;
+      for (const obj of this.store.list()) this.#addKeyOf(obj);
+      for (const key of this.#startKeys()) this.add(key);
+      this.#queue.start(async (key) => {
+        try {
+          return await this.#sync(key);
+        } catch (err) {
+          if (m) metrics.reflectionErrors.inc(m.labels);
+          throw err;
+        }
+      });
     });
   }
 
   stop(): void {
+    this.#stopped = true;
     this.#queue.shutdown();
     this.#sub?.unsubscribe();
     this.store.stop();
-    const m = this.#metrics;
     this.#counted.clear();
-    if (m) metrics.objectsReflected.remove({ member: m.member, kind: m.kind, direction: m.direction });
+    if (this.#metrics) metrics.objectsReflected.remove(this.#metrics.labels);
+  }
+
+  #addKeyOf(obj: T): void {
+    const key = this.#keyOf(obj);
+    if (key !== undefined) this.add(key);
   }
 
   /** Has the policy handle `key` (once, however often it is added before it runs). */

@@ -9,7 +9,7 @@ import type { V1Service } from '@kubernetes/client-node';
 import type { MemberCluster } from '../cluster.ts';
 import type { ClusterClient } from '../../kube/client.ts';
 import { ignoreNotFound } from '../../kube/errors.ts';
-import { splitKey, type Informer } from '../../kube/informer.ts';
+import { objectKey, splitKey, type Informer } from '../../kube/informer.ts';
 import { ORIGIN_LABEL } from '../../forge/keys.ts';
 import { fromHost, ownedBy, type Owner } from '../../forge/owner.ts';
 import { forgeServiceExport, MCS_GROUP_VERSION, serviceExportMatches, type ServiceExport } from '../../forge/serviceexport.ts';
@@ -51,7 +51,8 @@ export class ServiceExporter {
   #recheckMs: number;
   /** While the API is served. */
   #reflector: Reflector<ServiceExport> | undefined;
-  #subs: Subscription[] = [];
+  /** The copies' changes, while the API is served. */
+  #sub: Subscription | undefined;
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
   #looked = false;
@@ -98,24 +99,19 @@ export class ServiceExporter {
   #startReflector(): void {
     const r = new Reflector<ServiceExport>({
       name: `serviceexports-${this.#name}`, workers: 1, target: this.#api.target(), log: this.#log, sync: (key) => this.#sync(key),
+      keyOf: objectKey, reads: [this.#copies], startKeys: () => this.#copies.keys(),
       // One of this host's (whichever of its nodes made it) is brought in line; any other is not touched.
       update: { ours: (o) => fromHost(o.metadata, this.#owner.host), matches: serviceExportMatches },
       metrics: { member: this.#name, kind: 'ServiceExport', direction: 'to-member', counts: (o) => ownedBy(o.metadata, this.#owner) },
     });
     this.#reflector = r;
     r.start();
-    this.#subs.push(
-      this.#copies.events$.subscribe((ev) => r.add(ev.key)),
-      // An export changed or deleted by someone: set back, or removed.
-      r.store.events$.subscribe((ev) => r.add(ev.key)),
-    );
-    void Promise.all([this.#copies.waitSynced(), r.waitSynced()]).then(() => {
-      for (const key of new Set([...this.#copies.keys(), ...r.store.keys()])) r.add(key);
-    });
+    this.#sub = this.#copies.events$.subscribe((ev) => r.add(ev.key));
   }
 
   #stopReflector(): void {
-    for (const s of this.#subs.splice(0)) s.unsubscribe();
+    this.#sub?.unsubscribe();
+    this.#sub = undefined;
     this.#reflector?.stop();
     this.#reflector = undefined;
   }
@@ -123,7 +119,7 @@ export class ServiceExporter {
   /** The export of a copy: there while this node owns the copy and it asks for one; this node's goes otherwise. */
   async #sync(key: string): Promise<HandlerResult | void> {
     const r = this.#reflector;
-    if (!r || !this.#copies.hasSynced || !r.hasSynced) return;
+    if (!r) return;
     const { namespace, name } = splitKey(key);
     const copy = this.#copies.get(key);
     const desired = copy && !copy.metadata?.deletionTimestamp && ownedBy(copy.metadata, this.#owner)

@@ -72,6 +72,14 @@ function serviceOfSlice(slice: V1EndpointSlice): string | undefined {
   return service && slice.metadata?.namespace ? `${slice.metadata.namespace}/${service}` : undefined;
 }
 
+/** The host Service key of a member copy (a Service, or a slice of one), from its proxy-namespace annotation. */
+function hostKeyOfCopy(copy: V1Service | V1EndpointSlice, name: string | undefined): string | undefined {
+  const hostNs = copy.metadata?.annotations?.[PROXY_NAMESPACE_ANNOTATION];
+  return hostNs && name ? `${hostNs}/${name}` : undefined;
+}
+const hostKeyOfService = (copy: V1Service): string | undefined => hostKeyOfCopy(copy, copy.metadata?.name);
+const hostKeyOfSlice = (copy: V1EndpointSlice): string | undefined => hostKeyOfCopy(copy, copy.metadata?.labels?.[SERVICE_NAME_LABEL]);
+
 export interface ServiceReflectorOptions {
   /** How often a Service in conflict is looked at again (the member's own Service may go). */
   conflictRecheckMs?: number;
@@ -107,6 +115,9 @@ export class ServiceReflector {
     this.#podsByNs = new StoreIndex(member.pods, byNamespace);
     this.#reflector = new Reflector<V1Service>({
       name: `services-${member.config.name}`, workers: 2, target: copies, log, sync: (key) => this.#sync(key),
+      keyOf: hostKeyOfService, reads: [hosts, member.pods],
+      // What may need a copy: the Services of every namespace with a delegate of this node.
+      startKeys: () => new Set([...member.delegates.entries()].flatMap(([ref]) => this.#hostsByNs.keys(ref.namespace))),
       // A copy of this host's (whichever of its nodes made it) follows the host Service; any other is not touched.
       update: { ours: (o) => fromHost(o.metadata, member.owner.host), matches: memberServiceMatches, recreate: needsRecreate },
       metrics: { member: member.config.name, kind: 'Service', direction: 'to-member', counts: (o) => ownedBy(o.metadata, member.owner) },
@@ -114,7 +125,9 @@ export class ServiceReflector {
     if (opts.endpoints) {
       const reflector = new Reflector<V1EndpointSlice>({
         name: `endpointslices-${member.config.name}`, workers: 2, target: opts.endpoints.copies, log,
-        sync: (key) => this.#syncSlices(key),
+        sync: (key) => this.#syncSlices(key), keyOf: hostKeyOfSlice, reads: [opts.endpoints.hostSlices, member.pods, copies.store],
+        // Every Service copy: this node's may lack slices.
+        startKeys: () => copies.store.list().flatMap((c) => hostKeyOfService(c) ?? []),
         update: { ours: (o) => fromHost(o.metadata, member.owner.host), matches: endpointSliceMatches },
         metrics: { member: member.config.name, kind: 'EndpointSlice', direction: 'to-member', counts: (o) => ownedBy(o.metadata, member.owner) },
       });
@@ -123,15 +136,18 @@ export class ServiceReflector {
     }
   }
 
-  get hasSynced(): boolean { return this.#reflector.hasSynced && (this.#endpoints?.reflector.hasSynced ?? true); }
-
   /** The member copies of this host's Services (any of its nodes'), for the ServiceExporter; started by this reflector. */
   get copies(): Informer<V1Service> { return this.#reflector.store; }
 
   /** Queues a host Service's key for its copy and, with the endpoints part, for its slices. */
   #add(key: string): void {
     this.#reflector.add(key);
-    this.#endpoints?.reflector.add(key);
+    this.#addSlices(key);
+  }
+
+  /** Queues a host Service's key for its slices, with the endpoints part. */
+  #addSlices(key: string | undefined): void {
+    if (key !== undefined) this.#endpoints?.reflector.add(key);
   }
 
   /** Subscribes to the member's pods: call in the same tick as they start, so no delegate change is missed. */
@@ -143,8 +159,6 @@ export class ServiceReflector {
     this.#subs.push(
       this.#hosts.events$.subscribe((ev) => this.#reflector.add(ev.key)),
       this.#member.pods.events$.subscribe((ev) => this.#podChanged(ev)),
-      // A copy changed or deleted by someone: set back (or removed, if it is no longer wanted). Its slices follow it.
-      this.#reflector.store.events$.subscribe((ev) => this.#addCopy(ev.object)),
     );
     const ep = this.#endpoints;
     if (ep) {
@@ -152,20 +166,11 @@ export class ServiceReflector {
       ep.copiesOf.start();
       ep.reflector.start();
       this.#subs.push(
-        ep.hostSlices.events$.subscribe((ev) => this.#addSlice(ev.object)),
-        // A slice copy changed or deleted by someone: set back, or removed.
-        ep.reflector.store.events$.subscribe((ev) => this.#addSlice(ev.object)),
+        ep.hostSlices.events$.subscribe((ev) => this.#addSlices(serviceOfSlice(ev.object))),
+        // A Service copy's slices follow it.
+        this.#reflector.store.events$.subscribe((ev) => this.#addSlices(hostKeyOfService(ev.object))),
       );
-      // #syncSlices skips keys until every cache it reads has synced: go over every slice copy once they have.
-      void Promise.all([ep.hostSlices, this.#member.pods, this.#reflector, ep.reflector].map((c) => c.waitSynced())).then(() => {
-        for (const s of ep.reflector.store.list()) this.#addSlice(s);
-      });
     }
-    // #sync skips keys until every cache has synced: go over what may need a copy, and every copy, once they have.
-    void Promise.all([this.#hosts.waitSynced(), this.#member.pods.waitSynced(), this.#reflector.waitSynced()]).then(() => {
-      for (const ns of new Set([...this.#member.delegates.entries()].map(([ref]) => ref.namespace))) this.#addNamespace(ns);
-      for (const c of this.#reflector.store.list()) this.#addCopy(c);
-    });
   }
 
   stop(): void {
@@ -188,27 +193,12 @@ export class ServiceReflector {
     for (const key of this.#hostsByNs.keys(hostNs)) this.#add(key);
   }
 
-  /** The host Service of a copy, from its proxy-namespace annotation. */
-  #addCopy(copy: V1Service): void {
-    const hostNs = copy.metadata?.annotations?.[PROXY_NAMESPACE_ANNOTATION];
-    if (hostNs) this.#add(`${hostNs}/${copy.metadata!.name}`);
-  }
-
-  /** The host Service of a slice (the host's, or a member copy: its proxy-namespace annotation). */
-  #addSlice(slice: V1EndpointSlice): void {
-    const meta = slice.metadata;
-    const service = meta?.labels?.[SERVICE_NAME_LABEL];
-    const hostNs = fromHost(meta, this.#member.owner.host) ? meta?.annotations?.[PROXY_NAMESPACE_ANNOTATION] : meta?.namespace;
-    if (service && hostNs) this.#endpoints?.reflector.add(`${hostNs}/${service}`);
-  }
-
   async #sync(key: string): Promise<HandlerResult | void> {
-    if (!this.#hosts.hasSynced || !this.#member.pods.hasSynced || !this.#reflector.hasSynced) return;
     const { namespace: hostNs, name } = splitKey(key);
     const memberNs = memberNamespace(this.#member.config.namespaceMapping, hostNs);
     const host = this.#hosts.get(key);
     const live = host && !host.metadata?.deletionTimestamp && reflectable(host) ? host : undefined;
-    if (!live || !this.#selectsOwnDelegate(hostNs, live)) {
+    if (!live || !this.#selectsOwnDelegate(hostNs, memberNs, live)) {
       this.#conflicts.delete(key);
       await this.#removeCopy(memberNs, name, live);
       return;
@@ -225,7 +215,6 @@ export class ServiceReflector {
    */
   async #syncSlices(key: string): Promise<void> {
     const ep = this.#endpoints!;
-    if (!ep.hostSlices.hasSynced || !this.#member.pods.hasSynced || !this.#reflector.hasSynced || !ep.reflector.hasSynced) return;
     const { namespace: hostNs, name } = splitKey(key);
     const memberNs = memberNamespace(this.#member.config.namespaceMapping, hostNs);
     const owner = this.#member.owner;
@@ -260,12 +249,12 @@ export class ServiceReflector {
     return names;
   }
 
-  /** Whether the Service selects one of this node's delegates in its namespace. */
-  #selectsOwnDelegate(hostNs: string, svc: V1Service): boolean {
-    for (const [ref, pod] of this.#member.delegates.entries()) {
-      if (ref.namespace === hostNs && selects(svc.spec?.selector, pod.metadata?.labels)) return true;
-    }
-    return false;
+  /** Whether the Service selects one of this node's delegates of its namespace (they run in `memberNs`). */
+  #selectsOwnDelegate(hostNs: string, memberNs: string, svc: V1Service): boolean {
+    return this.#podsByNs.list(memberNs).some((p) => {
+      const d = delegateOf(p, this.#member.owner);
+      return d?.ownNode && d.ref.namespace === hostNs && selects(svc.spec?.selector, p.metadata?.labels);
+    });
   }
 
   /**

@@ -3,21 +3,14 @@
 // clusterlet.io/service-export=true; nothing where the API is absent; someone else's ServiceExport is never touched.
 import { describe, it, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import type { V1Pod, V1Service } from '@kubernetes/client-node';
-import { ServiceReflector } from '../../../../src/member/reflection/services.ts';
+import type { V1Service } from '@kubernetes/client-node';
 import { ServiceExporter, type ServiceExportApi } from '../../../../src/member/reflection/serviceexports.ts';
 import type { ServiceExport } from '../../../../src/forge/serviceexport.ts';
-import { DelegateIndex } from '../../../../src/member/delegates.ts';
-import { forgeDelegatePod } from '../../../../src/forge/pod.ts';
-import { createLogger } from '../../../../src/log.ts';
 import { FakeObjects, labelled } from '../../fakes/objects.ts';
+import { HOST, MNS, NS, putDelegate, silent, startServiceNode } from '../../fakes/services.ts';
 import { eventually, settle } from '../../fakes/wait.ts';
 
-const HOST = 'host-1';
-const NS = 'shop';
-const MNS = 'm1-shop';
 const EXPORT = 'clusterlet.io/service-export';
-const log = createLogger('silent');
 
 const stops: (() => void)[] = [];
 afterEach(() => { for (const s of stops.splice(0).reverse()) s(); });
@@ -32,26 +25,16 @@ function world(served = { now: true }, rediscoverMs = 10) {
   const member = new FakeObjects();
   const hostServices = host.informer<V1Service>('Service');
   hostServices.start();
-  const owner = { host: HOST, node: 'vnode-a' };
-  const pods = member.informer<V1Pod>('Pod');
-  const delegates = new DelegateIndex(pods, owner);
-  const services = new ServiceReflector(
-    { pods, delegates, owner, config: { name: 'm1', namespaceMapping: { template: 'm1-{namespace}', overrides: {} } } },
-    member.target('Service', labelled(`clusterlet.io/origin=${HOST}`)), hostServices, async () => undefined, log);
+  const services = startServiceNode(member, hostServices, 'vnode-a');
   let lookups = 0;
   const api: ServiceExportApi = {
     served: async () => { lookups++; return served.now; },
     target: () => member.target('ServiceExport', labelled(`clusterlet.io/origin=${HOST}`)),
   };
-  const exporter = new ServiceExporter({ name: 'm1', owner }, services.copies, api, log, { rediscoverMs, conflictRecheckMs: 10 });
-  delegates.start();
-  services.start();
+  const exporter = new ServiceExporter({ name: 'm1', owner: services.owner }, services.r.copies, api, silent, { rediscoverMs, conflictRecheckMs: 10 });
   exporter.start();
-  pods.start();
-  stops.push(() => { exporter.stop(); services.stop(); delegates.stop(); pods.stop(); hostServices.stop(); });
-  const delegate = (name: string, labels: Record<string, string>): V1Pod => member.put('Pod', forgeDelegatePod(
-    { metadata: { namespace: NS, name, uid: `uid-${name}`, labels }, spec: { containers: [{ name: 'app', image: 'app:1' }] } },
-    { originCluster: HOST, nodeName: 'vnode-a', memberNamespace: MNS }));
+  stops.push(() => { exporter.stop(); services.stop(); hostServices.stop(); });
+  const delegate = (name: string, labels: Record<string, string>) => putDelegate(member, 'vnode-a', name, labels);
   const copy = (name: string) => member.get<V1Service>('Service', MNS, name);
   const exported = (name: string) => member.get<ServiceExport>('ServiceExport', MNS, name);
   return { host, member, delegate, copy, exported, lookups: () => lookups };

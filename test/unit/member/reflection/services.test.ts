@@ -3,20 +3,12 @@
 // last delegate it selects or with the host Service; a member Service clusterlet did not create is never touched.
 import { describe, it, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import type { V1EndpointSlice, V1Pod, V1Service, V1ServiceSpec } from '@kubernetes/client-node';
-import { CONFLICT_REASON, ServiceReflector, type ServiceWarning } from '../../../../src/member/reflection/services.ts';
-import { DelegateIndex } from '../../../../src/member/delegates.ts';
-import { forgeDelegatePod } from '../../../../src/forge/pod.ts';
+import type { V1EndpointSlice, V1Service, V1ServiceSpec } from '@kubernetes/client-node';
+import { CONFLICT_REASON, type ServiceWarning } from '../../../../src/member/reflection/services.ts';
 import type { EventSubject } from '../../../../src/kube/events.ts';
-import { createLogger } from '../../../../src/log.ts';
 import { FakeObjects, labelled } from '../../fakes/objects.ts';
+import { HOST, MNS, NS, putDelegate, startServiceNode } from '../../fakes/services.ts';
 import { eventually, settle } from '../../fakes/wait.ts';
-
-const HOST = 'host-1';
-const NS = 'shop';
-/** The member namespace of NS: the mapping is not the identity, so a copy in the host's namespace would show. */
-const MNS = 'm1-shop';
-const log = createLogger('silent');
 
 const stops: (() => void)[] = [];
 afterEach(() => { for (const s of stops.splice(0).reverse()) s(); });
@@ -37,25 +29,14 @@ function world() {
 
   /** The ServiceReflector of virtual node `nodeName`, with the Warnings it wrote. */
   function node(nodeName: string) {
-    const owner = { host: HOST, node: nodeName };
-    const pods = member.informer<V1Pod>('Pod');
-    const delegates = new DelegateIndex(pods, owner);
     const warnings: { about: EventSubject; reason: string; message: string }[] = [];
     const warn: ServiceWarning = async (about, ev) => { warnings.push({ about, reason: ev.reason, message: ev.message }); };
-    const r = new ServiceReflector(
-      { pods, delegates, owner, config: { name: 'm1', namespaceMapping: { template: 'm1-{namespace}', overrides: {} } } },
-      member.target('Service', labelled(`clusterlet.io/origin=${HOST}`)), hostServices, warn, log, { conflictRecheckMs: 10 });
-    // The fake lists at once when an informer starts: everything that indexes the pods subscribes first.
-    delegates.start();
-    r.start();
-    pods.start();
-    stops.push(() => { r.stop(); delegates.stop(); pods.stop(); });
+    const { r, stop } = startServiceNode(member, hostServices, nodeName, { warn, conflictRecheckMs: 10 });
+    stops.push(stop);
     return { r, warnings, delegate: (name: string, labels: Record<string, string>) => delegate(nodeName, name, labels) };
   }
   /** Virtual node `nodeName`'s delegate of a host pod `name` with `labels`. */
-  const delegate = (nodeName: string, name: string, labels: Record<string, string>): V1Pod => member.put('Pod', forgeDelegatePod(
-    { metadata: { namespace: NS, name, uid: `uid-${name}`, labels }, spec: { containers: [{ name: 'app', image: 'app:1' }] } },
-    { originCluster: HOST, nodeName, memberNamespace: MNS }));
+  const delegate = (nodeName: string, name: string, labels: Record<string, string>) => putDelegate(member, nodeName, name, labels);
   const copy = (name: string): V1Service | undefined => member.get<V1Service>('Service', MNS, name);
   return { host, member, node, delegate, copy };
 }
@@ -245,21 +226,10 @@ function endpointsWorld(on: boolean, podsLater = false) {
   hostServices.start();
   hostSlices.start();
   stops.push(() => { hostServices.stop(); hostSlices.stop(); });
-  const owner = { host: HOST, node: 'vnode-a' };
-  const pods = member.informer<V1Pod>('Pod');
-  const delegates = new DelegateIndex(pods, owner);
-  const r = new ServiceReflector(
-    { pods, delegates, owner, config: { name: 'm1', namespaceMapping: { template: 'm1-{namespace}', overrides: {} } } },
-    member.target('Service', labelled(`clusterlet.io/origin=${HOST}`)), hostServices, async () => undefined, log,
-    on ? { endpoints: { hostSlices, copies: member.target('EndpointSlice', labelled(`clusterlet.io/origin=${HOST},endpointslice.kubernetes.io/managed-by=clusterlet.io`)) } } : {});
-  delegates.start();
-  r.start();
-  if (!podsLater) pods.start();
-  stops.push(() => { r.stop(); delegates.stop(); pods.stop(); });
-  const delegate = (nodeName: string, name: string, labels: Record<string, string>): V1Pod => member.put('Pod', forgeDelegatePod(
-    { metadata: { namespace: NS, name, uid: `uid-${name}`, labels }, spec: { containers: [{ name: 'app', image: 'app:1' }] } },
-    { originCluster: HOST, nodeName, memberNamespace: MNS }));
-  const startPods = (): void => { pods.start(); };
+  const copies = member.target<V1EndpointSlice>('EndpointSlice', labelled(`clusterlet.io/origin=${HOST},endpointslice.kubernetes.io/managed-by=clusterlet.io`));
+  const { startPods, stop } = startServiceNode(member, hostServices, 'vnode-a', { podsLater, endpoints: on ? { hostSlices, copies } : undefined });
+  stops.push(stop);
+  const delegate = (nodeName: string, name: string, labels: Record<string, string>) => putDelegate(member, nodeName, name, labels);
   const sliceCopy = (hostName: string) => member.get<V1EndpointSlice>('EndpointSlice', MNS, `clusterlet-${hostName}`);
   const addresses = (hostName: string) => sliceCopy(hostName)?.endpoints?.flatMap((e) => e.addresses).sort();
   return { host, member, delegate, sliceCopy, addresses, startPods };

@@ -123,11 +123,11 @@ export function encodeChannel(protocol: ChannelProtocol, channel: number, data: 
 
 /**
  * A received message of `protocol`'s framing: its channel and payload; undefined for an empty one (ignored, as
- * wsstream does). A v5 close signal comes back as channel 255 with the closed channel as payload.
+ * wsstream does). A v5 close signal (binary, as v5 always is) comes back as channel 255 with the closed channel as
+ * payload; whether to heed it is the reader's call.
  */
 export function decodeChannel(protocol: ChannelProtocol, message: Buffer): { channel: number; data: Buffer } | undefined {
   if (message.length === 0) return undefined;
-  if (protocol.version === 5 && message[0] === STREAM_CLOSE) return { channel: STREAM_CLOSE, data: message.subarray(1) };
   if (protocol.binary) return { channel: message[0], data: message.subarray(1) };
   return { channel: message[0] - 48, data: Buffer.from(message.subarray(1).toString('latin1'), 'base64') };
 }

@@ -47,7 +47,7 @@ describe('WebSocket channel framing and handshake', () => {
     assert.equal(decodeChannel(proto('v4.channel.k8s.io'), Buffer.alloc(0)), undefined, 'empty messages are skipped');
   });
 
-  it('the v5 close signal is read only from v5 clients', () => {
+  it('the v5 close signal decodes as channel 255 whatever the protocol (heeded from v5 clients only: see the v1 test)', () => {
     assert.deepEqual(decodeChannel(proto('v5.channel.k8s.io'), Buffer.from([255, 0])), { channel: 255, data: Buffer.from([0]) });
     assert.deepEqual(decodeChannel(proto('v4.channel.k8s.io'), Buffer.from([255, 0])), { channel: 255, data: Buffer.from([0]) },
       'to a v4 reader it is just an unknown channel');

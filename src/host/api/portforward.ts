@@ -15,6 +15,7 @@ import type { Duplex } from 'node:stream';
 import { createWebSocketStream, type WebSocket } from 'ws';
 import type { Logger } from '../../log.ts';
 import { ApiError } from './errors.ts';
+import { relay, writeHolding } from './flow.ts';
 import type { ResolvedPod } from './nodes.ts';
 import { countSession, socketClosed } from './sessions.ts';
 import { SpdySession, type SpdyStream } from './spdy/session.ts';
@@ -113,7 +114,7 @@ function mirror(hostStream: SpdyStream, member: SpdySession, log: Logger): void 
 /** Data and half-closes both ways; a reset (or a stream lost with its session) on one side resets the other. */
 export function join(a: SpdyStream, b: SpdyStream): void {
   const pipe = (from: SpdyStream, to: SpdyStream): void => {
-    from.on('data', (d: Buffer) => { if (!to.write(d)) { from.pause(); to.once('drain', () => from.resume()); } });
+    from.on('data', (d: Buffer) => writeHolding(from, to, d));
     from.on('end', () => to.end());
     from.on('close', () => { if (!from.readableEnded) to.reset(); });
   };
@@ -153,16 +154,8 @@ function forwardChannels(client: WebSocket, protocol: ChannelProtocol, ports: nu
       const data = streams.data;
       pair.data = data;
       for (const chunk of pair.early.splice(0)) data.write(chunk);
-      data.on('data', (d: Buffer) => {
-        if (client.readyState !== client.OPEN) return;
-        // A client that reads slowly holds the pod's side back.
-        if (client.bufferedAmount > 1 << 20) {
-          data.pause();
-          client.send(encodeChannel(protocol, 2 * i, d), () => data.resume());
-        } else {
-          client.send(encodeChannel(protocol, 2 * i, d));
-        }
-      });
+      // A client that reads slowly holds the pod's side back.
+      data.on('data', (d: Buffer) => relay(data, client, encodeChannel(protocol, 2 * i, d)));
       // The pod's side ended the connection: so does this side (a channel cannot be half-closed).
       data.on('end', () => data.end());
       data.on('error', () => { /* reset: 'close' follows */ });
@@ -179,10 +172,7 @@ function forwardChannels(client: WebSocket, protocol: ChannelProtocol, ports: nu
     const pair = f && f.channel % 2 === 0 ? pairs[f.channel / 2] : undefined;
     if (!f || !pair || !f.data.length) return;
     if (!pair.data) pair.early.push(f.data);
-    else if (!pair.data.write(f.data)) {
-      client.pause();
-      pair.data.once('drain', () => client.resume());
-    }
+    else writeHolding(client, pair.data, f.data);
   });
   client.on('close', () => member.close());
   member.onClose(() => closeWebSocket(client, open === 0 ? 1000 : 1011));

@@ -132,20 +132,6 @@ export function decodeChannel(protocol: ChannelProtocol, message: Buffer): { cha
   return { channel: message[0] - 48, data: Buffer.from(message.subarray(1).toString('latin1'), 'base64') };
 }
 
-/**
- * Sends `data` to `to`; while `to` holds more than 1 MiB unsent, `from` is paused until this message is written
- * (a slow reader holds back the writer instead of growing a buffer).
- */
-export function relay(from: WebSocket, to: WebSocket, data: Buffer | string): void {
-  if (to.readyState !== to.OPEN) return;
-  if (to.bufferedAmount > 1 << 20) {
-    from.pause();
-    to.send(data, () => from.resume());
-  } else {
-    to.send(data);
-  }
-}
-
 /** Resolves once `ws` has closed (its socket included). */
 export function closedWebSocket(ws: WebSocket): Promise<void> {
   return ws.readyState === ws.CLOSED ? Promise.resolve() : new Promise((resolve) => ws.once('close', () => resolve()));

@@ -17,7 +17,7 @@ import type { RemoteCommandKind } from '../../provider/runtime.ts';
 import { ApiError } from './errors.ts';
 import { relay, writeHolding } from './flow.ts';
 import { requireContainer, type ResolvedPod } from './nodes.ts';
-import { countSession, socketClosed } from './sessions.ts';
+import { countSession, sessionLog, socketClosed } from './sessions.ts';
 import { SpdySession, type SpdyStream } from './spdy/session.ts';
 import { acceptUpgrade, negotiate, offeredProtocols, requireSpdyUpgrade } from './upgrade.ts';
 import {
@@ -124,7 +124,7 @@ export async function serveRemoteCommand(kind: RemoteCommandKind, req: IncomingM
   log.debug({ namespace: target.namespace, pod: target.name, protocol, memberProtocol: ws.protocol }, `${kind}: member connected; upgrading`);
   acceptUpgrade(socket, head, protocol);
   countSession(kind, 'spdy', [socketClosed(socket), closedWebSocket(ws)]);
-  bridge(kind, ws, socket, protocol, opts, log.child({ namespace: target.proxy.metadata?.namespace, pod: target.proxy.metadata?.name, kind }));
+  bridge(kind, ws, socket, protocol, opts, sessionLog(log, target, kind));
 }
 
 /** exec or attach for a WebSocket client: the runtime's WebSocket first, then the 101. */
@@ -133,15 +133,9 @@ export async function serveRemoteCommandWebSocket(kind: RemoteCommandKind, req: 
   requireWebSocketHandshake(req);
   const { protocol, member } = await openRuntime(kind, req, target, container,
     () => negotiateChannelProtocol(offeredSubprotocols(req), REMOTECOMMAND_WS_PROTOCOLS));
-  let client: WebSocket;
-  try {
-    client = acceptWebSocket(req, socket, head, protocol.name);
-  } catch (err) {
-    member.terminate();
-    throw err;
-  }
+  const client = acceptWebSocket(req, socket, head, protocol.name, () => member.terminate());
   countSession(kind, 'websocket', [closedWebSocket(client), closedWebSocket(member)]);
-  const rlog = log.child({ namespace: target.proxy.metadata?.namespace, pod: target.proxy.metadata?.name, kind });
+  const rlog = sessionLog(log, target, kind);
   rlog.debug({ protocol: protocol.name || '(none)', memberProtocol: member.protocol }, `${kind}: WebSocket session`);
   relayChannels(client, member, protocol, rlog);
 }

@@ -99,15 +99,17 @@ handshakes.on('headers', (headers: string[], req: IncomingMessage) => {
 
 /**
  * Completes the handshake (101, with `protocol` unless it is "") and returns the open WebSocket. The client's
- * own Sec-WebSocket-Protocol is not shown to `ws`, which would refuse a tunnelling client's.
+ * own Sec-WebSocket-Protocol is not shown to `ws`, which would refuse a tunnelling client's. A client gone meanwhile
+ * throws ApiError, after `release()` (what was opened for the session, the member's side).
  */
-export function acceptWebSocket(req: IncomingMessage, socket: Duplex, head: Buffer, protocol: string): WebSocket {
+export function acceptWebSocket(req: IncomingMessage, socket: Duplex, head: Buffer, protocol: string, release: () => void): WebSocket {
   delete req.headers[PROTOCOL_HEADER];
   answering.set(req, protocol);
   let accepted: WebSocket | undefined;
   // Without verifyClient, `ws` completes a checked handshake at once; it calls back only if the socket is still usable.
   handshakes.handleUpgrade(req, socket, head, (ws) => { accepted = ws; });
   if (!accepted) {
+    release();
     socket.destroy();
     throw new ApiError('BadRequest', 'the client went away during the WebSocket handshake');
   }

@@ -17,16 +17,14 @@ import { appendFile, mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promise
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import { createWebSocketStream } from 'ws';
 import { client, clusterletArgs, harness, namespaces, startClusterlet, type ClusterletProcess } from '../support/env.ts';
 import { kubectl, kubectlRun, kubectlStream, type KubectlStream } from '../support/kubectl.ts';
 import { grantNodesProxy, serviceAccountToken } from '../support/callers.ts';
-import { openChannelClient, openTunnel, type ChannelClient } from '../support/websocket.ts';
+import { echoOf, openChannelClient, openTunnel, tunnelConnection, type ChannelClient } from '../support/websocket.ts';
 import { waitUntil } from '../support/wait.ts';
 import { podSpec, podsSpec, waitVirtualNodeSchedulable } from '../support/objects.ts';
 import { freePort, pollUntil } from '../harness/net.ts';
 import { KWOK_ECHO_PORT } from '../harness/kwok-api.ts';
-import { SpdySession } from '../../src/host/api/spdy/session.ts';
 import type { ClusterClient } from '../../src/kube/client.ts';
 import { toKubeError } from '../../src/kube/errors.ts';
 
@@ -344,14 +342,8 @@ describe('kubelet API over WebSocket', () => {
     // port-forward, SPDY tunnelled in WebSocket messages (kubectl's way), straight to the kubelet API.
     const tunnel = await openTunnel(kubeletURL(`/portForward/${ns}/shell`), { token });
     assert.equal(tunnel.protocol, 'SPDY/3.1+portforward.k8s.io');
-    const spdy = new SpdySession(createWebSocketStream(tunnel.ws), 'client');
-    const headers = { port: [String(KWOK_ECHO_PORT)], requestid: ['0'] };
-    (await spdy.openStream({ streamtype: ['error'], ...headers })).resume();
-    const data = await spdy.openStream({ streamtype: ['data'], ...headers });
-    let echoed = '';
-    data.on('data', (d: Buffer) => { echoed += d.toString(); });
-    data.write('through the tunnel\n');
-    await pollUntil('the tunnel echo', async () => echoed === 'through the tunnel\n' || undefined, 15_000, 50);
+    const { spdy, data } = await tunnelConnection(tunnel.ws, KWOK_ECHO_PORT);
+    assert.equal(await echoOf(data, 'through the tunnel\n', 15_000), 'through the tunnel\n');
     spdy.close();
 
     // The same authentication and authorisation as every kubelet API request.

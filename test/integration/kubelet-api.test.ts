@@ -11,7 +11,9 @@ import { readFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { connect as tlsConnect, type PeerCertificate } from 'node:tls';
 import { CertificatesV1Api, type V1CertificateSigningRequest, type V1Pod } from '@kubernetes/client-node';
-import { client, clusterletArgs, harness, namespaces, startClusterlet, type ClusterletProcess } from '../support/env.ts';
+import {
+  client, clusterletArgs, harness, namespaces, startClusterlet, startKubeletApiClusterlet, stopAndForgetNode, type ClusterletProcess,
+} from '../support/env.ts';
 import { kubectl, kubectlRun, kubectlStream } from '../support/kubectl.ts';
 import { grantNodesProxy, serviceAccountToken } from '../support/callers.ts';
 import { waitUntil } from '../support/wait.ts';
@@ -20,7 +22,6 @@ import { freePort, pollUntil } from '../harness/net.ts';
 import { makeCA, signCert, type KeyPair } from '../harness/pki.ts';
 import { KWOK_ECHO_PORT } from '../harness/kwok-api.ts';
 import type { ClusterClient } from '../../src/kube/client.ts';
-import { toKubeError } from '../../src/kube/errors.ts';
 import { newServingKey, selfSignedCertificate } from '../../src/host/api/x509.ts';
 
 const NODE = 'clusterlet-member';
@@ -89,22 +90,10 @@ describe('kubelet API through the host API server', () => {
   let startedAt: number;
 
   before(async () => {
-    host = client(harness().host);
-    member = client(harness().member);
-    port = await freePort();
-    nodeIP = harness().nodeAddress;
     startedAt = Math.floor(Date.now() / 1000) * 1000;
-    cl = startClusterlet(clusterletArgs(harness().member, ['--kubelet-port', String(port), '--node-ip', nodeIP]));
-    await waitVirtualNodeSchedulable(host);
+    ({ host, member, cl, port, nodeIP } = await startKubeletApiClusterlet());
   });
-  after(async () => {
-    await cl.stop();
-    // The node stays registered after a stop (as a kubelet's does), with this test's port and IP: remove it,
-    // so the next test file's clusterlet registers it afresh.
-    await host.core.deleteNode({ name: NODE }).catch((err: unknown) => {
-      if (toKubeError(err).kind !== 'NotFound') throw err;
-    });
-  });
+  after(() => stopAndForgetNode(cl, host, NODE));
 
   async function runningPod(t: Parameters<typeof namespaces>[0], prefix: string, name: string, extra: Partial<Parameters<typeof podSpec>[1]> = {}): Promise<string> {
     const ns = await namespaces(t, prefix, [host]);
@@ -323,12 +312,7 @@ describe('kubelet API before its client CA is loaded', () => {
       '--client-ca-file', caFile]), { NODE_EXTRA_CA_CERTS: foreign.ca.cert });
     await waitVirtualNodeSchedulable(host);
   });
-  after(async () => {
-    await cl.stop();
-    await host.core.deleteNode({ name: NODE }).catch((err: unknown) => {
-      if (toKubeError(err).kind !== 'NotFound') throw err;
-    });
-  });
+  after(() => stopAndForgetNode(cl, host, NODE));
 
   it('refuses client certificates (401) and accepts bearer tokens until the CA is loaded; then the host\'s certificates only', async (t) => {
     const ns = await namespaces(t, 'kapi-noca', [host]);

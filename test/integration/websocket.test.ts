@@ -17,16 +17,15 @@ import { appendFile, mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promise
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import { client, clusterletArgs, harness, namespaces, startClusterlet, type ClusterletProcess } from '../support/env.ts';
+import { harness, namespaces, startKubeletApiClusterlet, stopAndForgetNode, type ClusterletProcess } from '../support/env.ts';
 import { kubectl, kubectlRun, kubectlStream, type KubectlStream } from '../support/kubectl.ts';
 import { grantNodesProxy, serviceAccountToken } from '../support/callers.ts';
 import { echoOf, openChannelClient, openTunnel, tunnelConnection, type ChannelClient } from '../support/websocket.ts';
 import { waitUntil } from '../support/wait.ts';
-import { podSpec, podsSpec, waitVirtualNodeSchedulable } from '../support/objects.ts';
+import { podSpec, podsSpec } from '../support/objects.ts';
 import { freePort, pollUntil } from '../harness/net.ts';
 import { KWOK_ECHO_PORT } from '../harness/kwok-api.ts';
 import type { ClusterClient } from '../../src/kube/client.ts';
-import { toKubeError } from '../../src/kube/errors.ts';
 
 const NODE = 'clusterlet-member';
 const STDOUT = 1;
@@ -117,21 +116,10 @@ describe('kubelet API over WebSocket', () => {
   let nodeIP: string;
 
   before(async () => {
-    host = client(harness().host);
-    member = client(harness().member);
-    port = await freePort();
     healthPort = await freePort();
-    nodeIP = harness().nodeAddress;
-    cl = startClusterlet(clusterletArgs(harness().member, ['--kubelet-port', String(port), '--node-ip', nodeIP,
-      '--health-port', String(healthPort)]));
-    await waitVirtualNodeSchedulable(host);
+    ({ host, member, cl, port, nodeIP } = await startKubeletApiClusterlet(['--health-port', String(healthPort)]));
   });
-  after(async () => {
-    await cl.stop();
-    await host.core.deleteNode({ name: NODE }).catch((err: unknown) => {
-      if (toKubeError(err).kind !== 'NotFound') throw err;
-    });
-  });
+  after(() => stopAndForgetNode(cl, host, NODE));
 
   /** clusterlet_kubelet_api_streams by `endpoint/transport` (open sessions). */
   async function openSessions(): Promise<Map<string, number>> {

@@ -16,6 +16,7 @@ import {
 } from '../support/env.ts';
 import { kubectl, kubectlRun, kubectlStream } from '../support/kubectl.ts';
 import { grantNodesProxy, serviceAccountToken } from '../support/callers.ts';
+import { attachShows, criLine } from '../support/kwok.ts';
 import { waitUntil } from '../support/wait.ts';
 import { podSpec, podsSpec, waitVirtualNodeSchedulable } from '../support/objects.ts';
 import { freePort, pollUntil } from '../harness/net.ts';
@@ -25,11 +26,6 @@ import type { ClusterClient } from '../../src/kube/client.ts';
 import { newServingKey, selfSignedCertificate } from '../../src/host/api/x509.ts';
 
 const NODE = 'clusterlet-member';
-
-/** A CRI log line as the container runtime writes it (what KWOK reads). */
-function criLine(at: Date, text: string, stream: 'stdout' | 'stderr' = 'stdout'): string {
-  return `${at.toISOString().replace('Z', '000000Z')} ${stream} F ${text}\n`;
-}
 
 function offloaded(name: string, namespace: string, extra: Partial<Parameters<typeof podSpec>[1]> = {}): V1Pod {
   return podSpec(name, { namespace, tolerate: true, nodeSelector: { 'kubernetes.io/hostname': NODE }, ...extra });
@@ -243,12 +239,7 @@ describe('kubelet API through the host API server', () => {
     await writeFile(file, '');
     const a = kubectlStream(['attach', '-n', ns, 'attached', '-c', 'main']);
     try {
-      // KWOK's attach follows the file from its end: write until kubectl shows a line.
-      let n = 0;
-      await pollUntil('kubectl attach shows the output', async () => {
-        await appendFile(file, criLine(new Date(), `tick ${++n}`));
-        return /tick \d+\n/.test(a.out()) ? true : undefined;
-      }, 30_000, 300);
+      await attachShows(a.out);
       await appendFile(file, criLine(new Date(), 'after the first'));
       await a.waitFor(/after the first\n/);
     } finally {

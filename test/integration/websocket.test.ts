@@ -13,7 +13,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
-import { appendFile, mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
@@ -21,6 +21,7 @@ import { harness, namespaces, startKubeletApiClusterlet, stopAndForgetNode, type
 import { kubectl, kubectlRun, kubectlStream, type KubectlStream } from '../support/kubectl.ts';
 import { grantNodesProxy, serviceAccountToken } from '../support/callers.ts';
 import { echoOf, openChannelClient, openTunnel, tunnelConnection, type ChannelClient } from '../support/websocket.ts';
+import { attachShows } from '../support/kwok.ts';
 import { waitUntil } from '../support/wait.ts';
 import { podSpec, podsSpec } from '../support/objects.ts';
 import { freePort, pollUntil } from '../harness/net.ts';
@@ -31,21 +32,6 @@ const NODE = 'clusterlet-member';
 const STDOUT = 1;
 const STDERR = 2;
 const ERROR = 3;
-
-/** A CRI log line as the container runtime writes it (what KWOK's attach reads). */
-function criLine(at: Date, text: string): string {
-  return `${at.toISOString().replace('Z', '000000Z')} stdout F ${text}\n`;
-}
-
-/** Resolves once an attached client shows the container's output (`output()`, so far). */
-async function attachShows(output: () => string): Promise<void> {
-  // KWOK's attach follows a file from its end: lines are written until one shows.
-  let n = 0;
-  await pollUntil('attach shows the output', async () => {
-    await appendFile(harness().member.kwok.attach('main'), criLine(new Date(), `tick ${++n}`));
-    return /tick \d+\n/.test(output()) ? true : undefined;
-  }, 30_000, 300);
-}
 
 /** The API server's apiserver_websocket_streaming_requests_total, by `subresource/proxy_type`. */
 async function apiserverStreaming(): Promise<Map<string, number>> {

@@ -18,7 +18,7 @@ import { kubectl, kubectlRun, kubectlStream } from '../support/kubectl.ts';
 import { grantNodesProxy, serviceAccountToken } from '../support/callers.ts';
 import { attachShows, criLine } from '../support/kwok.ts';
 import { waitUntil } from '../support/wait.ts';
-import { podSpec, podsSpec, waitVirtualNodeSchedulable } from '../support/objects.ts';
+import { podSpec, runOffloadedPod, waitVirtualNodeSchedulable } from '../support/objects.ts';
 import { freePort, pollUntil } from '../harness/net.ts';
 import { makeCA, signCert, type KeyPair } from '../harness/pki.ts';
 import { KWOK_ECHO_PORT } from '../harness/kwok-api.ts';
@@ -26,10 +26,6 @@ import type { ClusterClient } from '../../src/kube/client.ts';
 import { newServingKey, selfSignedCertificate } from '../../src/host/api/x509.ts';
 
 const NODE = 'clusterlet-member';
-
-function offloaded(name: string, namespace: string, extra: Partial<Parameters<typeof podSpec>[1]> = {}): V1Pod {
-  return podSpec(name, { namespace, tolerate: true, nodeSelector: { 'kubernetes.io/hostname': NODE }, ...extra });
-}
 
 /** The certificate served at ip:port, verified against `caFile` (rejects when it does not verify). */
 function peerCertificate(ip: string, port: number, caFile: string): Promise<PeerCertificate> {
@@ -93,9 +89,7 @@ describe('kubelet API through the host API server', () => {
 
   async function runningPod(t: Parameters<typeof namespaces>[0], prefix: string, name: string, extra: Partial<Parameters<typeof podSpec>[1]> = {}): Promise<string> {
     const ns = await namespaces(t, prefix, [host]);
-    await host.core.createNamespacedPod({ namespace: ns, body: offloaded(name, ns, extra) });
-    await waitUntil(host, podsSpec(host, ns), (ps) => ps[0]?.status?.phase === 'Running', 60_000, `${name} Running`);
-    await waitUntil(member, podsSpec(member, ns), (ps) => ps[0]?.status?.phase === 'Running', 30_000, `delegate ${name} Running`);
+    await runOffloadedPod(host, member, ns, name, extra, NODE);
     return ns;
   }
 

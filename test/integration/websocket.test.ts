@@ -16,14 +16,12 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
-import type { V1Pod } from '@kubernetes/client-node';
 import { harness, namespaces, startKubeletApiClusterlet, stopAndForgetNode, type ClusterletProcess } from '../support/env.ts';
 import { kubectl, kubectlRun, kubectlStream, type KubectlStream } from '../support/kubectl.ts';
 import { grantNodesProxy, serviceAccountToken } from '../support/callers.ts';
 import { echoOf, openChannelClient, openTunnel, tunnelConnection, type ChannelClient } from '../support/websocket.ts';
 import { attachShows } from '../support/kwok.ts';
-import { waitUntil } from '../support/wait.ts';
-import { podSpec, podsSpec } from '../support/objects.ts';
+import { runOffloadedPod } from '../support/objects.ts';
 import { freePort, pollUntil } from '../harness/net.ts';
 import { KWOK_ECHO_PORT } from '../harness/kwok-api.ts';
 import type { ClusterClient } from '../../src/kube/client.ts';
@@ -122,10 +120,7 @@ describe('kubelet API over WebSocket', () => {
 
   async function runningPod(t: TestContext, prefix: string, name: string): Promise<string> {
     const ns = await namespaces(t, prefix, [host]);
-    await host.core.createNamespacedPod({ namespace: ns,
-      body: podSpec(name, { namespace: ns, tolerate: true, nodeSelector: { 'kubernetes.io/hostname': NODE } }) });
-    await waitUntil(host, podsSpec(host, ns), (ps: V1Pod[]) => ps[0]?.status?.phase === 'Running', 60_000, `${name} Running`);
-    await waitUntil(member, podsSpec(member, ns), (ps: V1Pod[]) => ps[0]?.status?.phase === 'Running', 30_000, `delegate ${name} Running`);
+    await runOffloadedPod(host, member, ns, name, {}, NODE);
     return ns;
   }
 

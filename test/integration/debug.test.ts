@@ -8,13 +8,12 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { appendFile, writeFile } from 'node:fs/promises';
 import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
-import { client, clusterletArgs, harness, namespaces, startClusterlet, type ClusterletProcess } from '../support/env.ts';
+import { harness, namespaces, startKubeletApiClusterlet, stopAndForgetNode, type ClusterletProcess } from '../support/env.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { waitUntil } from '../support/wait.ts';
-import { podSpec, podsSpec, waitVirtualNodeSchedulable } from '../support/objects.ts';
-import { freePort, pollUntil } from '../harness/net.ts';
+import { podSpec, podsSpec } from '../support/objects.ts';
+import { pollUntil } from '../harness/net.ts';
 import type { ClusterClient } from '../../src/kube/client.ts';
-import { toKubeError } from '../../src/kube/errors.ts';
 
 const NODE = 'clusterlet-member';
 
@@ -49,20 +48,11 @@ describe('kubectl debug (ephemeral containers)', () => {
   let host: ClusterClient;
   let member: ClusterClient;
 
+  // The host API server reaches the kubelet API (attach) at the node's address.
   before(async () => {
-    host = client(harness().host);
-    member = client(harness().member);
-    // The host API server reaches the kubelet API (attach) at the node's address: the run's test network.
-    cl = startClusterlet(clusterletArgs(harness().member, ['--kubelet-port', String(await freePort()), '--node-ip', harness().nodeAddress]));
-    await waitVirtualNodeSchedulable(host);
+    ({ host, member, cl } = await startKubeletApiClusterlet());
   });
-  after(async () => {
-    await cl.stop();
-    // The node keeps this file's port and IP after the stop: the next file's clusterlet registers it afresh.
-    await host.core.deleteNode({ name: NODE }).catch((err: unknown) => {
-      if (toKubeError(err).kind !== 'NotFound') throw err;
-    });
-  });
+  after(() => stopAndForgetNode(cl, host, NODE));
 
   /** A namespace with pod `target` offloaded, Running on the host and in the member. */
   async function runningOffloadedPod(t: TestContext): Promise<string> {

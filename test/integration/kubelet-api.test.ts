@@ -11,28 +11,21 @@ import { readFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { connect as tlsConnect, type PeerCertificate } from 'node:tls';
 import { CertificatesV1Api, type V1CertificateSigningRequest, type V1Pod } from '@kubernetes/client-node';
-import { client, clusterletArgs, harness, namespaces, startClusterlet, type ClusterletProcess } from '../support/env.ts';
+import {
+  client, clusterletArgs, harness, namespaces, startClusterlet, startKubeletApiClusterlet, stopAndForgetNode, type ClusterletProcess,
+} from '../support/env.ts';
 import { kubectl, kubectlRun, kubectlStream } from '../support/kubectl.ts';
 import { grantNodesProxy, serviceAccountToken } from '../support/callers.ts';
+import { attachShows, criLine } from '../support/kwok.ts';
 import { waitUntil } from '../support/wait.ts';
-import { podSpec, podsSpec, waitVirtualNodeSchedulable } from '../support/objects.ts';
+import { podSpec, runOffloadedPod, waitVirtualNodeSchedulable } from '../support/objects.ts';
 import { freePort, pollUntil } from '../harness/net.ts';
 import { makeCA, signCert, type KeyPair } from '../harness/pki.ts';
 import { KWOK_ECHO_PORT } from '../harness/kwok-api.ts';
 import type { ClusterClient } from '../../src/kube/client.ts';
-import { toKubeError } from '../../src/kube/errors.ts';
 import { newServingKey, selfSignedCertificate } from '../../src/host/api/x509.ts';
 
 const NODE = 'clusterlet-member';
-
-/** A CRI log line as the container runtime writes it (what KWOK reads). */
-function criLine(at: Date, text: string, stream: 'stdout' | 'stderr' = 'stdout'): string {
-  return `${at.toISOString().replace('Z', '000000Z')} ${stream} F ${text}\n`;
-}
-
-function offloaded(name: string, namespace: string, extra: Partial<Parameters<typeof podSpec>[1]> = {}): V1Pod {
-  return podSpec(name, { namespace, tolerate: true, nodeSelector: { 'kubernetes.io/hostname': NODE }, ...extra });
-}
 
 /** The certificate served at ip:port, verified against `caFile` (rejects when it does not verify). */
 function peerCertificate(ip: string, port: number, caFile: string): Promise<PeerCertificate> {
@@ -89,28 +82,14 @@ describe('kubelet API through the host API server', () => {
   let startedAt: number;
 
   before(async () => {
-    host = client(harness().host);
-    member = client(harness().member);
-    port = await freePort();
-    nodeIP = harness().nodeAddress;
     startedAt = Math.floor(Date.now() / 1000) * 1000;
-    cl = startClusterlet(clusterletArgs(harness().member, ['--kubelet-port', String(port), '--node-ip', nodeIP]));
-    await waitVirtualNodeSchedulable(host);
+    ({ host, member, cl, port, nodeIP } = await startKubeletApiClusterlet());
   });
-  after(async () => {
-    await cl.stop();
-    // The node stays registered after a stop (as a kubelet's does), with this test's port and IP: remove it,
-    // so the next test file's clusterlet registers it afresh.
-    await host.core.deleteNode({ name: NODE }).catch((err: unknown) => {
-      if (toKubeError(err).kind !== 'NotFound') throw err;
-    });
-  });
+  after(() => stopAndForgetNode(cl, host, NODE));
 
   async function runningPod(t: Parameters<typeof namespaces>[0], prefix: string, name: string, extra: Partial<Parameters<typeof podSpec>[1]> = {}): Promise<string> {
     const ns = await namespaces(t, prefix, [host]);
-    await host.core.createNamespacedPod({ namespace: ns, body: offloaded(name, ns, extra) });
-    await waitUntil(host, podsSpec(host, ns), (ps) => ps[0]?.status?.phase === 'Running', 60_000, `${name} Running`);
-    await waitUntil(member, podsSpec(member, ns), (ps) => ps[0]?.status?.phase === 'Running', 30_000, `delegate ${name} Running`);
+    await runOffloadedPod(host, member, ns, name, extra, NODE);
     return ns;
   }
 
@@ -254,12 +233,7 @@ describe('kubelet API through the host API server', () => {
     await writeFile(file, '');
     const a = kubectlStream(['attach', '-n', ns, 'attached', '-c', 'main']);
     try {
-      // KWOK's attach follows the file from its end: write until kubectl shows a line.
-      let n = 0;
-      await pollUntil('kubectl attach shows the output', async () => {
-        await appendFile(file, criLine(new Date(), `tick ${++n}`));
-        return /tick \d+\n/.test(a.out()) ? true : undefined;
-      }, 30_000, 300);
+      await attachShows(a.out);
       await appendFile(file, criLine(new Date(), 'after the first'));
       await a.waitFor(/after the first\n/);
     } finally {
@@ -323,12 +297,7 @@ describe('kubelet API before its client CA is loaded', () => {
       '--client-ca-file', caFile]), { NODE_EXTRA_CA_CERTS: foreign.ca.cert });
     await waitVirtualNodeSchedulable(host);
   });
-  after(async () => {
-    await cl.stop();
-    await host.core.deleteNode({ name: NODE }).catch((err: unknown) => {
-      if (toKubeError(err).kind !== 'NotFound') throw err;
-    });
-  });
+  after(() => stopAndForgetNode(cl, host, NODE));
 
   it('refuses client certificates (401) and accepts bearer tokens until the CA is loaded; then the host\'s certificates only', async (t) => {
     const ns = await namespaces(t, 'kapi-noca', [host]);

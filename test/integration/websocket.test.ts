@@ -13,42 +13,23 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
-import { appendFile, mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
-import type { V1Pod } from '@kubernetes/client-node';
-import { createWebSocketStream } from 'ws';
-import { client, clusterletArgs, harness, namespaces, startClusterlet, type ClusterletProcess } from '../support/env.ts';
+import { harness, namespaces, startKubeletApiClusterlet, stopAndForgetNode, type ClusterletProcess } from '../support/env.ts';
 import { kubectl, kubectlRun, kubectlStream, type KubectlStream } from '../support/kubectl.ts';
 import { grantNodesProxy, serviceAccountToken } from '../support/callers.ts';
-import { openChannelClient, openTunnel, type ChannelClient } from '../support/websocket.ts';
-import { waitUntil } from '../support/wait.ts';
-import { podSpec, podsSpec, waitVirtualNodeSchedulable } from '../support/objects.ts';
+import { echoOf, openChannelClient, openTunnel, tunnelConnection, type ChannelClient } from '../support/websocket.ts';
+import { attachShows } from '../support/kwok.ts';
+import { runOffloadedPod } from '../support/objects.ts';
 import { freePort, pollUntil } from '../harness/net.ts';
 import { KWOK_ECHO_PORT } from '../harness/kwok-api.ts';
-import { SpdySession } from '../../src/host/api/spdy/session.ts';
 import type { ClusterClient } from '../../src/kube/client.ts';
-import { toKubeError } from '../../src/kube/errors.ts';
 
 const NODE = 'clusterlet-member';
 const STDOUT = 1;
 const STDERR = 2;
 const ERROR = 3;
-
-/** A CRI log line as the container runtime writes it (what KWOK's attach reads). */
-function criLine(at: Date, text: string): string {
-  return `${at.toISOString().replace('Z', '000000Z')} stdout F ${text}\n`;
-}
-
-/** Resolves once an attached client shows the container's output (`output()`, so far). */
-async function attachShows(output: () => string): Promise<void> {
-  // KWOK's attach follows a file from its end: lines are written until one shows.
-  let n = 0;
-  await pollUntil('attach shows the output', async () => {
-    await appendFile(harness().member.kwok.attach('main'), criLine(new Date(), `tick ${++n}`));
-    return /tick \d+\n/.test(output()) ? true : undefined;
-  }, 30_000, 300);
-}
 
 /** The API server's apiserver_websocket_streaming_requests_total, by `subresource/proxy_type`. */
 async function apiserverStreaming(): Promise<Map<string, number>> {
@@ -119,21 +100,10 @@ describe('kubelet API over WebSocket', () => {
   let nodeIP: string;
 
   before(async () => {
-    host = client(harness().host);
-    member = client(harness().member);
-    port = await freePort();
     healthPort = await freePort();
-    nodeIP = harness().nodeAddress;
-    cl = startClusterlet(clusterletArgs(harness().member, ['--kubelet-port', String(port), '--node-ip', nodeIP,
-      '--health-port', String(healthPort)]));
-    await waitVirtualNodeSchedulable(host);
+    ({ host, member, cl, port, nodeIP } = await startKubeletApiClusterlet(['--health-port', String(healthPort)]));
   });
-  after(async () => {
-    await cl.stop();
-    await host.core.deleteNode({ name: NODE }).catch((err: unknown) => {
-      if (toKubeError(err).kind !== 'NotFound') throw err;
-    });
-  });
+  after(() => stopAndForgetNode(cl, host, NODE));
 
   /** clusterlet_kubelet_api_streams by `endpoint/transport` (open sessions). */
   async function openSessions(): Promise<Map<string, number>> {
@@ -150,10 +120,7 @@ describe('kubelet API over WebSocket', () => {
 
   async function runningPod(t: TestContext, prefix: string, name: string): Promise<string> {
     const ns = await namespaces(t, prefix, [host]);
-    await host.core.createNamespacedPod({ namespace: ns,
-      body: podSpec(name, { namespace: ns, tolerate: true, nodeSelector: { 'kubernetes.io/hostname': NODE } }) });
-    await waitUntil(host, podsSpec(host, ns), (ps: V1Pod[]) => ps[0]?.status?.phase === 'Running', 60_000, `${name} Running`);
-    await waitUntil(member, podsSpec(member, ns), (ps: V1Pod[]) => ps[0]?.status?.phase === 'Running', 30_000, `delegate ${name} Running`);
+    await runOffloadedPod(host, member, ns, name, {}, NODE);
     return ns;
   }
 
@@ -344,14 +311,8 @@ describe('kubelet API over WebSocket', () => {
     // port-forward, SPDY tunnelled in WebSocket messages (kubectl's way), straight to the kubelet API.
     const tunnel = await openTunnel(kubeletURL(`/portForward/${ns}/shell`), { token });
     assert.equal(tunnel.protocol, 'SPDY/3.1+portforward.k8s.io');
-    const spdy = new SpdySession(createWebSocketStream(tunnel.ws), 'client');
-    const headers = { port: [String(KWOK_ECHO_PORT)], requestid: ['0'] };
-    (await spdy.openStream({ streamtype: ['error'], ...headers })).resume();
-    const data = await spdy.openStream({ streamtype: ['data'], ...headers });
-    let echoed = '';
-    data.on('data', (d: Buffer) => { echoed += d.toString(); });
-    data.write('through the tunnel\n');
-    await pollUntil('the tunnel echo', async () => echoed === 'through the tunnel\n' || undefined, 15_000, 50);
+    const { spdy, data } = await tunnelConnection(tunnel.ws, KWOK_ECHO_PORT);
+    assert.equal(await echoOf(data, 'through the tunnel\n', 15_000), 'through the tunnel\n');
     spdy.close();
 
     // The same authentication and authorisation as every kubelet API request.

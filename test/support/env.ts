@@ -15,6 +15,7 @@ import { toKubeError } from '../../src/kube/errors.ts';
 import { waitUntil } from './wait.ts';
 import { NODE_FLAGS } from '../../src/nodeflags.ts';
 import { waitVirtualNodeSchedulable } from './objects.ts';
+import { freePort } from '../harness/net.ts';
 import { identity, identityKubeconfig, lastingDenials, rbacDenials } from './identity.ts';
 
 let current: Harness | undefined;
@@ -168,4 +169,26 @@ export function withSuiteClusterlet(use: (clients: { host: ClusterClient; member
     use(started);
   });
   after(async () => { await cl?.stop(); });
+}
+
+/**
+ * startSuiteClusterlet with its kubelet API where the host API server reaches it (kubectl logs, exec, attach, ...):
+ * on a free port, at the run's test network address (the API server's node proxy refuses loopback addresses).
+ */
+export async function startKubeletApiClusterlet(extra: string[] = []):
+  Promise<{ host: ClusterClient; member: ClusterClient; cl: ClusterletProcess; port: number; nodeIP: string }> {
+  const port = await freePort();
+  const nodeIP = harness().nodeAddress;
+  return { ...await startSuiteClusterlet(['--kubelet-port', String(port), '--node-ip', nodeIP, ...extra]), port, nodeIP };
+}
+
+/**
+ * Stops `cl` and deletes its virtual node, which stays registered after a stop (as a kubelet's does) with this
+ * file's kubelet port and IP: the next file's clusterlet registers it afresh.
+ */
+export async function stopAndForgetNode(cl: ClusterletProcess, host: ClusterClient, node = 'clusterlet-member'): Promise<void> {
+  await cl.stop();
+  await host.core.deleteNode({ name: node }).catch((err: unknown) => {
+    if (toKubeError(err).kind !== 'NotFound') throw err;
+  });
 }

@@ -132,3 +132,15 @@ export function eventSpec(c: ClusterClient, ns: string): ListWatchSpec<CoreV1Eve
   return { path: `/api/v1/namespaces/${ns}/events`, model: 'CoreV1Event', resource: 'events',
     list: (p) => c.core.listNamespacedEvent({ namespace: ns, ...p }) };
 }
+
+/**
+ * Creates pod `name` in `namespace`, offloaded to virtual node `node` (tolerating and selecting it; `opts` add to
+ * its podSpec), and waits until it runs on the host and its delegate runs in the member.
+ */
+export async function runOffloadedPod(host: ClusterClient, member: ClusterClient, namespace: string, name: string,
+  opts: Partial<Parameters<typeof podSpec>[1]> = {}, node = 'clusterlet-member'): Promise<void> {
+  await host.core.createNamespacedPod({ namespace,
+    body: podSpec(name, { namespace, tolerate: true, nodeSelector: { 'kubernetes.io/hostname': node }, ...opts }) });
+  await waitUntil(host, podsSpec(host, namespace), (ps) => ps[0]?.status?.phase === 'Running', 60_000, `${name} Running`);
+  await waitUntil(member, podsSpec(member, namespace), (ps) => ps[0]?.status?.phase === 'Running', 30_000, `delegate ${name} Running`);
+}

@@ -5,7 +5,8 @@ import { randomBytes } from 'node:crypto';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Duplex } from 'node:stream';
-import WebSocket from 'ws';
+import WebSocket, { createWebSocketStream } from 'ws';
+import { SpdySession, type SpdyStream } from '../../src/host/api/spdy/session.ts';
 
 export interface WsCredentials {
   /** Sent as `Authorization: Bearer`. */
@@ -124,5 +125,40 @@ export function openTunnel(url: string, creds: WsCredentials = {}): Promise<{ ws
     });
     req.on('error', reject);
     req.end();
+  });
+}
+
+/**
+ * One forwarded connection to `port` through port-forward's SPDY tunnel `ws`: its SPDY session and data stream
+ * (the error stream opened first and read, as client-go does).
+ */
+export async function tunnelConnection(ws: WebSocket, port: number): Promise<{ spdy: SpdySession; data: SpdyStream }> {
+  const spdy = new SpdySession(createWebSocketStream(ws), 'client');
+  const headers = { port: [String(port)], requestid: ['0'] };
+  (await spdy.openStream({ streamtype: ['error'], ...headers })).resume();
+  return { spdy, data: await spdy.openStream({ streamtype: ['data'], ...headers }) };
+}
+
+/**
+ * Writes `text` to `stream` (an echo) and resolves with what comes back once as many bytes have; rejects if the
+ * stream ends first or after `ms`.
+ */
+export function echoOf(stream: Duplex, text: string, ms = 10_000): Promise<string> {
+  const want = Buffer.byteLength(text);
+  const got: Buffer[] = [];
+  let n = 0;
+  return new Promise((resolve, reject) => {
+    const done = (err?: Error): void => {
+      clearTimeout(timer);
+      stream.off('data', onData);
+      stream.off('end', onEnd);
+      if (err) reject(err); else resolve(Buffer.concat(got).toString());
+    };
+    const onData = (d: Buffer): void => { got.push(d); n += d.length; if (n >= want) done(); };
+    const onEnd = (): void => done(new Error(`the stream ended after ${n} of ${want} bytes of the echo`));
+    const timer = setTimeout(() => done(new Error(`${n} of ${want} bytes of the echo within ${ms} ms`)), ms);
+    stream.on('data', onData);
+    stream.once('end', onEnd);
+    stream.write(text);
   });
 }

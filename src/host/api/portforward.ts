@@ -15,8 +15,9 @@ import type { Duplex } from 'node:stream';
 import { createWebSocketStream, type WebSocket } from 'ws';
 import type { Logger } from '../../log.ts';
 import { ApiError } from './errors.ts';
+import { relay, writeHolding } from './flow.ts';
 import type { ResolvedPod } from './nodes.ts';
-import { countSession, socketClosed } from './sessions.ts';
+import { countSession, sessionLog, socketClosed } from './sessions.ts';
 import { SpdySession, type SpdyStream } from './spdy/session.ts';
 import { acceptUpgrade, negotiate, offeredProtocols, requireSpdyUpgrade } from './upgrade.ts';
 import {
@@ -35,28 +36,38 @@ export async function servePortForward(req: IncomingMessage, socket: Duplex, hea
   mirrorSessions(socket, member.session, member.log);
 }
 
-/** port-forward for a WebSocket client: the SPDY tunnel when one of its subprotocols asks for it, else channels. */
+/** port-forward for a WebSocket client: the member's connection first, then the 101. */
 export async function servePortForwardWebSocket(req: IncomingMessage, socket: Duplex, head: Buffer, target: ResolvedPod,
   log: Logger): Promise<void> {
   requireWebSocketHandshake(req);
+  const forward = webSocketForward(req);
+  const member = await memberSession(target, log);
+  const client = acceptWebSocket(req, socket, head, forward.protocol, () => member.session.destroy());
+  countSession('portForward', 'websocket', [closedWebSocket(client), member.closed]);
+  client.on('error', (err: Error) => member.log.debug({ err: err.message }, 'port-forward: client connection failed'));
+  forward.serve(client, member);
+}
+
+/** What a WebSocket client asks for, checked before the member is: its subprotocol, and how the session is served. */
+interface WebSocketForward {
+  protocol: string;
+  serve(client: WebSocket, member: MemberSession): void;
+}
+
+/** The SPDY tunnel when one of the client's subprotocols asks for it, else channels for the ports of its query. */
+function webSocketForward(req: IncomingMessage): WebSocketForward {
   const offered = offeredSubprotocols(req);
   // As the kubelet: the SPDY protocols a tunnel offers are its subprotocols with the prefix taken off.
   const tunnelled = offered.filter((p) => p.startsWith(TUNNEL_PREFIX) && p.endsWith('.k8s.io')).map((p) => p.slice(TUNNEL_PREFIX.length));
-  const tunnel = tunnelled.length ? `${TUNNEL_PREFIX}${negotiate(tunnelled, [PORTFORWARD_PROTOCOL])}` : undefined;
-  const channels = tunnel ? undefined : negotiateChannelProtocol(offered, PORTFORWARD_WS_PROTOCOLS);
-  const ports = tunnel ? [] : forwardedPorts(new URL(req.url ?? '/', 'https://kubelet').searchParams);
-  const member = await memberSession(target, log);
-  let client: WebSocket;
-  try {
-    client = acceptWebSocket(req, socket, head, tunnel ?? channels!.name);
-  } catch (err) {
-    member.session.destroy();
-    throw err;
+  if (tunnelled.length) {
+    return {
+      protocol: `${TUNNEL_PREFIX}${negotiate(tunnelled, [PORTFORWARD_PROTOCOL])}`,
+      serve: (client, member) => mirrorSessions(createWebSocketStream(client), member.session, member.log),
+    };
   }
-  countSession('portForward', 'websocket', [closedWebSocket(client), member.closed]);
-  client.on('error', (err: Error) => member.log.debug({ err: err.message }, 'port-forward: client connection failed'));
-  if (tunnel) mirrorSessions(createWebSocketStream(client), member.session, member.log);
-  else forwardChannels(client, channels!, ports, member.session, member.log);
+  const channels = negotiateChannelProtocol(offered, PORTFORWARD_WS_PROTOCOLS);
+  const ports = forwardedPorts(new URL(req.url ?? '/', 'https://kubelet').searchParams);
+  return { protocol: channels.name, serve: (client, member) => forwardChannels(client, channels, ports, member.session, member.log) };
 }
 
 /**
@@ -83,7 +94,7 @@ interface MemberSession {
 /** A SPDY client session on the runtime's port-forward connection. */
 async function memberSession(target: ResolvedPod, log: Logger): Promise<MemberSession> {
   const upgraded = await target.node.runtime.portForward(target.namespace, target.name, target.uid, [PORTFORWARD_PROTOCOL]);
-  const plog = log.child({ namespace: target.proxy.metadata?.namespace, pod: target.proxy.metadata?.name, kind: 'portForward' });
+  const plog = sessionLog(log, target, 'portForward');
   upgraded.socket.on('error', (err: Error) => plog.debug({ err: err.message }, 'port-forward: member connection error'));
   return { session: new SpdySession(upgraded.socket, 'client'), closed: socketClosed(upgraded.socket), log: plog };
 }
@@ -113,7 +124,7 @@ function mirror(hostStream: SpdyStream, member: SpdySession, log: Logger): void 
 /** Data and half-closes both ways; a reset (or a stream lost with its session) on one side resets the other. */
 export function join(a: SpdyStream, b: SpdyStream): void {
   const pipe = (from: SpdyStream, to: SpdyStream): void => {
-    from.on('data', (d: Buffer) => { if (!to.write(d)) { from.pause(); to.once('drain', () => from.resume()); } });
+    from.on('data', (d: Buffer) => writeHolding(from, to, d));
     from.on('end', () => to.end());
     from.on('close', () => { if (!from.readableEnded) to.reset(); });
   };
@@ -153,16 +164,8 @@ function forwardChannels(client: WebSocket, protocol: ChannelProtocol, ports: nu
       const data = streams.data;
       pair.data = data;
       for (const chunk of pair.early.splice(0)) data.write(chunk);
-      data.on('data', (d: Buffer) => {
-        if (client.readyState !== client.OPEN) return;
-        // A client that reads slowly holds the pod's side back.
-        if (client.bufferedAmount > 1 << 20) {
-          data.pause();
-          client.send(encodeChannel(protocol, 2 * i, d), () => data.resume());
-        } else {
-          client.send(encodeChannel(protocol, 2 * i, d));
-        }
-      });
+      // A client that reads slowly holds the pod's side back.
+      data.on('data', (d: Buffer) => relay(data, client, encodeChannel(protocol, 2 * i, d)));
       // The pod's side ended the connection: so does this side (a channel cannot be half-closed).
       data.on('end', () => data.end());
       data.on('error', () => { /* reset: 'close' follows */ });
@@ -179,10 +182,7 @@ function forwardChannels(client: WebSocket, protocol: ChannelProtocol, ports: nu
     const pair = f && f.channel % 2 === 0 ? pairs[f.channel / 2] : undefined;
     if (!f || !pair || !f.data.length) return;
     if (!pair.data) pair.early.push(f.data);
-    else if (!pair.data.write(f.data)) {
-      client.pause();
-      pair.data.once('drain', () => client.resume());
-    }
+    else writeHolding(client, pair.data, f.data);
   });
   client.on('close', () => member.close());
   member.onClose(() => closeWebSocket(client, open === 0 ? 1000 : 1011));

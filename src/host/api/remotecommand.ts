@@ -15,13 +15,14 @@ import type WebSocket from 'ws';
 import type { Logger } from '../../log.ts';
 import type { RemoteCommandKind } from '../../provider/runtime.ts';
 import { ApiError } from './errors.ts';
+import { relay, writeHolding } from './flow.ts';
 import { requireContainer, type ResolvedPod } from './nodes.ts';
-import { countSession, socketClosed } from './sessions.ts';
+import { countSession, sessionLog, socketClosed } from './sessions.ts';
 import { SpdySession, type SpdyStream } from './spdy/session.ts';
 import { acceptUpgrade, negotiate, offeredProtocols, requireSpdyUpgrade } from './upgrade.ts';
 import {
   acceptWebSocket, closedWebSocket, closeWebSocket, decodeChannel, encodeChannel, negotiateChannelProtocol, offeredSubprotocols,
-  relay, REMOTECOMMAND_WS_PROTOCOLS, requireWebSocketHandshake, STREAM_CLOSE, type ChannelProtocol,
+  REMOTECOMMAND_WS_PROTOCOLS, requireWebSocketHandshake, STREAM_CLOSE, type ChannelProtocol,
 } from './websocket.ts';
 
 /** Remote-command protocols served to the host, best first (v1 has no well-defined error stream). */
@@ -35,6 +36,9 @@ const STDERR = 2;
 const ERROR = 3;
 const RESIZE = 4;
 const CLOSE = STREAM_CLOSE;
+
+/** A message of the runtime's channel protocol: channel byte + payload. */
+const frame = (channel: number, data: Buffer): Buffer => Buffer.concat([Buffer.from([channel]), data]);
 
 export interface RemoteCommandOptions {
   command: string[];
@@ -120,7 +124,7 @@ export async function serveRemoteCommand(kind: RemoteCommandKind, req: IncomingM
   log.debug({ namespace: target.namespace, pod: target.name, protocol, memberProtocol: ws.protocol }, `${kind}: member connected; upgrading`);
   acceptUpgrade(socket, head, protocol);
   countSession(kind, 'spdy', [socketClosed(socket), closedWebSocket(ws)]);
-  bridge(kind, ws, socket, protocol, opts, log.child({ namespace: target.proxy.metadata?.namespace, pod: target.proxy.metadata?.name, kind }));
+  bridge(kind, ws, socket, protocol, opts, sessionLog(log, target, kind));
 }
 
 /** exec or attach for a WebSocket client: the runtime's WebSocket first, then the 101. */
@@ -129,15 +133,9 @@ export async function serveRemoteCommandWebSocket(kind: RemoteCommandKind, req: 
   requireWebSocketHandshake(req);
   const { protocol, member } = await openRuntime(kind, req, target, container,
     () => negotiateChannelProtocol(offeredSubprotocols(req), REMOTECOMMAND_WS_PROTOCOLS));
-  let client: WebSocket;
-  try {
-    client = acceptWebSocket(req, socket, head, protocol.name);
-  } catch (err) {
-    member.terminate();
-    throw err;
-  }
+  const client = acceptWebSocket(req, socket, head, protocol.name, () => member.terminate());
   countSession(kind, 'websocket', [closedWebSocket(client), closedWebSocket(member)]);
-  const rlog = log.child({ namespace: target.proxy.metadata?.namespace, pod: target.proxy.metadata?.name, kind });
+  const rlog = sessionLog(log, target, kind);
   rlog.debug({ protocol: protocol.name || '(none)', memberProtocol: member.protocol }, `${kind}: WebSocket session`);
   relayChannels(client, member, protocol, rlog);
 }
@@ -157,7 +155,7 @@ function relayChannels(client: WebSocket, member: WebSocket, protocol: ChannelPr
   client.on('message', (m: Buffer) => {
     const f = decodeChannel(protocol, m);
     if (f && (f.channel === STDIN || f.channel === RESIZE || (f.channel === CLOSE && closeSignals))) {
-      relay(client, member, Buffer.concat([Buffer.from([f.channel]), f.data]));
+      relay(client, member, frame(f.channel, f.data));
     }
   });
   member.on('message', (m: Buffer, isBinary: boolean) => {
@@ -226,21 +224,13 @@ function bridge(kind: string, ws: WebSocket, socket: Duplex, protocol: string, o
     if (started) return;
     started = true;
     clearTimeout(timeout);
-    const send = (channel: number, data: Buffer, sent?: () => void): void => {
-      if (ws.readyState !== ws.OPEN) return;
-      ws.send(Buffer.concat([Buffer.from([channel]), data]), sent);
+    const send = (channel: number, data: Buffer): void => {
+      if (ws.readyState === ws.OPEN) ws.send(frame(channel, data));
     };
     const stdin = streams.stdin;
     if (stdin) {
-      stdin.on('data', (d: Buffer) => {
-        // Back-pressure: a member that reads slowly holds the client's stdin.
-        if (ws.bufferedAmount > 1 << 20) {
-          stdin.pause();
-          send(STDIN, d, () => stdin.resume());
-        } else {
-          send(STDIN, d);
-        }
-      });
+      // A member that reads slowly holds the client's stdin.
+      stdin.on('data', (d: Buffer) => relay(stdin, ws, frame(STDIN, d)));
       stdin.on('end', () => { if (supportsClose) send(CLOSE, Buffer.from([STDIN])); });
     }
     streams.resize?.on('data', (d: Buffer) => send(RESIZE, d));
@@ -254,10 +244,7 @@ function bridge(kind: string, ws: WebSocket, socket: Duplex, protocol: string, o
     const payload = data.subarray(1);
     const out = channel === STDOUT ? streams.stdout : channel === STDERR ? streams.stderr : undefined;
     if (out) {
-      if (payload.length && !out.write(payload)) {
-        ws.pause();
-        out.once('drain', () => ws.resume());
-      }
+      if (payload.length) writeHolding(ws, out, payload);
     } else if (channel === ERROR) {
       errorBytes.push(payload);
     } else if (channel === CLOSE && payload.length === 1) {

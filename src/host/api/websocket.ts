@@ -99,15 +99,17 @@ handshakes.on('headers', (headers: string[], req: IncomingMessage) => {
 
 /**
  * Completes the handshake (101, with `protocol` unless it is "") and returns the open WebSocket. The client's
- * own Sec-WebSocket-Protocol is not shown to `ws`, which would refuse a tunnelling client's.
+ * own Sec-WebSocket-Protocol is not shown to `ws`, which would refuse a tunnelling client's. A client gone meanwhile
+ * throws ApiError, after `release()` (what was opened for the session, the member's side).
  */
-export function acceptWebSocket(req: IncomingMessage, socket: Duplex, head: Buffer, protocol: string): WebSocket {
+export function acceptWebSocket(req: IncomingMessage, socket: Duplex, head: Buffer, protocol: string, release: () => void): WebSocket {
   delete req.headers[PROTOCOL_HEADER];
   answering.set(req, protocol);
   let accepted: WebSocket | undefined;
   // Without verifyClient, `ws` completes a checked handshake at once; it calls back only if the socket is still usable.
   handshakes.handleUpgrade(req, socket, head, (ws) => { accepted = ws; });
   if (!accepted) {
+    release();
     socket.destroy();
     throw new ApiError('BadRequest', 'the client went away during the WebSocket handshake');
   }
@@ -123,27 +125,13 @@ export function encodeChannel(protocol: ChannelProtocol, channel: number, data: 
 
 /**
  * A received message of `protocol`'s framing: its channel and payload; undefined for an empty one (ignored, as
- * wsstream does). A v5 close signal comes back as channel 255 with the closed channel as payload.
+ * wsstream does). A v5 close signal (binary, as v5 always is) comes back as channel 255 with the closed channel as
+ * payload; whether to heed it is the reader's call.
  */
 export function decodeChannel(protocol: ChannelProtocol, message: Buffer): { channel: number; data: Buffer } | undefined {
   if (message.length === 0) return undefined;
-  if (protocol.version === 5 && message[0] === STREAM_CLOSE) return { channel: STREAM_CLOSE, data: message.subarray(1) };
   if (protocol.binary) return { channel: message[0], data: message.subarray(1) };
   return { channel: message[0] - 48, data: Buffer.from(message.subarray(1).toString('latin1'), 'base64') };
-}
-
-/**
- * Sends `data` to `to`; while `to` holds more than 1 MiB unsent, `from` is paused until this message is written
- * (a slow reader holds back the writer instead of growing a buffer).
- */
-export function relay(from: WebSocket, to: WebSocket, data: Buffer | string): void {
-  if (to.readyState !== to.OPEN) return;
-  if (to.bufferedAmount > 1 << 20) {
-    from.pause();
-    to.send(data, () => from.resume());
-  } else {
-    to.send(data);
-  }
 }
 
 /** Resolves once `ws` has closed (its socket included). */

@@ -7,14 +7,12 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import type { V1Pod } from '@kubernetes/client-node';
-import { createWebSocketStream } from 'ws';
 import { pino } from 'pino';
 import { Auth, type ReviewClient } from '../../../../src/host/api/auth.ts';
 import type { ApiError } from '../../../../src/host/api/errors.ts';
 import type { VirtualNode } from '../../../../src/host/api/nodes.ts';
 import { forwardedPorts } from '../../../../src/host/api/portforward.ts';
 import { KubeletServer } from '../../../../src/host/api/server.ts';
-import { SpdySession } from '../../../../src/host/api/spdy/session.ts';
 import { PodStreams } from '../../../../src/host/api/streams.ts';
 import { ServingCertificate } from '../../../../src/host/api/tls.ts';
 import {
@@ -26,7 +24,7 @@ import type { Informer } from '../../../../src/kube/informer.ts';
 import { metrics } from '../../../../src/metrics.ts';
 import { ProviderError } from '../../../../src/provider/errors.ts';
 import { freePort, pollUntil } from '../../../harness/net.ts';
-import { openChannelClient, openTunnel, type ChannelClient } from '../../../support/websocket.ts';
+import { echoOf, openChannelClient, openTunnel, tunnelConnection, type ChannelClient } from '../../../support/websocket.ts';
 import { FakeRuntime } from '../../fakes/runtime.ts';
 import { CLOSED_PORT, EchoForwardBackend } from '../../fakes/portforward.ts';
 import { MemberExec, SUCCESS } from '../../fakes/memberexec.ts';
@@ -47,7 +45,7 @@ describe('WebSocket channel framing and handshake', () => {
     assert.equal(decodeChannel(proto('v4.channel.k8s.io'), Buffer.alloc(0)), undefined, 'empty messages are skipped');
   });
 
-  it('the v5 close signal is read only from v5 clients', () => {
+  it('the v5 close signal decodes as channel 255 whatever the protocol (heeded from v5 clients only: see the v1 test)', () => {
     assert.deepEqual(decodeChannel(proto('v5.channel.k8s.io'), Buffer.from([255, 0])), { channel: 255, data: Buffer.from([0]) });
     assert.deepEqual(decodeChannel(proto('v4.channel.k8s.io'), Buffer.from([255, 0])), { channel: 255, data: Buffer.from([0]) },
       'to a v4 reader it is just an unknown channel');
@@ -78,6 +76,10 @@ describe('WebSocket channel framing and handshake', () => {
     }
   });
 });
+
+/** The HTTP answer of a refused handshake (fails the test if it was accepted). */
+const refused = async (p: Promise<unknown>): Promise<{ status: number; body: string }> =>
+  p.then(() => assert.fail('accepted'), (err: { status: number; body: string }) => err);
 
 async function openStreams(): Promise<number> {
   return (await metrics.kubeletApiStreams.get()).values.reduce((n, v) => n + v.value, 0);
@@ -202,8 +204,6 @@ describe('exec, attach and port-forward over WebSocket', () => {
   });
 
   it('authentication and authorisation as for SPDY; the token may come as a subprotocol, and is not echoed', async () => {
-    const refused = async (p: Promise<unknown>): Promise<{ status: number; body: string }> =>
-      p.then(() => assert.fail('accepted'), (err: { status: number; body: string }) => err);
     assert.equal((await refused(exec('command=cat&output=1', ['v5.channel.k8s.io'], ''))).status, 401);
     const denied = await refused(exec('command=cat&output=1', ['v5.channel.k8s.io'], 'nobody'));
     assert.equal(denied.status, 403);
@@ -219,8 +219,6 @@ describe('exec, attach and port-forward over WebSocket', () => {
   });
 
   it('refusals come as HTTP answers, before any upgrade: protocol, pod, container, options, the runtime', async () => {
-    const refused = async (p: Promise<unknown>): Promise<{ status: number; body: string }> =>
-      p.then(() => assert.fail('accepted'), (err: { status: number; body: string }) => err);
     const v9 = await refused(exec('command=cat&output=1', ['v9.channel.k8s.io']));
     assert.equal(v9.status, 403);
     assert.match(v9.body, /not supported: \[v9.channel.k8s.io\]/);
@@ -285,15 +283,8 @@ describe('exec, attach and port-forward over WebSocket', () => {
   it('port-forward\'s SPDY tunnel: streams mirrored on the member, bytes both ways', async () => {
     const { ws, protocol } = await openTunnel(`${base}/portForward/ns/p`, { token: 'good' });
     assert.equal(protocol, 'SPDY/3.1+portforward.k8s.io');
-    const spdy = new SpdySession(createWebSocketStream(ws), 'client');
-    const headers = { port: ['7000'], requestid: ['0'] };
-    const error = await spdy.openStream({ streamtype: ['error'], ...headers });
-    const data = await spdy.openStream({ streamtype: ['data'], ...headers });
-    error.resume();
-    let echoed = '';
-    data.on('data', (d: Buffer) => { echoed += d.toString(); });
-    data.write('through the tunnel');
-    await pollUntil('the echo', async () => echoed === 'through the tunnel' || undefined, 5000, 10);
+    const { spdy, data } = await tunnelConnection(ws, 7000);
+    assert.equal(await echoOf(data, 'through the tunnel', 5000), 'through the tunnel');
     assert.deepEqual(forward.streams.slice(-2).map((h) => h.streamtype[0]), ['error', 'data']);
     assert.equal(await openStreams(), 1);
     spdy.close();

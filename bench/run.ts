@@ -6,7 +6,7 @@ import { closeSync, existsSync, mkdirSync, openSync, writeFileSync } from 'node:
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { Harness } from '../test/harness/harness.ts';
+import { HOST_FLOOR_NODE, Harness } from '../test/harness/harness.ts';
 import { freePort, pollUntil } from '../test/harness/net.ts';
 import { runBench, toMarkdown, type BenchResult } from './bench.ts';
 import { NODE_FLAGS } from '../src/nodeflags.ts';
@@ -20,7 +20,7 @@ const sizes = values.sizes.split(',').map(Number);
 const pairs = Number(values.pairs);
 const log = (l: string): void => { process.stderr.write(`[bench] ${l}\n`); };
 
-const h = await Harness.start({ componentQPS: 2000, log });
+const h = await Harness.start({ componentQPS: 2000, log, hostFloorNode: true });
 // clusterlet's Leases (which replica leads the member) live in namespace clusterlet, as manifests/host installs it.
 await h.createLeaseNamespace();
 const [port, kubeletPort] = await Promise.all([freePort(), freePort()]);
@@ -64,7 +64,7 @@ try {
     writeFileSync(values.out ? file.replace(/(\.json)?$/, '.md') : join(dir, 'latest.md'), toMarkdown(r));
   };
   const result = await runBench({ harness: h, sizes, pairs, clusterletPid: child.pid!, metricsURL: `http://127.0.0.1:${port}/metrics`,
-    virtualNode: 'clusterlet-member', log, onProgress: write, clusterletExited });
+    virtualNode: 'clusterlet-member', hostOnlyNode: HOST_FLOOR_NODE.name, log, onProgress: write, clusterletExited });
   write(result);
   process.stdout.write(toMarkdown(result));
   log(`results: ${file}`);

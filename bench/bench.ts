@@ -140,13 +140,13 @@ const podSpec = (labels: Record<string, string>, offload: string | undefined): N
   },
 });
 
-function deployment(name: string, n: number, offload?: string): V1Deployment {
+export function deployment(name: string, n: number, offload?: string): V1Deployment {
   const labels = { app: name };
   return { metadata: { name }, spec: { replicas: n, selector: { matchLabels: labels }, template: podSpec(labels, offload) } };
 }
 
 /** Watches pods of one namespace and records when each first became Ready; resolves when `n` are. */
-class ReadyTracker {
+export class ReadyTracker {
   readonly readyAt = new Map<string, number>();
   /** When each pod was first seen, and first seen bound to a node. */
   readonly seenAt = new Map<string, number>();
@@ -201,7 +201,7 @@ class ReadyTracker {
 }
 
 /** Samples a process's RSS (peak) and CPU time. */
-class ProcessSampler {
+export class ProcessSampler {
   #pid: number;
   #peakKB = 0;
   #cpu0: number;
@@ -266,7 +266,7 @@ export async function idleRssSamples(host: ClusterClient, nodeName: string, pid:
 }
 
 /** CPU time of a set of processes since construction. */
-class CpuAccount {
+export class CpuAccount {
   #start: Map<string, [number, number]>;
 
   constructor(pids: Map<string, number>) {

@@ -124,10 +124,10 @@ export class Harness {
     return h;
   }
 
-  /** Starts another member cluster (its own control plane and KWOK nodes) on the same etcd. */
-  async addMember(name: string, netPrefix: string): Promise<LocalCluster> {
+  /** Starts another member cluster (its own control plane and KWOK nodes) on the same etcd; `lean`: see ClusterOptions. */
+  async addMember(name: string, netPrefix: string, opts: { lean?: boolean } = {}): Promise<LocalCluster> {
     const c = new LocalCluster({ name, nodes: memberNodes(name), netPrefix, componentQPS: this.#opts.componentQPS,
-      nodeAddress: this.network.address },
+      nodeAddress: this.network.address, lean: opts.lean },
       this.bin, this.#etcdURL, this.dir);
     this.extraMembers.push(c);
     await c.start();

@@ -2,7 +2,7 @@
 // (the TypeScript sources or the build, with extra V8 flags), waits for the virtual node Ready, lets it settle and
 // samples VmRSS; then asks it (hack/memreport.mjs, on SIGUSR2) for heapUsed/external and optionally a heap snapshot.
 // It also measures the modules alone: cli.ts's imports loaded in a bare process, nothing started.
-//   node hack/idle-rss.ts [--variants src,dist] [--flags '--lite-mode;--v8-pool-size=1'] [--settle 20] [--snapshot]
+//   node hack/idle-rss.ts [--variants src,dist] [--flags='--lite-mode;--v8-pool-size=1'] [--settle 20] [--snapshot]
 // (--flags: sets of extra V8 flags separated by `;`, each run in turn after one run with none.)
 // `npm run build` first for the dist variant.
 import { spawn, execFileSync } from 'node:child_process';

@@ -33,8 +33,11 @@ const entry = (variant: string): string => variant === 'dist' ? here('../dist/cl
 const mb = (bytes: number): string => (bytes / 1048576).toFixed(1);
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-function rssKB(pid: number): number {
-  return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+/** VmRSS and its parts in MB: anonymous memory, and file pages (the node binary's code and data it touched). */
+function rss(pid: number): { total: number; anon: number; file: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const mbOf = (field: string): number => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1]) / 1024;
+  return { total: mbOf('VmRSS'), anon: mbOf('RssAnon'), file: mbOf('RssFile') };
 }
 
 /** The modules alone: what cli.ts imports, loaded in a process that starts nothing. */
@@ -75,12 +78,14 @@ try {
     await waitUntil(host, { path: '/api/v1/nodes', model: 'V1Node', resource: 'nodes', fieldSelector: 'metadata.name=clusterlet-member',
       list: (p) => host.core.listNode(p) }, (ns) => ns.length === 1 && isReady(ns[0]), 120_000, 'the virtual node Ready');
     await sleep(Number(values.settle) * 1000);
-    const rss: number[] = [];
-    for (let i = 0; i < Number(values.samples); i++) { rss.push(rssKB(child.pid!) / 1024); await sleep(2000); }
+    const samples: ReturnType<typeof rss>[] = [];
+    for (let i = 0; i < Number(values.samples); i++) { samples.push(rss(child.pid!)); await sleep(2000); }
+    const totals = samples.map((r) => r.total);
+    const mid = samples.find((r) => r.total === median(totals))!;
     child.kill('SIGUSR2');
     await sleep(values.snapshot ? 8000 : 1000);
     const mem = JSON.parse(readFileSync(report, 'utf8').trim().split('\n').at(-1)!);
-    say(`${variant} ${extraFlags.join(' ')}: idle VmRSS min ${Math.min(...rss).toFixed(1)} MB median ${median(rss).toFixed(1)} MB; `
+    say(`${variant} ${extraFlags.join(' ')}: idle VmRSS min ${Math.min(...totals).toFixed(1)} MB median ${mid.total.toFixed(1)} MB (anon ${mid.anon.toFixed(1)}, file ${mid.file.toFixed(1)}); `
       + `heapTotal ${mb(mem.heapTotal)} heapUsed ${mb(mem.heapUsed)} external ${mb(mem.external)} arrayBuffers ${mb(mem.arrayBuffers)} MB`
       + `; spaces ${Object.entries(mem.spaces as Record<string, number>).map(([k, v]) => `${k} ${mb(v)}`).join(', ')}`
       + (mem.snapshot ? `; snapshot ${mem.snapshot}` : ''));

@@ -24,7 +24,7 @@ binaries:
 	@bash hack/build-k8s.sh >/dev/null
 
 build: deps
-	npx tsc -p tsconfig.build.json
+	npm run build
 
 typecheck: deps
 	npx tsc -p tsconfig.json --noEmit

@@ -3,7 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, readFileSync } from 'node:fs';
 import { once } from 'node:events';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { after, before, type TestContext } from 'node:test';
@@ -66,7 +66,8 @@ export interface ClusterletProcess {
 }
 
 const spawned = new Set<ClusterletProcess>();
-const CLI = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
+// CLUSTERLET_CLI=dist/cli.js runs the suite against the build (`npm run build` first) instead of the sources.
+const CLI = process.env.CLUSTERLET_CLI ? resolve(process.env.CLUSTERLET_CLI) : fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
 
 /** Runs clusterlet as a process (as a user would), its output captured to a file in the harness dir. */
 export function startClusterlet(args: string[], env: NodeJS.ProcessEnv = {}): ClusterletProcess {

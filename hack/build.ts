@@ -8,6 +8,10 @@
 // - Node's built-in modules are required, not imported: importing one makes Node read every export of it once,
 //   which runs its lazy getters: `node:http`'s load undici, http2, webstreams and more (8 MB of RSS), `node:tls`'s
 //   build the root certificates, `node:fs`'s load fs/promises and its streams.
+// - prom-client gives only the classes src/metrics.ts uses: its index also loads its default metrics, Pushgateway,
+//   cluster aggregation and Summary (node:v8, @opentelemetry/api, tdigest). A class not listed here fails the build.
+// - iconv-lite, a third of the bundle (its code pages), is left out: only express's body parsers use it, and the
+//   health port parses no request body.
 // - The dependencies are inside: the image needs no node_modules.
 import { build, type Plugin } from 'esbuild';
 import { rmSync } from 'node:fs';
@@ -33,6 +37,29 @@ const builtinsRequired: Plugin = {
   },
 };
 
+const promClientClasses: Plugin = {
+  name: 'prom-client-classes',
+  setup(b) {
+    b.onResolve({ filter: /^prom-client$/ }, () => ({ path: 'prom-client', namespace: 'prom-client' }));
+    b.onLoad({ filter: /.*/, namespace: 'prom-client' }, () => ({
+      resolveDir: root,
+      contents: ['Registry', 'Counter', 'Gauge', 'Histogram']
+        .map((c) => `export { default as ${c} } from 'prom-client/lib/${c.toLowerCase()}.js';`).join('\n'),
+    }));
+  },
+};
+
+const iconvLeftOut: Plugin = {
+  name: 'iconv-lite-left-out',
+  setup(b) {
+    b.onResolve({ filter: /^iconv-lite$/ }, () => ({ path: 'iconv-lite', namespace: 'left-out' }));
+    b.onLoad({ filter: /.*/, namespace: 'left-out' }, () => ({
+      contents: `const leftOut = () => { throw new Error('iconv-lite is left out of the bundle (hack/build.ts)'); };
+        module.exports = { getDecoder: leftOut, encodingExists: leftOut, decode: leftOut };`,
+    }));
+  },
+};
+
 rmSync(`${root}dist`, { recursive: true, force: true });
 await build({
   absWorkingDir: root,
@@ -50,6 +77,6 @@ await build({
   minifySyntax: true,
   // The bundled CommonJS modules require Node's built-in modules, which an ES module has no `require` for.
   banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
-  plugins: [rxjsModules, builtinsRequired],
+  plugins: [rxjsModules, promClientClasses, iconvLeftOut, builtinsRequired],
   logLevel: 'warning',
 });

@@ -13,7 +13,7 @@
 // - iconv-lite, a third of the bundle (its code pages), is left out: only express's body parsers use it, and the
 //   health port parses no request body.
 // - The dependencies are inside: the image needs no node_modules.
-import { build, type Plugin } from 'esbuild';
+import { build, type OnResolveArgs, type Plugin } from 'esbuild';
 import { rmSync } from 'node:fs';
 import { createRequire, isBuiltin } from 'node:module';
 import { fileURLToPath } from 'node:url';
@@ -28,37 +28,28 @@ const rxjsModules: Plugin = {
   },
 };
 
-const builtinsRequired: Plugin = {
-  name: 'builtins-required',
-  setup(b) {
-    b.onResolve({ filter: /^[\w:/]+$/ }, (args) =>
-      args.kind === 'import-statement' && isBuiltin(args.path) ? { path: args.path, namespace: 'builtin' } : undefined);
-    b.onLoad({ filter: /.*/, namespace: 'builtin' }, (args) => ({ contents: `module.exports = require(${JSON.stringify(args.path)});` }));
-  },
-};
+/** Gives the modules that `filter` matches (and `when` accepts) the source `source(path)` instead of their own. */
+function replaceModules(name: string, filter: RegExp, source: (path: string) => string,
+  when: (args: OnResolveArgs) => boolean = () => true): Plugin {
+  return {
+    name,
+    setup(b) {
+      b.onResolve({ filter }, (args) => (when(args) ? { path: args.path, namespace: name } : undefined));
+      b.onLoad({ filter: /.*/, namespace: name }, (args) => ({ contents: source(args.path), resolveDir: root }));
+    },
+  };
+}
 
-const promClientClasses: Plugin = {
-  name: 'prom-client-classes',
-  setup(b) {
-    b.onResolve({ filter: /^prom-client$/ }, () => ({ path: 'prom-client', namespace: 'prom-client' }));
-    b.onLoad({ filter: /.*/, namespace: 'prom-client' }, () => ({
-      resolveDir: root,
-      contents: ['Registry', 'Counter', 'Gauge', 'Histogram']
-        .map((c) => `export { default as ${c} } from 'prom-client/lib/${c.toLowerCase()}.js';`).join('\n'),
-    }));
-  },
-};
+const builtinsRequired = replaceModules('builtins-required', /^[\w:/]+$/,
+  (path) => `module.exports = require(${JSON.stringify(path)});`,
+  (args) => args.kind === 'import-statement' && isBuiltin(args.path));
 
-const iconvLeftOut: Plugin = {
-  name: 'iconv-lite-left-out',
-  setup(b) {
-    b.onResolve({ filter: /^iconv-lite$/ }, () => ({ path: 'iconv-lite', namespace: 'left-out' }));
-    b.onLoad({ filter: /.*/, namespace: 'left-out' }, () => ({
-      contents: `const leftOut = () => { throw new Error('iconv-lite is left out of the bundle (hack/build.ts)'); };
-        module.exports = { getDecoder: leftOut, encodingExists: leftOut, decode: leftOut };`,
-    }));
-  },
-};
+const promClientClasses = replaceModules('prom-client-classes', /^prom-client$/, () => ['Registry', 'Counter', 'Gauge', 'Histogram']
+  .map((c) => `export { default as ${c} } from 'prom-client/lib/${c.toLowerCase()}.js';`).join('\n'));
+
+const iconvLeftOut = replaceModules('iconv-lite-left-out', /^iconv-lite$/, () => `
+  const leftOut = () => { throw new Error('iconv-lite is left out of the bundle (hack/build.ts)'); };
+  module.exports = { getDecoder: leftOut, encodingExists: leftOut, decode: leftOut };`);
 
 rmSync(`${root}dist`, { recursive: true, force: true });
 await build({

@@ -18,6 +18,8 @@ LABEL org.opencontainers.image.title="clusterlet" \
       org.opencontainers.image.description="A virtual kubelet that turns each member Kubernetes cluster into one virtual node of a host cluster" \
       org.opencontainers.image.licenses="Apache-2.0"
 ENV NODE_ENV=production
+# src/nodeflags.ts NODE_ENV_VARS.
+ENV MALLOC_ARENA_MAX=2
 WORKDIR /app
 # package.json: "type": "module" for dist/, and the version clusterlet reports.
 COPY --from=build /src/dist ./dist

@@ -19,7 +19,7 @@ import { Harness } from '../test/harness/harness.ts';
 import { freePort } from '../test/harness/net.ts';
 import { ClusterClient } from '../src/kube/client.ts';
 import { loadKubeconfigFile } from '../src/kube/kubeconfig.ts';
-import { NODE_FLAGS } from '../src/nodeflags.ts';
+import { NODE_ENV_VARS, NODE_FLAGS } from '../src/nodeflags.ts';
 import { waitUntil } from '../test/support/wait.ts';
 import { isReady } from '../test/support/objects.ts';
 
@@ -61,7 +61,7 @@ function modulesOnly(variant: string, extraFlags: string[], env: Record<string, 
   const measure = (args: string[]): { rss: number; heapUsed: number } => {
     rmSync(out, { force: true });
     execFileSync(process.execPath, [...NODE_FLAGS, ...extraFlags, '--import', preload, ...args],
-      { env: { ...process.env, ...env, MEMREPORT_OUT: out, MEMREPORT_AT_EXIT: '1' }, stdio: 'ignore' });
+      { env: { ...process.env, ...NODE_ENV_VARS, ...env, MEMREPORT_OUT: out, MEMREPORT_AT_EXIT: '1' }, stdio: 'ignore' });
     return JSON.parse(readFileSync(out, 'utf8').trim().split('\n').at(-1)!);
   };
   const bare = measure(['-e', '']);
@@ -80,7 +80,7 @@ async function idleRun(h: Harness, host: ClusterClient, variant: string, set: Fl
   const child = spawn(process.execPath, [...NODE_FLAGS, ...set.flags, '--import', preload, entry(variant),
     '--host-kubeconfig', h.host.kubeconfig, '--member-kubeconfig', h.member.kubeconfig, '--member-name', 'member',
     '--health-port', String(healthPort), '--log-level', 'warn'],
-  { stdio: ['ignore', logFd, logFd], env: { ...process.env, ...set.env, MEMREPORT_OUT: report,
+  { stdio: ['ignore', logFd, logFd], env: { ...process.env, ...NODE_ENV_VARS, ...set.env, MEMREPORT_OUT: report,
     ...(values.snapshot ? { MEMREPORT_SNAPSHOT: `/tmp/idle-${name}.heapsnapshot` } : {}) } });
   closeSync(logFd);
   try {

@@ -13,7 +13,7 @@ import { ClusterClient } from '../../src/kube/client.ts';
 import { loadKubeconfigFile } from '../../src/kube/kubeconfig.ts';
 import { toKubeError } from '../../src/kube/errors.ts';
 import { waitUntil } from './wait.ts';
-import { NODE_FLAGS } from '../../src/nodeflags.ts';
+import { NODE_ENV_VARS, NODE_FLAGS } from '../../src/nodeflags.ts';
 import { waitVirtualNodeSchedulable } from './objects.ts';
 import { freePort } from '../harness/net.ts';
 import { identity, identityKubeconfig, lastingDenials, rbacDenials } from './identity.ts';
@@ -74,7 +74,7 @@ export function startClusterlet(args: string[], env: NodeJS.ProcessEnv = {}): Cl
   const logFile = join(harness().dir, `${uniqueName('clusterlet')}.log`);
   const out = createWriteStream(logFile);
   const child = spawn(process.execPath, [...NODE_FLAGS, CLI, ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_LEVEL: 'debug', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...NODE_ENV_VARS, LOG_LEVEL: 'debug', ...env },
   });
   child.stdout!.pipe(out);
   child.stderr!.pipe(out);

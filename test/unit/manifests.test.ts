@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { NODE_FLAGS } from '../../src/nodeflags.ts';
+import { NODE_ENV_VARS, NODE_FLAGS } from '../../src/nodeflags.ts';
 import {
   loadAllYaml, type KubernetesObject, type V1Deployment, type V1PodDisruptionBudget, type V1Service,
 } from '@kubernetes/client-node';
@@ -221,6 +221,11 @@ describe('node flags', () => {
   });
   it('the clusterlet bin runs with them', () => {
     const shebang = readFileSync(new URL('../../src/cli.ts', import.meta.url), 'utf8').split('\n')[0];
-    assert.equal(shebang, `#!/usr/bin/env -S node ${flags}`);
+    const env = Object.entries(NODE_ENV_VARS).map(([k, v]) => `${k}=${v}`).join(' ');
+    assert.equal(shebang, `#!/usr/bin/env -S ${env} node ${flags}`);
+  });
+  it('the image sets their environment', () => {
+    const dockerfile = readFileSync(new URL('../../Dockerfile', import.meta.url), 'utf8');
+    for (const [k, v] of Object.entries(NODE_ENV_VARS)) assert.match(dockerfile, new RegExp(`^ENV ${k}=${v}$`, 'm'));
   });
 });

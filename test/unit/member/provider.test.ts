@@ -27,6 +27,7 @@ const log = createLogger('silent');
 
 const config: MemberConfig = {
   name: 'm1', nodeName: NODE, labels: { zone: 'z1' }, taints: [], qps: 50, burst: 100,
+  storage: { className: 'clusterlet-m1', reclaimPolicy: 'Delete' },
   namespaceMapping: { template: 'h-{namespace}', overrides: { legacy: 'shared', other: 'shared', bad: 'Not_A_Label' } },
 };
 

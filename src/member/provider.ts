@@ -26,7 +26,7 @@ export interface MemberPodProviderOptions {
   /** On the first list, member events older than this are not mirrored again (they were, before a restart). */
   eventReplayWindowMs?: number;
   /** Why a proxy's claims have no volume in the member (member/storage/volumes.ts): it gets no delegate then. */
-  volumes?: { podRejection(proxy: V1Pod): PodRejectedError | undefined };
+  volumes?: { podRejection(proxy: V1Pod): Promise<PodRejectedError | undefined> };
 }
 
 /** What the provider uses of its member cluster (narrowed so that unit tests can stand in for one). */
@@ -138,7 +138,7 @@ export class MemberPodProvider implements PodProvider {
     if (check.error) throw new PodRejectedError(check.reason ?? 'InvalidNamespace', check.error, { retry: false });
     const ns = check.namespace;
     // A delegate whose claims the member lacks would stay Pending: none is made (tried again while one may come).
-    const noVolume = this.#volumes?.podRejection(proxy);
+    const noVolume = await this.#volumes?.podRejection(proxy);
     if (noVolume) throw noVolume;
     await this.ensureNamespace(ns, proxy.metadata!.namespace!);
     // What the pod refers to goes first, so the delegate finds it when it starts.

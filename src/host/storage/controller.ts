@@ -6,7 +6,7 @@
 // `PersistentVolumeClaim/<namespace>/<name>` and `PersistentVolume/<name>`.
 import type { Subscription } from 'rxjs';
 import type { V1PersistentVolume, V1PersistentVolumeClaim } from '@kubernetes/client-node';
-import { toKubeError } from '../../kube/errors.ts';
+import { ignoreGone, toKubeError } from '../../kube/errors.ts';
 import type { EventSubject } from '../../kube/events.ts';
 import { MEMBER_LABEL, VOLUME_FINALIZER } from '../../forge/keys.ts';
 import {
@@ -213,33 +213,35 @@ export class VolumeController {
 
   /**
    * A volume whose claim is gone (Released), or that failed: with the Delete policy its member claim goes, then the
-   * volume; with Retain both stay. The finalizer (Delete volumes only) goes last, so a volume deleted by hand still
-   * has its member claim deleted first.
+   * finalizer, then the volume; with Retain both stay. The finalizer (Delete volumes only) holds a volume deleted by
+   * hand until its member claim is deleted; it is removed before the volume is deleted, while no other writer changes
+   * the volume's finalizers (the PV protection controller drops its own only once the volume is being deleted).
    */
   async #syncVolume(name: string): Promise<void> {
     const pv = this.#api.volumes.get(name);
     if (!pv || !isOwnVolume(pv, this.#ctx)) return;
     const phase = pv.status?.phase;
     if (phase !== 'Released' && phase !== 'Failed') return;
-    if (pv.spec?.persistentVolumeReclaimPolicy === 'Delete') {
-      const ref = pv.spec.claimRef;
-      try {
-        if (ref?.namespace && ref.name && ref.uid) await this.#provider.deleteVolume(ref.namespace, ref.name, ref.uid);
-        if (!pv.metadata!.deletionTimestamp) await this.#api.deleteVolume(name, pv.metadata!.uid!);
-      } catch (err) {
-        metrics.volumeFailures.inc({ member: this.#ctx.member, operation: 'delete' });
-        await this.#event(volumeSubject(pv), 'Warning', 'VolumeFailedDelete', (err as Error).message);
-        throw err;
-      }
-      this.#log.info({ volume: name, memberClaim: pv.spec.csi?.volumeHandle }, 'volume and its member claim deleted');
+    const deletes = pv.spec?.persistentVolumeReclaimPolicy === 'Delete';
+    const ref = pv.spec?.claimRef;
+    try {
+      if (deletes && ref?.namespace && ref.name && ref.uid) await this.#provider.deleteVolume(ref.namespace, ref.name, ref.uid);
+    } catch (err) {
+      metrics.volumeFailures.inc({ member: this.#ctx.member, operation: 'delete' });
+      await this.#event(volumeSubject(pv), 'Warning', 'VolumeFailedDelete', (err as Error).message);
+      throw err;
     }
     const at = pv.metadata!.finalizers?.indexOf(VOLUME_FINALIZER) ?? -1;
-    if (at < 0) return;
-    // Tested at its position: another writer's finalizer is never removed instead.
-    const path = `/metadata/finalizers/${at}`;
-    await this.#api.jsonPatchVolume(name, [{ op: 'test', path, value: VOLUME_FINALIZER }, { op: 'remove', path }]).catch((err: unknown) => {
-      if (toKubeError(err).kind !== 'NotFound') throw toKubeError(err);
-    });
+    if (at >= 0) {
+      // Tested at its position: another writer's finalizer is never removed instead.
+      const path = `/metadata/finalizers/${at}`;
+      await this.#api.jsonPatchVolume(name, [{ op: 'test', path, value: VOLUME_FINALIZER }, { op: 'remove', path }]).catch((err: unknown) => {
+        if (toKubeError(err).kind !== 'NotFound') throw toKubeError(err);
+      });
+    }
+    if (!deletes || pv.metadata!.deletionTimestamp) return;
+    await this.#api.deleteVolume(name, pv.metadata!.uid!).catch(ignoreGone);
+    this.#log.info({ volume: name, memberClaim: pv.spec?.csi?.volumeHandle }, 'volume released: its member claim and the volume deleted');
   }
 
   async #event(about: EventSubject, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {

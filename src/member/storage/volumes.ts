@@ -58,7 +58,12 @@ export type VolumesMember = Pick<MemberCluster, 'owner'> & { config: Pick<Member
 export type EnsureNamespace = (memberNamespace: string, hostNamespace: string) => Promise<void>;
 
 /** The host's claims, as the pod gate reads them (an Informer of every host claim). */
-export type HostClaims = Pick<Informer<V1PersistentVolumeClaim>, 'get' | 'hasSynced'>;
+export type HostClaims = Pick<Informer<V1PersistentVolumeClaim>, 'get' | 'waitSynced'>;
+
+export interface MemberVolumesOptions {
+  /** How long the pod gate waits for the claims to be listed before the pod is tried again (default 10 s). */
+  listWaitMs?: number;
+}
 
 /** Answers of the member's API server that refuse a claim for good (admission, quota, validation). */
 const REFUSALS = new Set(['Forbidden', 'Invalid', 'BadRequest']);
@@ -75,8 +80,11 @@ export class MemberVolumes implements VolumeProvider {
   #sub: Subscription | undefined;
   /** Member StorageClass → whether it binds on first consumer (binding modes never change; a class may be made again). */
   #waits = new LRUCache<string, boolean>({ ...upTo(1000), ttl: 600_000 });
+  #listWaitMs: number;
 
-  constructor(member: VolumesMember, api: MemberClaimsApi, ensureNamespace: EnsureNamespace, hostClaims: HostClaims, log: Logger) {
+  constructor(member: VolumesMember, api: MemberClaimsApi, ensureNamespace: EnsureNamespace, hostClaims: HostClaims, log: Logger,
+    opts: MemberVolumesOptions = {}) {
+    this.#listWaitMs = opts.listWaitMs ?? 10_000;
     this.#member = member;
     this.#api = api;
     this.#ensureNamespace = ensureNamespace;
@@ -202,15 +210,28 @@ export class MemberVolumes implements VolumeProvider {
 
   /**
    * Why `proxy` cannot run in the member for want of a volume there (see forge/volumes.ts claimRejection), or
-   * undefined. Throws while the claims are not listed yet: the pod is tried again, with no verdict on a partial view.
+   * undefined. No verdict on a partial view: it waits for the claims to be listed, and throws if they are not soon
+   * (the pod is tried again).
    */
-  podRejection(proxy: V1Pod): PodRejectedError | undefined {
+  async podRejection(proxy: V1Pod): Promise<PodRejectedError | undefined> {
     const hostNs = proxy.metadata!.namespace!;
     if (!proxy.spec?.volumes?.some((v) => v.persistentVolumeClaim || v.ephemeral)) return undefined;
-    if (!this.#hostClaims.hasSynced || !this.#api.claims.hasSynced) throw new Error('the claims are not listed yet');
+    await this.#listed();
     const r = claimRejection(proxy, {
       hostClaim: (n) => this.#hostClaims.get(`${hostNs}/${n}`), memberVolume: (n) => this.getVolume(hostNs, n),
     }, { member: this.#member.config.name, className: this.#member.config.storage.className });
     return r && new PodRejectedError(r.reason, r.message, { retry: r.retry });
+  }
+
+  async #listed(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('the claims are not listed yet')), this.#listWaitMs);
+    });
+    try {
+      await Promise.race([Promise.all([this.#hostClaims.waitSynced(), this.#api.claims.waitSynced()]), late]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 }

@@ -252,6 +252,21 @@ describe('VolumeController: released volumes', () => {
     assert.deepEqual(w.provider.deletions, [{ key: KEY, uid: c.metadata!.uid }]);
   });
 
+  it('deleted by hand, then released: the member claim first, then the finalizer, and the volume goes', async () => {
+    const w = world();
+    const { c, pv } = provisioned(w);
+    w.controller.start();
+    const name = pv.metadata!.name!;
+    w.host.objects.put('PersistentVolume', { ...w.volume(name)!, metadata: { ...w.volume(name)!.metadata, deletionTimestamp: new Date() } });
+    await settle();
+    assert.ok(w.volume(name), 'held by its finalizer while bound');
+    w.host.objects.drop('PersistentVolumeClaim', 'shop', 'data-0');
+    w.host.objects.put('PersistentVolume', { ...w.volume(name)!, status: { phase: 'Released' } });
+    await eventually('the volume gone', () => w.volume(name) === undefined);
+    assert.deepEqual(w.provider.deletions, [{ key: KEY, uid: c.metadata!.uid }]);
+    assert.deepEqual(w.host.objects.writes('delete', 'PersistentVolume'), [], 'deleted already: not asked again');
+  });
+
   it('Retain: both kept', async () => {
     const retain = { ...ctx, reclaimPolicy: 'Retain' as const };
     const w = world(retain);

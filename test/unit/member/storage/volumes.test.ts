@@ -170,9 +170,9 @@ describe('MemberVolumes.podRejection', () => {
   it('a pod without claims passes at once; one whose claim is of another class is rejected for good', async () => {
     const w = world();
     await w.volumes.waitSynced();
-    assert.equal(w.volumes.podRejection({ metadata: { name: 'x', namespace: 'shop' }, spec: { containers: [] } }), undefined);
+    assert.equal(await w.volumes.podRejection({ metadata: { name: 'x', namespace: 'shop' }, spec: { containers: [] } }), undefined);
     w.host.put('PersistentVolumeClaim', { metadata: { name: 'nfs', namespace: 'shop' }, spec: { storageClassName: 'nfs' } });
-    const r = w.volumes.podRejection(pod('nfs'));
+    const r = await w.volumes.podRejection(pod('nfs'));
     assert.ok(r instanceof PodRejectedError);
     assert.equal(r.reason, 'VolumeNotInMember');
     assert.equal(r.retry, false);
@@ -182,21 +182,22 @@ describe('MemberVolumes.podRejection', () => {
     const w = world();
     await w.volumes.waitSynced();
     const hc = w.host.put<V1PersistentVolumeClaim>('PersistentVolumeClaim', { metadata: { name: 'data-0', namespace: 'shop' }, spec: { storageClassName: 'clusterlet-eu' } });
-    assert.equal(w.volumes.podRejection(pod('data-0'))?.reason, 'MemberVolumeNotReady');
+    assert.equal((await w.volumes.podRejection(pod('data-0')))?.reason, 'MemberVolumeNotReady');
     await w.volumes.provisionVolume(req({ uid: 'an-earlier-claim' }));
     await eventually('made', () => w.volumes.getVolume('shop', 'data-0') !== undefined);
-    assert.equal(w.volumes.podRejection(pod('data-0'))?.reason, 'MemberVolumeNotReady', 'made for an earlier claim of that name');
+    assert.equal((await w.volumes.podRejection(pod('data-0')))?.reason, 'MemberVolumeNotReady', 'made for an earlier claim of that name');
     await w.volumes.deleteVolume('shop', 'data-0', 'an-earlier-claim');
     await eventually('gone', () => w.volumes.getVolume('shop', 'data-0') === undefined);
     await w.volumes.provisionVolume(req({ uid: hc.metadata!.uid }));
-    await eventually('passes', () => w.volumes.podRejection(pod('data-0')) === undefined);
+    await eventually('made for it', () => w.volumes.getVolume('shop', 'data-0')?.claimUID === hc.metadata!.uid);
+    assert.equal(await w.volumes.podRejection(pod('data-0')), undefined);
   });
 
-  it('no verdict before the member claims are listed', () => {
+  it('no verdict before the member claims are listed: it waits a while, then the pod is tried again', async () => {
     const m = new FakeMemberClaims();
     const host = new FakeObjects().informer<V1PersistentVolumeClaim>('PersistentVolumeClaim');
     const volumes = new MemberVolumes({ owner, config: { name: 'eu', namespaceMapping: { template: '{namespace}', overrides: {} },
-      storage: { className: 'clusterlet-eu', reclaimPolicy: 'Delete' } } }, m.api(OURS), async () => undefined, host, log);
-    assert.throws(() => volumes.podRejection(pod('data-0')), /not listed yet/);
+      storage: { className: 'clusterlet-eu', reclaimPolicy: 'Delete' } } }, m.api(OURS), async () => undefined, host, log, { listWaitMs: 20 });
+    await assert.rejects(volumes.podRejection(pod('data-0')), /not listed yet/);
   });
 });

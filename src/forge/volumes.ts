@@ -82,6 +82,15 @@ export function shouldProvision(claim: V1PersistentVolumeClaim, ctx: StorageCont
     && provisioner === provisionerOf(ctx.member) && ann[SELECTED_NODE_ANNOTATION] === ctx.nodeName && storageOf(claim) !== undefined;
 }
 
+/**
+ * Why a claim cannot be provisioned in the member whatever happens, or undefined: a data source (a snapshot or claim
+ * of the host) cannot fill a member volume, which would start empty.
+ */
+export function unprovisionable(claim: V1PersistentVolumeClaim, member: string): string | undefined {
+  const src = claim.spec?.dataSourceRef ?? claim.spec?.dataSource;
+  return src ? `a claim with a data source (${src.kind} "${src.name}") cannot get a volume in member ${member}: it would start empty` : undefined;
+}
+
 /** The host volume of a claim: named after its UID, as the PV controller and external provisioners name theirs. */
 export function hostVolumeName(claim: V1PersistentVolumeClaim): string {
   return `pvc-${claim.metadata!.uid}`;

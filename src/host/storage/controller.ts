@@ -11,8 +11,8 @@ import type { EventSubject } from '../../kube/events.ts';
 import { MEMBER_LABEL, VOLUME_FINALIZER } from '../../forge/keys.ts';
 import {
   SELECTED_NODE_ANNOTATION, claimExpansion, claimRequest, claimStatusUpdate, forgeHostStorageClass, forgeHostVolume,
-  hostVolumeName, isOwnVolume, provisionerOf, shouldProvision, storageClassMatches, storageClassRecreate, volumeCapacityUpdate,
-  volumeReady, type StorageContext, type VolumeState,
+  hostVolumeName, isOwnVolume, provisionerOf, shouldProvision, storageClassMatches, storageClassRecreate, unprovisionable,
+  volumeCapacityUpdate, volumeReady, type StorageContext, type VolumeState,
 } from '../../forge/volumes.ts';
 import { VolumeRejectedError, type VolumeProvider } from '../../provider/volume.ts';
 import { WorkQueue, type HandlerResult } from '../../util/workqueue.ts';
@@ -125,6 +125,9 @@ export class VolumeController {
   async #provision(claim: V1PersistentVolumeClaim): Promise<HandlerResult | void> {
     // Made already: the PV controller binds it.
     if (!shouldProvision(claim, this.#ctx) || this.#api.volumes.get(hostVolumeName(claim))) return;
+    // Not retried: a claim's data source never changes.
+    const never = unprovisionable(claim, this.#ctx.member);
+    if (never !== undefined) return this.#refused(claim, 'provision', new VolumeRejectedError('ProvisioningFailed', never), false);
     let v: VolumeState;
     try {
       const made = await this.#provider.provisionVolume(claimRequest(claim));
@@ -202,11 +205,11 @@ export class VolumeController {
    * refusal of the node asks the host scheduler to choose again (the selected-node annotation goes, as the
    * external provisioner's reschedule); anything else is tried again later.
    */
-  async #refused(claim: V1PersistentVolumeClaim, operation: Operation, err: unknown): Promise<HandlerResult | void> {
+  async #refused(claim: V1PersistentVolumeClaim, operation: Operation, err: unknown, retry = true): Promise<HandlerResult | void> {
     if (!(err instanceof VolumeRejectedError)) throw err;
     metrics.volumeFailures.inc({ member: this.#ctx.member, operation });
     await this.#event(claimSubject(claim), 'Warning', err.reason, err.message);
-    if (!err.reschedule) return { requeueAfterMs: RETRY_REFUSED_MS };
+    if (!err.reschedule) return retry ? { requeueAfterMs: RETRY_REFUSED_MS } : undefined;
     await this.#api.patchClaim(claim.metadata!.namespace!, claim.metadata!.name!,
       { metadata: { annotations: { [SELECTED_NODE_ANNOTATION]: null } } });
   }

@@ -4,7 +4,7 @@ import type { V1PersistentVolume, V1PersistentVolumeClaim, V1Pod, V1StorageClass
 import {
   claimExpansion, claimRejection, claimRequest, claimStatusUpdate, delegateVolumes, forgeHostStorageClass, forgeHostVolume,
   forgeMemberClaim, hostClaimKeyOf, isOwnVolume, memberVolumeState, podClaims, shouldProvision, storageClassMatches,
-  storageClassRecreate, volumeCapacityUpdate, volumeReady, type StorageContext, type VolumeState,
+  storageClassRecreate, unprovisionable, volumeCapacityUpdate, volumeReady, type StorageContext, type VolumeState,
 } from '../../../src/forge/volumes.ts';
 import { forgeDelegatePod } from '../../../src/forge/pod.ts';
 
@@ -78,6 +78,16 @@ describe('shouldProvision', () => {
       assert.equal(shouldProvision(c, ctx), want);
     });
   }
+});
+
+describe('unprovisionable', () => {
+  it('a claim filled from a snapshot or another claim of the host: its member volume would start empty', () => {
+    assert.equal(unprovisionable(claim(), 'eu'), undefined);
+    const snap = claim({ spec: { ...claim().spec, dataSourceRef: { apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: 'nightly' } } });
+    assert.equal(unprovisionable(snap, 'eu'), 'a claim with a data source (VolumeSnapshot "nightly") cannot get a volume in member eu: it would start empty');
+    assert.match(unprovisionable(claim({ spec: { ...claim().spec, dataSource: { kind: 'PersistentVolumeClaim', name: 'db' } } }), 'eu')!,
+      /PersistentVolumeClaim "db"/);
+  });
 });
 
 describe('forgeMemberClaim', () => {

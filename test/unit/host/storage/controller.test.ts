@@ -162,6 +162,15 @@ describe('VolumeController: provisioning', () => {
     assert.equal(w.volume(), undefined);
   });
 
+  it('a claim with a data source: ProvisioningFailed, nothing asked of the member', async () => {
+    const w = world();
+    w.host.objects.put('PersistentVolumeClaim', claim(true, { dataSource: { kind: 'PersistentVolumeClaim', name: 'db' } }));
+    w.controller.start();
+    await eventually('refused', () => w.host.reasons('Warning').includes('ProvisioningFailed'));
+    assert.deepEqual(w.provider.provisions, []);
+    assert.equal(w.claim()!.metadata!.annotations!['volume.kubernetes.io/selected-node'], 'clusterlet-eu');
+  });
+
   it('a member claim clusterlet did not create: MemberVolumeConflict on the claim, no volume, the node kept', async () => {
     const w = world();
     w.host.objects.put('PersistentVolumeClaim', claim());

@@ -151,6 +151,21 @@ describe('storage: persistent volumes in the member', () => {
         (vs) => !vs.some((v) => volumes.includes(v.metadata!.name!)), 60_000, 'the host volumes deleted');
     });
 
+    it('a generic ephemeral volume of the class: the delegate mounts its claim\'s member claim, which goes with the pod', async (t) => {
+      const ens = await namespaces(t, 'ephemeral', [host]);
+      const pod = podSpec('scratchy', { namespace: ens, tolerate: true });
+      pod.spec!.volumes = [{ name: 'scratch', ephemeral: { volumeClaimTemplate: { spec: {
+        storageClassName: CLASS, accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } } } }];
+      await host.core.createNamespacedPod({ namespace: ens, body: pod });
+      await waitUntil(host, podsSpec(host, ens), (ps) => isReady(ps[0]) && ps[0].spec?.nodeName === NODE, 60_000, 'the proxy Ready on the virtual node');
+      const [d] = await waitUntil(member, podsSpec(member, ens), (ps) => ps[0]?.status?.phase === 'Running', 30_000, 'the delegate Running');
+      assert.deepEqual(d.spec!.volumes!.find((v) => v.name === 'scratch'), { name: 'scratch', persistentVolumeClaim: { claimName: 'scratchy-scratch' } });
+      const [mc] = await waitUntil(member, claimSpec(member, ens), (cs) => cs.length === 1 && bound(cs[0]), 30_000, 'its member claim Bound');
+      assert.equal(mc.metadata!.name, 'scratchy-scratch');
+      await host.core.deleteNamespacedPod({ namespace: ens, name: 'scratchy' });
+      await waitUntil(member, claimSpec(member, ens), (cs) => cs.length === 0, 90_000, 'the member claim gone with the pod');
+    });
+
     it('a pod whose claim is of another class shows VolumeNotInMember on the proxy and gets no delegate', async (t) => {
       const other = await namespaces(t, 'other-class', [host]);
       await host.core.createNamespacedPersistentVolumeClaim({ namespace: other, body: { metadata: { name: 'elsewhere' },

@@ -94,5 +94,3 @@ export async function startMemberProvisioner(member: ClusterClient): Promise<{ s
     },
   };
 }
-
-export { storage as storageOf };

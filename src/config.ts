@@ -37,6 +37,18 @@ export interface MemberConfig {
   burst: number;
   /** This node's kubelet API port, when not --kubelet-port (lets direct scrapers tell the nodes apart). */
   kubeletPort?: number;
+  /** The member's volumes: its host StorageClass and what its claims become in the member. */
+  storage: StorageConfig;
+}
+
+/** Persistent volumes in a member, provisioned through a host StorageClass of its own (src/host/storage/). */
+export interface StorageConfig {
+  /** The host StorageClass whose claims get their volume in the member (default clusterlet-<member>). */
+  className: string;
+  /** The member's StorageClass of the claims made there; undefined: the member's default class. */
+  memberClassName?: string;
+  /** What a deleted host claim does to its member claim: deleted with it, or kept. */
+  reclaimPolicy: 'Delete' | 'Retain';
 }
 
 export interface Config {
@@ -116,7 +128,14 @@ One member (flags):
 
 Several members:
   --provider-config FILE     YAML file listing members (see README: name, kubeconfig or kubeconfigSecret,
-                             nodeName, namespaceMapping, labels, taints, qps, burst)
+                             nodeName, namespaceMapping, labels, taints, qps, burst, storage)
+
+Storage (persistent volumes in the member, see README):
+  --storage-class NAME       the host StorageClass whose claims get their volume in the member (one member by
+                             flags; default clusterlet-<member-name>; in the config file: storage.storageClassName)
+  --member-storage-class NAME
+                             the member's StorageClass of those volumes (default: the member's default class)
+  --storage-reclaim-policy P Delete (default): a deleted claim's member claim is deleted too; Retain: it is kept
 
 Export (member → host):
   --export-namespaces A,B    host namespaces that accept member objects labelled clusterlet.io/export=true,
@@ -185,6 +204,8 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
         'host-name': { type: 'string' }, 'host-qps': { type: 'string' }, 'host-burst': { type: 'string' },
         'member-kubeconfig': { type: 'string' }, 'member-name': { type: 'string' }, nodename: { type: 'string' },
         'member-qps': { type: 'string' }, 'member-burst': { type: 'string' },
+        'storage-class': { type: 'string' }, 'member-storage-class': { type: 'string' },
+        'storage-reclaim-policy': { type: 'string' },
         'provider-config': { type: 'string' }, 'export-namespaces': { type: 'string' },
         'reflect-host-endpoints': { type: 'boolean' },
         'node-ip': { type: 'string' }, 'kubelet-port': { type: 'string' }, 'health-port': { type: 'string' },
@@ -218,19 +239,26 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
   const defaults = {
     qps: int('--member-qps', str('member-qps'), 200, 1),
     burst: int('--member-burst', str('member-burst'), 400, 1),
+    storage: storageDefaults(str),
   };
   let members: MemberConfig[];
   let fileSettings: FileSettings = {};
   if (providerConfig) {
+    if (str('storage-class') !== undefined) {
+      throw new ConfigError('--storage-class', 'names the class of the one member given by flags: with --provider-config, set storage.storageClassName per member');
+    }
     ({ members, settings: fileSettings } = loadProviderConfig(providerConfig, defaults));
   } else if (memberKubeconfig) {
     requireFile('--member-kubeconfig', memberKubeconfig);
     const name = str('member-name') ?? 'member';
     if (!DNS_LABEL.test(name)) throw new ConfigError('--member-name', `"${name}" is not a DNS-1123 label`);
     const nodeName = checkNodeName(str('nodename'), name, { name: '--member-name', nodeName: '--nodename' });
+    const { storage, ...limits } = defaults;
+    const className = str('storage-class') ?? `clusterlet-${name}`;
+    checkClassName('--storage-class', className);
     members = [{
       name, kubeconfig: memberKubeconfig, nodeName, namespaceMapping: { template: '{namespace}', overrides: {} },
-      labels: {}, taints: [], ...defaults,
+      labels: {}, taints: [], ...limits, storage: { ...storage, className },
     }];
   } else {
     throw new ConfigError('--member-kubeconfig', 'no member given: pass --member-kubeconfig or --provider-config (see --help)');
@@ -264,6 +292,45 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
       probeFailureThreshold: int('--probe-failure-threshold', str('probe-failure-threshold'), 3, 1, 100),
       leaderElection: leaderElectionConfig(str, env),
     },
+  };
+}
+
+/** What every member's storage is unless the config file says otherwise: --member-storage-class, --storage-reclaim-policy. */
+function storageDefaults(str: (k: string) => string | undefined): Omit<StorageConfig, 'className'> {
+  const memberClassName = str('member-storage-class');
+  if (memberClassName !== undefined) checkClassName('--member-storage-class', memberClassName);
+  return { memberClassName, reclaimPolicy: reclaimPolicy('--storage-reclaim-policy', str('storage-reclaim-policy') ?? 'Delete') };
+}
+
+const RECLAIM_POLICIES = ['Delete', 'Retain'];
+
+function reclaimPolicy(field: string, v: unknown, file?: string): StorageConfig['reclaimPolicy'] {
+  if (typeof v !== 'string' || !RECLAIM_POLICIES.includes(v)) {
+    throw new ConfigError(field, `${JSON.stringify(v)} is not one of ${RECLAIM_POLICIES.join(', ')}`, file);
+  }
+  return v as StorageConfig['reclaimPolicy'];
+}
+
+/** A StorageClass name: a DNS-1123 subdomain. */
+function checkClassName(field: string, v: unknown, file?: string): string {
+  if (typeof v !== 'string' || v.length > 253 || !DNS_SUBDOMAIN.test(v)) {
+    throw new ConfigError(field, `${JSON.stringify(v)} is not a StorageClass name (a DNS-1123 subdomain: lowercase letters, digits, "-" and ".")`, file);
+  }
+  return v;
+}
+
+const STORAGE_KEYS = ['storageClassName', 'memberStorageClassName', 'reclaimPolicy'];
+
+/** A member's `storage` map of the config file, over the flags' defaults. */
+function storageConfig(f: string, v: unknown, member: string, defaults: Omit<StorageConfig, 'className'>, file: string): StorageConfig {
+  if (v !== undefined && !isObj(v)) throw new ConfigError(f, 'must be a map (storageClassName, memberStorageClassName, reclaimPolicy)', file);
+  const s: Raw = isObj(v) ? v : {};
+  for (const k of Object.keys(s)) if (!STORAGE_KEYS.includes(k)) throw new ConfigError(`${f}.${k}`, 'unknown field', file);
+  return {
+    className: checkClassName(`${f}.storageClassName`, s.storageClassName ?? `clusterlet-${member}`, file),
+    memberClassName: s.memberStorageClassName === undefined ? defaults.memberClassName
+      : checkClassName(`${f}.memberStorageClassName`, s.memberStorageClassName, file),
+    reclaimPolicy: s.reclaimPolicy === undefined ? defaults.reclaimPolicy : reclaimPolicy(`${f}.reclaimPolicy`, s.reclaimPolicy, file),
   };
 }
 
@@ -377,10 +444,11 @@ function stringMap(field: string, v: unknown, file: string): Record<string, stri
 }
 
 const MEMBER_KEYS = ['name', 'kubeconfig', 'kubeconfigSecret', 'nodeName', 'namespaceMapping', 'labels', 'taints', 'qps', 'burst',
-  'kubeletPort'];
+  'kubeletPort', 'storage'];
 
 /** Reads the provider config file: `hostName`, `podSyncWorkers`, `exportNamespaces`, `reflectHostEndpoints` and `members`. */
-export function loadProviderConfig(file: string, defaults: { qps: number; burst: number }):
+export function loadProviderConfig(file: string,
+  { storage: storageDefault = { reclaimPolicy: 'Delete' }, ...defaults }: { qps: number; burst: number; storage?: Omit<StorageConfig, 'className'> }):
   { members: MemberConfig[]; settings: FileSettings } {
   requireFile('--provider-config', file);
   let doc: unknown;
@@ -409,6 +477,7 @@ export function loadProviderConfig(file: string, defaults: { qps: number; burst:
   }
   const names = new Set<string>();
   const nodes = new Set<string>();
+  const classes = new Set<string>();
   const members = doc.members.map((m: unknown, i: number): MemberConfig => {
     const f = `members[${i}]`;
     if (!isObj(m)) throw new ConfigError(f, 'must be a map', file);
@@ -445,8 +514,13 @@ export function loadProviderConfig(file: string, defaults: { qps: number; burst:
         throw new ConfigError(`${f}.taints[${j}]`, `needs a key and an effect (${TAINT_EFFECTS.join(', ')})`, file);
       }
     });
+    const storage = storageConfig(`${f}.storage`, m.storage, name, storageDefault, file);
+    if (classes.has(storage.className)) {
+      throw new ConfigError(`${f}.storage.storageClassName`, `duplicate storage class "${storage.className}": each member has its own`, file);
+    }
+    classes.add(storage.className);
     return {
-      name, kubeconfig: hasFile ? m.kubeconfig as string : undefined, kubeconfigSecret, nodeName,
+      name, kubeconfig: hasFile ? m.kubeconfig as string : undefined, kubeconfigSecret, nodeName, storage,
       namespaceMapping,
       labels: stringMap(`${f}.labels`, m.labels, file),
       taints: taints as V1Taint[],

@@ -20,8 +20,13 @@ import {
   ServiceReflector, endpointSliceTarget, hostEndpointSlices, hostServiceWarnings, hostServices, serviceTarget,
 } from './member/reflection/services.ts';
 import { ServiceExporter, serviceExportApi } from './member/reflection/serviceexports.ts';
+import { MemberVolumes, memberClaimsApi } from './member/storage/volumes.ts';
+import { VolumeController } from './host/storage/controller.ts';
+import { hostClaims, hostStorageApi, hostVolumes } from './host/storage/api.ts';
 import type { Informer } from './kube/informer.ts';
-import type { V1EndpointSlice, V1Pod, V1Service } from '@kubernetes/client-node';
+import type {
+  V1EndpointSlice, V1PersistentVolume, V1PersistentVolumeClaim, V1Pod, V1Service,
+} from '@kubernetes/client-node';
 import type { Subscription } from 'rxjs';
 import { hostClusterID } from './host/identity.ts';
 import { adoptLegacyObjects } from './member/adopt.ts';
@@ -83,6 +88,9 @@ export class Manager implements NodeDirectory {
   readonly hostServices: Informer<V1Service>;
   /** Every host EndpointSlice of a Service, shared likewise; only with --reflect-host-endpoints. */
   readonly hostEndpointSlices: Informer<V1EndpointSlice> | undefined;
+  /** Every host claim, and the host volumes clusterlet provisioned: one watch of each shared by every member. */
+  readonly hostClaims: Informer<V1PersistentVolumeClaim>;
+  readonly hostVolumes: Informer<V1PersistentVolume>;
   /** Which replica leads which member; undefined with --leader-elect=false (this one leads all). */
   readonly leadership: Leadership | undefined;
   #stopped = false;
@@ -110,6 +118,8 @@ export class Manager implements NodeDirectory {
     this.exportConsent = new ExportConsent(namespaceInformer(h, 'host-namespaces', undefined, log), config.exportNamespaces);
     this.hostServices = hostServices(h, log);
     this.hostEndpointSlices = config.reflectHostEndpoints ? hostEndpointSlices(h, log) : undefined;
+    this.hostClaims = hostClaims(h, log);
+    this.hostVolumes = hostVolumes(h, log);
   }
 
   /**
@@ -139,6 +149,8 @@ export class Manager implements NodeDirectory {
     this.hostCaches.secrets.start();
     this.hostServices.start();
     this.hostEndpointSlices?.start();
+    this.hostClaims.start();
+    this.hostVolumes.start();
     void (async () => {
       this.#hostName = this.config.hostName ?? await hostClusterID(this.host, this.#log, () => this.#stopped);
       this.#log.info({ hostName: this.#hostName, configured: this.config.hostName !== undefined }, 'host identity');
@@ -201,13 +213,18 @@ export class Manager implements NodeDirectory {
       { endpoints: this.hostEndpointSlices && { hostSlices: this.hostEndpointSlices, copies: endpointSliceTarget(cluster, log) } });
     const serviceExports = new ServiceExporter({ name: m.config.name, owner: cluster.owner }, services.copies,
       serviceExportApi(cluster, log), log);
-    const provider = new MemberPodProvider(cluster, mirror, log, { nodeName: m.config.nodeName, hostIP: this.config.nodeIP });
+    // The member's volumes make the mapped namespace as the pod provider does, and gate its delegates.
+    const volumes = new MemberVolumes(cluster, memberClaimsApi(cluster.client, cluster.owner, log),
+      (ns, hostNs): Promise<void> => provider.ensureNamespace(ns, hostNs), this.hostClaims, log);
+    const storage = new VolumeController(hostStorageApi(host, { claims: this.hostClaims, volumes: this.hostVolumes }, m.config.nodeName),
+      volumes, { member: m.config.name, nodeName: m.config.nodeName, ...m.config.storage }, log);
+    const provider = new MemberPodProvider(cluster, mirror, log, { nodeName: m.config.nodeName, hostIP: this.config.nodeIP, volumes });
     const pods = m.pods = new PodController(host, provider, log, {
       nodeName: m.config.nodeName, member: m.config.name, workers: this.config.podSyncWorkers, watchSilenceMs: silence,
       proxies: m.proxies,
     });
     m.runtime = new MemberRuntime(cluster, pods.pods, { log: log.child({ component: 'kubelet-api' }) });
-    m.parts = [node, mirror, services, serviceExports, exporter, pods];
+    m.parts = [node, mirror, services, serviceExports, exporter, volumes, storage, pods];
     // The node registers, or shows this replica's address, whatever happens next.
     node.start();
     const over = (): boolean => this.#stopped || m.term !== term;
@@ -285,6 +302,8 @@ export class Manager implements NodeDirectory {
     this.hostCaches.secrets.stop();
     this.hostServices.stop();
     this.hostEndpointSlices?.stop();
+    this.hostClaims.stop();
+    this.hostVolumes.stop();
     this.exportConsent.stop();
   }
 }

@@ -126,6 +126,16 @@ export const metrics = {
   replicas: new Gauge({
     name: 'clusterlet_replicas', help: 'Live clusterlet replicas this replica sees (its own included).', registers: [registry],
   }),
+  volumesProvisioned: new Counter({
+    name: 'clusterlet_volumes_provisioned_total',
+    help: 'Host volumes provisioned for claims of a member\'s storage class (their member claim made and bound), by member.',
+    labelNames: ['member'] as const, registers: [registry],
+  }),
+  volumeFailures: new Counter({
+    name: 'clusterlet_volume_failures_total',
+    help: 'Volume operations the member refused or that failed (each is retried or shown on the claim), by member and operation (provision, expand, delete).',
+    labelNames: ['member', 'operation'] as const, registers: [registry],
+  }),
   memberReady: new Gauge({
     name: 'clusterlet_member_ready', help: '1 when the member answers and has a Ready node.',
     labelNames: ['member'] as const, registers: [registry],

@@ -55,3 +55,11 @@ export const HOST_ENDPOINTSLICE_ANNOTATION = 'clusterlet.io/host-endpointslice';
 export const LEADER_ELECTION_LABEL = 'clusterlet.io/leader-election';
 /** On a replica's presence Lease: the members it is ready to lead, comma-separated (members are spread by it). */
 export const READY_MEMBERS_ANNOTATION = 'clusterlet.io/ready-members';
+
+// Storage (src/forge/volumes.ts). On a member claim clusterlet created: the UID of the host claim it holds the data of
+// (with clusterlet.io/proxy-namespace, the host claim's namespace; the name is the same).
+export const CLAIM_UID_ANNOTATION = 'clusterlet.io/claim-uid';
+// On a host PersistentVolume clusterlet provisioned: where its data is, `<member>/<member namespace>/<claim>`.
+export const MEMBER_CLAIM_ANNOTATION = 'clusterlet.io/member-claim';
+// On such a host volume with the Delete reclaim policy: its member claim is deleted before the volume goes.
+export const VOLUME_FINALIZER = 'clusterlet.io/member-claim';

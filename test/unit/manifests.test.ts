@@ -131,11 +131,15 @@ describe('manifests/host', { skip }, () => {
       'core/namespaces': ['get', 'list', 'watch'],
       'core/nodes': ['create', 'get', 'list', 'patch', 'watch'],
       'core/nodes/status': ['patch'],
+      'core/persistentvolumeclaims': ['list', 'patch', 'watch'],
+      'core/persistentvolumeclaims/status': ['patch'],
+      'core/persistentvolumes': ['create', 'delete', 'list', 'patch', 'watch'],
       'core/pods': ['delete', 'list', 'watch'],
       'core/pods/status': ['patch'],
       'core/secrets': ['create', 'delete', 'get', 'list', 'update', 'watch'],
       'core/services': ['list', 'watch'],
       'kube-node-lease:coordination.k8s.io/leases': ['create', 'patch'],
+      'storage.k8s.io/storageclasses': ['create', 'delete', 'get', 'update'],
     });
   });
 
@@ -155,6 +159,7 @@ describe('manifests/member', { skip }, () => {
       'core/namespaces': ['create', 'list', 'update', 'watch'],
       'core/nodes': ['list', 'watch'],
       'core/nodes/proxy': ['get'],
+      'core/persistentvolumeclaims': ['create', 'delete', 'get', 'list', 'patch', 'watch'],
       'core/pods': ['create', 'delete', 'get', 'list', 'update', 'watch'],
       'core/pods/attach': ['create', 'get'],
       'core/pods/ephemeralcontainers': ['patch'],
@@ -167,6 +172,7 @@ describe('manifests/member', { skip }, () => {
       'core/services': ['create', 'delete', 'get', 'list', 'update', 'watch'],
       'metrics.k8s.io/pods': ['list'],
       'multicluster.x-k8s.io/serviceexports': ['create', 'delete', 'get', 'list', 'update', 'watch'],
+      'storage.k8s.io/storageclasses': ['get'],
     });
   });
 

@@ -29,6 +29,7 @@ const log = createLogger('silent');
 
 const config: MemberConfig = {
   name: 'm1', nodeName: NODE, labels: { zone: 'z1' }, taints: [], qps: 50, burst: 100,
+  storage: { className: 'clusterlet-m1', reclaimPolicy: 'Delete' },
   namespaceMapping: { template: 'h-{namespace}', overrides: { legacy: 'shared', other: 'shared', bad: 'Not_A_Label' } },
 };
 
@@ -229,6 +230,22 @@ describe('MemberPodProvider.createPod', () => {
     assert.equal(secret.reason, 'OptionalSecretNotFound');
     assert.match(secret.message, /secret "absent" not found/);
     assert.ok(memberPod('h-shop', 'cm-opt') && memberPod('h-shop', 'secret-opt'), 'created without the optional object');
+  });
+
+  it('a pod whose claims have no volume in the member is rejected as the volumes say: no namespace, no delegate', async () => {
+    const asked: string[] = [];
+    const { member, provider } = world({ volumes: { podRejection: async (p) => {
+      asked.push(p.metadata!.name!);
+      return p.metadata!.name === 'db' ? new PodRejectedError('VolumeNotInMember', 'claim of another class', { retry: false }) : undefined;
+    } } });
+    const err = await provider.createPod(proxy('db')).then(() => undefined, (e: unknown) => e);
+    assert.ok(err instanceof PodRejectedError);
+    assert.equal(err.reason, 'VolumeNotInMember');
+    assert.equal(err.retry, false);
+    assert.deepEqual(member.objects.writes(), []);
+    await provider.createPod(proxy('web'));
+    assert.deepEqual(asked, ['db', 'web']);
+    assert.equal(member.objects.writes('create', 'Pod').length, 1);
   });
 
   it('makes the member namespace again when it went away under the provider', async () => {

@@ -99,6 +99,18 @@ export class Leadership {
     return elector;
   }
 
+  /**
+   * No longer elects for `member` (its ClusterProfile went away): a leader stops leading and writes the Lease
+   * free, so that the member, if it comes back, is taken at once by whichever replica is ready for it.
+   */
+  async remove(member: string): Promise<void> {
+    const m = this.#members.get(member);
+    if (!m) return;
+    this.#members.delete(member);
+    await m.elector.release('member removed').finally(() => m.elector.stop());
+    metrics.leader.remove({ member });
+  }
+
   start(): void {
     this.#started = true;
     // Subscribed before the informer starts: the replicas are counted from its very first list.

@@ -273,7 +273,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
   let fileSettings: FileSettings = {};
   const clusterProfiles = clusterProfileSource(str, env, defaults);
   if (providerConfig) {
-    ({ members, settings: fileSettings } = loadProviderConfig(providerConfig, defaults));
+    ({ members, settings: fileSettings } = loadProviderConfig(providerConfig, defaults, { membersOptional: clusterProfiles !== undefined }));
   } else if (memberKubeconfig) {
     requireFile('--member-kubeconfig', memberKubeconfig);
     const name = str('member-name') ?? 'member';
@@ -530,8 +530,11 @@ function stringMap(field: string, v: unknown, file: string): Record<string, stri
 const MEMBER_KEYS = ['name', 'kubeconfig', 'kubeconfigSecret', 'nodeName', 'namespaceMapping', 'labels', 'taints', 'qps', 'burst',
   'kubeletPort'];
 
-/** Reads the provider config file: `hostName`, `podSyncWorkers`, `exportNamespaces`, `reflectHostEndpoints` and `members`. */
-export function loadProviderConfig(file: string, defaults: { qps: number; burst: number }):
+/**
+ * Reads the provider config file: `hostName`, `podSyncWorkers`, `exportNamespaces`, `reflectHostEndpoints` and
+ * `members` (which may be empty with `membersOptional`: the members come from ClusterProfiles).
+ */
+export function loadProviderConfig(file: string, defaults: { qps: number; burst: number }, opts: { membersOptional?: boolean } = {}):
   { members: MemberConfig[]; settings: FileSettings } {
   requireFile('--provider-config', file);
   let doc: unknown;
@@ -555,12 +558,13 @@ export function loadProviderConfig(file: string, defaults: { qps: number; burst:
     exportNamespaces: doc.exportNamespaces === undefined ? undefined : namespaceList('exportNamespaces', doc.exportNamespaces, file),
     reflectHostEndpoints: doc.reflectHostEndpoints as boolean | undefined,
   };
-  if (!Array.isArray(doc.members) || doc.members.length === 0) {
-    throw new ConfigError('members', 'must be a non-empty list', file);
+  const members = doc.members ?? (opts.membersOptional ? [] : undefined);
+  if (!Array.isArray(members) || (members.length === 0 && !opts.membersOptional)) {
+    throw new ConfigError('members', opts.membersOptional ? 'must be a list' : 'must be a non-empty list', file);
   }
   const names = new Set<string>();
   const nodes = new Set<string>();
-  const members = doc.members.map((m: unknown, i: number): MemberConfig => {
+  return { members: members.map((m: unknown, i: number): MemberConfig => {
     const f = `members[${i}]`;
     if (!isObj(m)) throw new ConfigError(f, 'must be a map', file);
     for (const k of Object.keys(m)) if (!MEMBER_KEYS.includes(k)) throw new ConfigError(`${f}.${k}`, 'unknown field', file);
@@ -605,8 +609,7 @@ export function loadProviderConfig(file: string, defaults: { qps: number; burst:
       burst: int(`${f}.burst`, m.burst as number | undefined, defaults.burst, 1, 100_000, file),
       ...(m.kubeletPort !== undefined ? { kubeletPort: int(`${f}.kubeletPort`, m.kubeletPort as number, 0, 1, 65535, file) } : {}),
     };
-  });
-  return { members, settings };
+  }), settings };
 }
 
 // What can be told from the mapping alone: a template whose fixed part makes every name invalid, overrides

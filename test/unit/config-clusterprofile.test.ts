@@ -53,6 +53,16 @@ describe('--member-source', () => {
   });
 });
 
+describe('--provider-config with ClusterProfiles', () => {
+  it('may list no members (its other settings still apply); without ClusterProfiles it must list one', () => {
+    const cfg = join(dir, 'no-members.yaml');
+    writeFileSync(cfg, 'hostName: prod\nmembers: []\n');
+    const c = run(['--member-source=clusterprofile', '--provider-config', cfg]);
+    assert.deepEqual([c.members, c.hostName], [[], 'prod']);
+    assert.throws(() => parseConfig(['--provider-config', cfg], {}), { field: 'members', message: /non-empty list/ });
+  });
+});
+
 describe('loadAccessProviders (the cluster-inventory-api provider file)', () => {
   it('reads the API\'s JSON format, in order, with its policies', () => {
     const p = file(JSON.stringify({ providers: [

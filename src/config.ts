@@ -5,6 +5,7 @@ import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { V1Taint } from '@kubernetes/client-node';
 import { load as loadYaml } from 'js-yaml';
+import { PROFILE_NODE_NAME_ANNOTATION } from './forge/keys.ts';
 
 export class ConfigError extends Error {
   readonly field: string;
@@ -394,9 +395,6 @@ export function loadAccessProviders(file: string): AccessProviderConfig[] {
       profileSourcedEnvVarsPolicy: envs as AccessProviderConfig['profileSourcedEnvVarsPolicy'] };
   });
 }
-
-/** Annotations of a ClusterProfile that shape its virtual node (the profile itself is the cluster manager's). */
-export const PROFILE_NODE_NAME_ANNOTATION = 'clusterlet.io/node-name';
 
 /**
  * The member a ClusterProfile stands for: named after the profile, its node `clusterlet-<name>` or the profile's

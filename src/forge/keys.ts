@@ -55,3 +55,8 @@ export const HOST_ENDPOINTSLICE_ANNOTATION = 'clusterlet.io/host-endpointslice';
 export const LEADER_ELECTION_LABEL = 'clusterlet.io/leader-election';
 /** On a replica's presence Lease: the members it is ready to lead, comma-separated (members are spread by it). */
 export const READY_MEMBERS_ANNOTATION = 'clusterlet.io/ready-members';
+
+// On a ClusterProfile (--member-source=clusterprofile), set by users: the virtual node's name (default clusterlet-<name>).
+export const PROFILE_NODE_NAME_ANNOTATION = 'clusterlet.io/node-name';
+// The condition clusterlet writes on each ClusterProfile it watches: whether it offloads to that cluster.
+export const OFFLOADING_CONDITION = 'clusterlet.io/Offloading';

@@ -4,6 +4,7 @@
 // (ProfileMembers); this reconciler only decides which, and says so on the profiles.
 import { isDeepStrictEqual } from 'node:util';
 import type { Subscription } from 'rxjs';
+import { OFFLOADING_CONDITION } from '../forge/keys.ts';
 import { ConfigError, profileMemberConfig, type ClusterProfileSource, type MemberConfig } from '../config.ts';
 import { queryOf, type ClusterClient } from '../kube/client.ts';
 import { toKubeError } from '../kube/errors.ts';
@@ -16,8 +17,6 @@ import {
 } from './clusterprofile.ts';
 import type { AccessSource } from './credentials.ts';
 
-/** The condition clusterlet writes on each profile it watches: is it offloading to that cluster. */
-export const OFFLOADING_CONDITION = 'clusterlet.io/Offloading';
 
 /** A member as the manager runs it, for the profile's condition. */
 export type MemberState =

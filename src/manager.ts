@@ -146,8 +146,9 @@ export class Manager implements NodeDirectory {
   }
 
   #memberState(m: MemberParts): MemberState {
-    if (m.setupError !== undefined) return { phase: 'failed', error: m.setupError };
-    if (!m.cluster) return { phase: 'starting' };
+    const ledElsewhere = this.leadership?.heldElsewhere(m.config.name) ?? false;
+    if (m.setupError !== undefined) return { phase: 'failed', error: m.setupError, ledElsewhere };
+    if (!m.cluster) return { phase: 'starting', ledElsewhere };
     return { phase: 'running', leading: this.leadership ? m.elector?.leading === true : true, reachable: m.probe?.reachable,
       reason: m.probe?.reason, nodeName: m.config.nodeName, replica: this.leadership?.identity };
   }

@@ -20,8 +20,9 @@ import type { AccessSource } from './credentials.ts';
 
 /** A member as the manager runs it, for the profile's condition. */
 export type MemberState =
-  | { phase: 'starting' }
-  | { phase: 'failed'; error: string }
+  /** `ledElsewhere`: another replica leads the member (it writes the condition). */
+  | { phase: 'starting'; ledElsewhere?: boolean }
+  | { phase: 'failed'; error: string; ledElsewhere?: boolean }
   /** `leading`: this replica leads it (always, without election); `reachable`: its API server answers the probe. */
   | { phase: 'running'; leading: boolean; reachable?: boolean; reason?: string; nodeName: string; replica?: string };
 
@@ -39,8 +40,12 @@ export interface ProfileMembers {
 /** What the condition says, before its times. */
 export interface Verdict { status: Condition['status']; reason: string; message: string }
 
-/** The condition for a member's state; undefined when another replica leads it (that one writes). */
+/**
+ * The condition for a member's state; undefined when another replica leads it (that one writes): a replica still
+ * setting the member up, or failing to, never overwrites what its leader says.
+ */
 export function memberVerdict(s: MemberState): Verdict | undefined {
+  if (s.phase !== 'running' && s.ledElsewhere) return undefined;
   switch (s.phase) {
     case 'starting': return { status: 'Unknown', reason: 'Starting', message: 'clusterlet is setting up this member' };
     case 'failed': return { status: 'False', reason: 'SetupFailed', message: `cannot set up this member (retrying): ${s.error}` };

@@ -111,6 +111,16 @@ export class Leadership {
     metrics.leader.remove({ member });
   }
 
+  /**
+   * Whether another replica leads `member` now: its Lease names another holder and was renewed within its duration
+   * (on this replica's clock). Known even where the member is not set up here, from the shared Lease watch.
+   */
+  heldElsewhere(member: string): boolean {
+    const spec = this.leases.get(`${this.#cfg.namespace}/${memberLeaseName(member)}`)?.spec;
+    if (!spec?.holderIdentity || spec.holderIdentity === this.identity || !spec.renewTime) return false;
+    return this.#now() < new Date(spec.renewTime).getTime() + (spec.leaseDurationSeconds ?? 0) * 1000;
+  }
+
   start(): void {
     this.#started = true;
     // Subscribed before the informer starts: the replicas are counted from its very first list.

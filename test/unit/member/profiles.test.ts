@@ -140,6 +140,13 @@ describe('conditionsWith', () => {
 });
 
 describe('memberVerdict', () => {
+  it('leaves a member another replica leads to that replica, even while this one sets it up or fails to', () => {
+    assert.equal(memberVerdict({ phase: 'starting', ledElsewhere: true }), undefined);
+    assert.equal(memberVerdict({ phase: 'failed', error: 'x', ledElsewhere: true }), undefined);
+    assert.equal(memberVerdict({ phase: 'running', leading: false, nodeName: 'n' }), undefined);
+    assert.equal(memberVerdict({ phase: 'starting', ledElsewhere: false })?.reason, 'Starting');
+  });
+
   it('turns a setup failure into SetupFailed with the error', () => {
     assert.deepEqual(memberVerdict({ phase: 'failed', error: 'Secret fleet/eu-kubeconfig has no key "value"' }),
       { status: 'False', reason: 'SetupFailed', message: 'cannot set up this member (retrying): Secret fleet/eu-kubeconfig has no key "value"' });

@@ -63,3 +63,7 @@ export const CLAIM_UID_ANNOTATION = 'clusterlet.io/claim-uid';
 export const MEMBER_CLAIM_ANNOTATION = 'clusterlet.io/member-claim';
 // On such a host volume with the Delete reclaim policy: its member claim is deleted before the volume goes.
 export const VOLUME_FINALIZER = 'clusterlet.io/member-claim';
+// On a ClusterProfile (--member-source=clusterprofile), set by users: the virtual node's name (default clusterlet-<name>).
+export const PROFILE_NODE_NAME_ANNOTATION = 'clusterlet.io/node-name';
+// The condition clusterlet writes on each ClusterProfile it watches: whether it offloads to that cluster.
+export const OFFLOADING_CONDITION = 'clusterlet.io/Offloading';

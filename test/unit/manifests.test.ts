@@ -22,14 +22,14 @@ const skip = kubectl ? false
 const build = (dir: string): KubernetesObject[] => kustomizeBuild(kubectl!, dir);
 
 /**
- * The permissions of a side's RBAC for --reflect-host-endpoints (manifests/<side>/rbac-host-endpoints.yaml), after
- * checking it has the least-privilege shape for the side's ServiceAccount and is off by default: none of its
- * objects is in the kustomization (`objs`).
+ * The permissions of a side's optional RBAC (`file`: rbac-host-endpoints.yaml for --reflect-host-endpoints,
+ * rbac-clusterprofiles.yaml for --member-source=clusterprofile), after checking it has the least-privilege shape for
+ * the side's ServiceAccount and is off by default: none of its objects is in the kustomization (`objs`).
  */
-function hostEndpointsPermissions(side: 'host' | 'member', objs: KubernetesObject[]): Record<string, string[]> {
-  const extra = (loadAllYaml(readFileSync(join(ROOT, `manifests/${side}/rbac-host-endpoints.yaml`), 'utf8')) as KubernetesObject[])
+function optionalRbacPermissions(side: 'host' | 'member', objs: KubernetesObject[], file = 'rbac-host-endpoints.yaml'): Record<string, string[]> {
+  const extra = (loadAllYaml(readFileSync(join(ROOT, `manifests/${side}/${file}`), 'utf8')) as KubernetesObject[])
     .filter(Boolean);
-  assert.ok(extra.length > 0, `manifests/${side}/rbac-host-endpoints.yaml has objects`);
+  assert.ok(extra.length > 0, `manifests/${side}/${file} has objects`);
   assertLeastPrivilegeShape([...extra, one(objs, 'ServiceAccount')]);
   for (const o of extra) {
     const name = o.metadata!.name;
@@ -144,7 +144,14 @@ describe('manifests/host', { skip }, () => {
   });
 
   it('--reflect-host-endpoints: its extra RBAC, outside the kustomization, reads the host\'s EndpointSlices only', () => {
-    assert.deepEqual(hostEndpointsPermissions('host', objs), { 'discovery.k8s.io/endpointslices': ['list', 'watch'] });
+    assert.deepEqual(optionalRbacPermissions('host', objs), { 'discovery.k8s.io/endpointslices': ['list', 'watch'] });
+  });
+
+  it('--member-source=clusterprofile: its extra RBAC, outside the kustomization, watches the ClusterProfiles of one namespace and patches their status', () => {
+    assert.deepEqual(optionalRbacPermissions('host', objs, 'rbac-clusterprofiles.yaml'), {
+      'clusterlet:multicluster.x-k8s.io/clusterprofiles': ['list', 'watch'],
+      'clusterlet:multicluster.x-k8s.io/clusterprofiles/status': ['patch'],
+    });
   });
 });
 
@@ -177,7 +184,7 @@ describe('manifests/member', { skip }, () => {
   });
 
   it('--reflect-host-endpoints: its extra RBAC, outside the kustomization, writes EndpointSlices', () => {
-    assert.deepEqual(hostEndpointsPermissions('member', objs),
+    assert.deepEqual(optionalRbacPermissions('member', objs),
       { 'discovery.k8s.io/endpointslices': ['create', 'delete', 'get', 'list', 'update', 'watch'] });
   });
 

@@ -9,7 +9,7 @@ import { Informer, splitKey } from '../../kube/informer.ts';
 import { listWatch } from '../../kube/listwatch.ts';
 import { ignoreGone, toKubeError } from '../../kube/errors.ts';
 import { writeEvent, writeOwnEvent, type EventSubject } from '../../kube/events.ts';
-import { WorkQueue } from '../../util/workqueue.ts';
+import { WorkQueue, type Priority } from '../../util/workqueue.ts';
 import { isDaemonSetPod, isTerminal } from '../../forge/pod.ts';
 import { restartsAfterLoss } from '../../forge/status.ts';
 import { forgeProxyStatusForLostDelegate, proxyStatusUpdate, statusEqual } from './status.ts';
@@ -27,6 +27,19 @@ const STATUS_RECHECK_MS = [4_000, 10_000];
 
 /** How long the status of a pod still Pending in the back end waits for its next change, to be written once. */
 const PENDING_STATUS_DELAY_MS = 1000;
+
+/**
+ * The status queue's priorities: first what the user waits for (the proxy's phase or readiness about to change: a
+ * pod becoming Ready, or finishing), then any other change, then the rechecks of every proxy (start, outage, resync).
+ */
+const STATUS = { recheck: 0, change: 1, visible: 2 } as const satisfies Record<string, Priority>;
+
+/**
+ * The lifecycle queue's priorities: first the deletion protocol (a pod being deleted is awaited by whoever deletes
+ * it, and holds its place in the member until it is gone), its first step before its last so that the member
+ * removes delegates while proxies are removed; then creations and updates; then the periodic resyncs.
+ */
+const LIFECYCLE = { resync: 0, change: 1, removeProxy: 2, deleteDelegate: 3 } as const satisfies Record<string, Priority>;
 
 export interface PodControllerOptions {
   nodeName: string;
@@ -72,7 +85,9 @@ export class PodController {
     this.#opts = opts;
     this.#log = log;
     this.pods = opts.proxies ?? proxyInformer(host, opts.nodeName, log, opts.watchSilenceMs);
-    this.#queue = new WorkQueue({ name: `pods-${opts.nodeName}`, workers: opts.workers, log, maxDelayMs: 60_000 });
+    // A step of the deletion protocol is one request: it has workers of its own, and never waits behind creations.
+    this.#queue = new WorkQueue({ name: `pods-${opts.nodeName}`, workers: opts.workers, log, maxDelayMs: 60_000,
+      urgent: { priority: LIFECYCLE.removeProxy, workers: 2 * opts.workers } });
     // Status writes wait on the host API server rather than on us: twice the workers keep them flowing.
     this.#statusQueue = new WorkQueue({ name: `pod-status-${opts.nodeName}`, workers: 2 * opts.workers, log, maxDelayMs: 10_000 });
   }
@@ -102,13 +117,13 @@ export class PodController {
     this.#subs.push(
       this.pods.events$.subscribe((ev) => {
         // Status-only changes (most of them our own writes) are no business of the lifecycle.
-        if (!ev.old || ev.type === 'DELETED' || !onlyStatusChanged(ev.old, ev.object)) this.#queue.add(ev.key);
+        if (!ev.old || ev.type === 'DELETED' || !onlyStatusChanged(ev.old, ev.object)) this.#queue.add(ev.key, this.#lifecyclePriority(ev.key));
         // Someone else changed the proxy's status: set it back to what the provider reports.
-        if (ev.old && !statusEqual(ev.object.status, ev.old.status)) this.#statusQueue.add(ev.key);
+        if (ev.old && !statusEqual(ev.object.status, ev.old.status)) this.#statusQueue.add(ev.key, this.#statusPriority(ev.key));
       }),
       this.#provider.podChanges$.subscribe((change) => {
         this.#statusSeen.set(change.key, performance.now());
-        if (change.lifecycle) this.#queue.add(change.key);
+        if (change.lifecycle) this.#queue.add(change.key, this.#lifecyclePriority(change.key));
         this.#queueStatus(change.key);
       }),
       this.#provider.podEvents$.pipe(mergeMap((e) => this.#mirrorEvent(e), 4)).subscribe(),
@@ -135,7 +150,7 @@ export class PodController {
    */
   #recheckStatusLater(): void {
     for (const ms of STATUS_RECHECK_MS) {
-      const t = setTimeout(() => { for (const k of this.pods.keys()) this.#statusQueue.add(k); }, ms);
+      const t = setTimeout(() => { for (const k of this.pods.keys()) this.#statusQueue.add(k, STATUS.recheck); }, ms);
       t.unref();
       this.#timers.push(t);
     }
@@ -151,20 +166,42 @@ export class PodController {
 
   /**
    * A pod still Pending in the back end usually changes again within moments (scheduled, then running):
-   * its status is written a little later, as one patch. Anything else is written at once.
+   * its status is written a little later, as one patch. Anything else is written at once, before other status work
+   * if the proxy's phase or readiness is about to change.
    */
   #queueStatus(key: string): void {
     const { namespace, name } = splitKey(key);
-    if (this.#provider.getPod(namespace, name)?.phase === 'Pending') this.#statusQueue.addAfter(key, PENDING_STATUS_DELAY_MS);
-    else this.#statusQueue.add(key);
+    if (this.#provider.getPod(namespace, name)?.phase === 'Pending') {
+      this.#statusQueue.addAfter(key, PENDING_STATUS_DELAY_MS, STATUS.change);
+    } else {
+      this.#statusQueue.add(key, this.#statusPriority(key));
+    }
+  }
+
+  /** Visible when the proxy's phase or readiness is not the delegate's: a pod becoming Ready, or marked NotReady by someone else. */
+  #statusPriority(key: string): Priority {
+    const { namespace, name } = splitKey(key);
+    const running = this.#provider.getPod(namespace, name);
+    const proxy = this.pods.get(key);
+    const visible = running && proxy && (running.phase !== proxy.status?.phase || !!running.ready !== isReady(proxy));
+    return visible ? STATUS.visible : STATUS.change;
+  }
+
+  /** Where the key's next sync stands in the deletion protocol (its proxy gone or being deleted), if it does. */
+  #lifecyclePriority(key: string): Priority {
+    const proxy = this.pods.get(key);
+    if (proxy && !proxy.metadata?.deletionTimestamp) return LIFECYCLE.change;
+    const { namespace, name } = splitKey(key);
+    const delegate = this.#provider.getPod(namespace, name);
+    return delegate && !delegate.terminating ? LIFECYCLE.deleteDelegate : LIFECYCLE.removeProxy;
   }
 
   #enqueueAll(): void {
     for (const k of this.pods.keys()) {
-      this.#queue.add(k);
-      this.#statusQueue.add(k);
+      this.#queue.add(k, LIFECYCLE.resync);
+      this.#statusQueue.add(k, STATUS.recheck);
     }
-    for (const k of this.#provider.listPodKeys()) this.#queue.add(k);
+    for (const k of this.#provider.listPodKeys()) this.#queue.add(k, LIFECYCLE.resync);
   }
 
   async #sync(key: string): Promise<void> {
@@ -373,6 +410,8 @@ function onlyStatusChanged(a: V1Pod, b: V1Pod): boolean {
     && JSON.stringify(ma?.annotations) === JSON.stringify(mb?.annotations)
     && JSON.stringify(a.spec) === JSON.stringify(b.spec);
 }
+
+const isReady = (pod: V1Pod): boolean => pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 
 /** Whether the proxy once had a running delegate (only a delegate's status sets these). */
 function hadDelegate(proxy: V1Pod): boolean {

@@ -9,8 +9,8 @@ export const NODE = 'clusterlet-eu';
 
 const started: PodController[] = [];
 
-export function startController(host: FakeHost, provider: FakeProvider): PodController {
-  const c = new PodController(host.client(), provider, createLogger('silent'), { nodeName: NODE, member: 'eu', workers: 2 });
+export function startController(host: FakeHost, provider: FakeProvider, workers = 2): PodController {
+  const c = new PodController(host.client(), provider, createLogger('silent'), { nodeName: NODE, member: 'eu', workers });
   c.start();
   started.push(c);
   return c;

@@ -26,7 +26,7 @@ export interface WorkQueueOptions {
   log?: Logger;
 }
 
-/** A key's priority: higher runs first. */
+/** A key's priority: a small integer ≥ 0, higher runs first. */
 export type Priority = number;
 
 /** A queued key: its priority, and when it was first queued (a sequence number: earlier runs first). */
@@ -39,7 +39,11 @@ export class WorkQueue {
   #queued = new Map<string, Entry>();
   /** Keys added while being processed: queued again, at their place, once that run ends. */
   #waiting = new Map<string, Entry>();
-  #processing = new Set<string>();
+  /** Keys under way → the priority they run at. */
+  #processing = new Map<string, Priority>();
+  /** Keys queued, waiting or under way, by priority: what settled() waits on. */
+  #load: number[] = [];
+  #settledWaiters: { priority: Priority; resolve: () => void }[] = [];
   /** How many of the keys under way are urgent (see WorkQueueOptions.urgent). */
   #urgentRunning = 0;
   #seq = 0;
@@ -81,9 +85,18 @@ export class WorkQueue {
       priority = Math.max(priority, due.priority);
     }
     const waiting = this.#waiting.get(key);
-    if (waiting) { waiting.priority = Math.max(waiting.priority, priority); return; }
+    if (waiting) {
+      if (waiting.priority < priority) {
+        this.#count(waiting.priority, -1);
+        this.#count(priority, 1);
+        waiting.priority = priority;
+      }
+      return;
+    }
     const queued = this.#queued.get(key);
     if (queued && queued.priority >= priority) return;
+    if (queued) this.#count(queued.priority, -1);
+    this.#count(priority, 1);
     const entry = { key, priority, seq: queued?.seq ?? this.#seq++ };
     if (this.#processing.has(key)) {
       this.#waiting.set(key, entry);
@@ -123,8 +136,21 @@ export class WorkQueue {
     return new Promise((resolve) => this.#idleWaiters.push(resolve));
   }
 
+  /**
+   * Resolves once no key of `priority` or above is queued or running: for work that should give way to this queue's
+   * (keys waiting on a retry timer do not count). Never resolves after shutdown.
+   */
+  settled(priority: Priority): Promise<void> {
+    if (this.#shutdown) return new Promise(() => undefined);
+    if (this.#loadFrom(priority) === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#settledWaiters.push({ priority, resolve }));
+  }
+
   shutdown(): void {
     this.#shutdown = true;
+    this.#settledWaiters = [];
+    this.#load = [];
+    for (const p of this.#processing.values()) this.#count(p, 1);
     for (const t of this.#timers.values()) clearTimeout(t);
     this.#timers.clear();
     this.#due.clear();
@@ -134,6 +160,23 @@ export class WorkQueue {
   }
 
   #isIdle(): boolean { return this.depth === 0 && this.#processing.size === 0; }
+
+  #count(priority: Priority, delta: number): void {
+    this.#load[priority] = (this.#load[priority] ?? 0) + delta;
+  }
+
+  #loadFrom(priority: Priority): number {
+    let n = 0;
+    for (let p = Math.max(0, priority); p < this.#load.length; p++) n += this.#load[p] ?? 0;
+    return n;
+  }
+
+  #wakeSettled(): void {
+    if (this.#settledWaiters.length === 0) return;
+    const waiting = this.#settledWaiters;
+    this.#settledWaiters = waiting.filter((w) => this.#loadFrom(w.priority) > 0);
+    for (const w of waiting) if (!this.#settledWaiters.includes(w)) w.resolve();
+  }
 
   #enqueue(entry: Entry): void {
     this.#queued.set(entry.key, entry);
@@ -152,7 +195,7 @@ export class WorkQueue {
       this.#heap.pop();
       if (this.#queued.get(entry.key) !== entry) continue; // raised since: its newer entry stands
       this.#queued.delete(entry.key);
-      this.#processing.add(entry.key);
+      this.#processing.set(entry.key, entry.priority);
       if (urgent) this.#urgentRunning++;
       this.#reportDepth();
       void this.#run(entry.key, entry.priority);
@@ -190,11 +233,13 @@ export class WorkQueue {
       end();
       this.#processing.delete(key);
       if (this.#isUrgent(priority)) this.#urgentRunning--;
+      this.#count(priority, -1);
       const waiting = this.#waiting.get(key);
       if (waiting) {
         this.#waiting.delete(key);
         this.#enqueue(waiting);
       }
+      this.#wakeSettled();
       this.#pump();
     }
   }

@@ -7,9 +7,9 @@ import type { V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node
 import { PATCH, type ClusterClient } from '../../kube/client.ts';
 import { Informer, splitKey } from '../../kube/informer.ts';
 import { listWatch } from '../../kube/listwatch.ts';
-import { ignoreGone, toKubeError } from '../../kube/errors.ts';
+import { ignoreGone, KubeError, toKubeError } from '../../kube/errors.ts';
 import { writeEvent, writeOwnEvent, type EventSubject } from '../../kube/events.ts';
-import { WorkQueue, type Priority } from '../../util/workqueue.ts';
+import { WorkQueue, type HandlerResult, type Priority } from '../../util/workqueue.ts';
 import { isDaemonSetPod, isTerminal } from '../../forge/pod.ts';
 import { restartsAfterLoss } from '../../forge/status.ts';
 import { forgeProxyStatusForLostDelegate, proxyStatusUpdate, statusEqual } from './status.ts';
@@ -24,6 +24,13 @@ const FAILURES_BEFORE_REPORT = 3;
 
 /** After a start or an outage, every proxy's status is compared again this long after (see #recheckStatusLater). */
 const STATUS_RECHECK_MS = [4_000, 10_000];
+
+/**
+ * How soon a sync whose write the replica's fence refused (kube/client.ts: it could not be sure it still led the member,
+ * its Lease renewal late) runs again. Not a failure of the pod: no backoff, which would hold every pod written during
+ * the blip for up to a minute after the next renewal reopens the fence. Leadership lost for good stops the controller.
+ */
+const FENCED_RETRY_MS = 1000;
 
 /** How long the status of a pod still Pending in the back end waits for its next change, to be written once. */
 const PENDING_STATUS_DELAY_MS = 1000;
@@ -126,7 +133,12 @@ export class PodController {
         if (change.lifecycle) this.#queue.add(change.key, this.#lifecyclePriority(change.key));
         this.#queueStatus(change.key);
       }),
-      this.#provider.podEvents$.pipe(mergeMap((e) => this.#mirrorEvent(e), 4)).subscribe(),
+      // Events give way to status writes, which the user waits for more: both go to the host API server, and a burst
+      // of pods becoming Ready comes with the member's events about them (Scheduled, Pulled, Started…).
+      this.#provider.podEvents$.pipe(mergeMap(async (e) => {
+        await this.#statusQueue.settled(STATUS.change);
+        await this.#mirrorEvent(e);
+      }, 4)).subscribe(),
       // The back end is back after an outage: every proxy is checked against it again, whatever wrote it meanwhile.
       this.#provider.resync$.subscribe(() => {
         this.#log.info({ proxies: this.pods.size }, 'member reachable again; syncing every pod');
@@ -204,12 +216,13 @@ export class PodController {
     for (const k of this.#provider.listPodKeys()) this.#queue.add(k, LIFECYCLE.resync);
   }
 
-  async #sync(key: string): Promise<void> {
+  async #sync(key: string): Promise<HandlerResult | void> {
     if (!this.pods.hasSynced || !this.#provider.hasSynced()) return;
     const proxy = this.pods.get(key);
     try {
       await this.#syncLifecycle(key, proxy);
     } catch (err) {
+      if (refusedByFence(err)) return { requeueAfterMs: FENCED_RETRY_MS };
       // A sync that keeps failing shows on the proxy, not only in the log.
       if (proxy && !proxy.metadata?.deletionTimestamp && !(err instanceof PodRejectedError)
         && this.#queue.failures(key) + 1 >= FAILURES_BEFORE_REPORT) {
@@ -308,7 +321,7 @@ export class PodController {
     }
   }
 
-  async #syncStatusKey(key: string): Promise<void> {
+  async #syncStatusKey(key: string): Promise<HandlerResult | void> {
     if (!this.pods.hasSynced || !this.#provider.hasSynced()) return;
     // An unreachable back end's last word is not the truth: the host's view (the node-lifecycle controller marks
     // the pods NotReady) stands until it answers again, then resync$ brings every proxy back in line.
@@ -328,6 +341,7 @@ export class PodController {
       wrote = await this.#syncStatus(proxy, running);
     } catch (err) {
       if (seen !== undefined && !this.#statusSeen.has(key)) this.#statusSeen.set(key, seen); // retried
+      if (refusedByFence(err)) return { requeueAfterMs: FENCED_RETRY_MS };
       throw err;
     }
     if (wrote && seen !== undefined) metrics.statusMirror.observe({ member: this.#opts.member }, (performance.now() - seen) / 1000);
@@ -410,6 +424,8 @@ function onlyStatusChanged(a: V1Pod, b: V1Pod): boolean {
     && JSON.stringify(ma?.annotations) === JSON.stringify(mb?.annotations)
     && JSON.stringify(a.spec) === JSON.stringify(b.spec);
 }
+
+const refusedByFence = (err: unknown): boolean => err instanceof KubeError && err.reason === 'NotLeader';
 
 const isReady = (pod: V1Pod): boolean => pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 

@@ -276,6 +276,76 @@ describe('WorkQueue', () => {
     });
   });
 
+  describe('settled', () => {
+    it('resolves once no key of that priority or above is queued or running; lower ones do not count', async () => {
+      const q = new WorkQueue({ name: 'settled', workers: 1 });
+      const gate = new Gate();
+      await q.settled(0);
+      q.add('low', 0);
+      q.add('high', 2);
+      q.start(gate.handler);
+      await gate.waiting(1);
+      let settled = false;
+      const done = q.settled(1).then(() => { settled = true; });
+      q.add('low2', 0);
+      q.add('mid', 1);
+      gate.release('high');
+      await gate.waiting(1);
+      await flush();
+      assert.deepEqual([gate.pending, settled], [['mid'], false], 'mid holds it, running');
+      q.add('mid', 2);
+      gate.release('mid');
+      await gate.waiting(1);
+      assert.deepEqual(gate.pending, ['mid'], 'added again while it ran, at a higher priority: runs again');
+      await flush();
+      assert.equal(settled, false);
+      gate.release('mid');
+      await done;
+      await gate.waiting(1);
+      assert.deepEqual(gate.pending, ['low'], 'the low keys remain');
+      await q.settled(1);
+      gate.release('low');
+      await gate.waiting(1);
+      gate.release('low2');
+      await q.idle();
+    });
+
+    it('a key raised into the range holds it, one raised within it still counts once', async () => {
+      const q = new WorkQueue({ name: 'settled-raise', workers: 1 });
+      const gate = new Gate();
+      q.add('a', 0);
+      q.add('a', 1);
+      q.add('a', 2);
+      let settled = false;
+      void q.settled(1).then(() => { settled = true; });
+      q.start(gate.handler);
+      await gate.waiting(1);
+      await flush();
+      assert.equal(settled, false);
+      gate.release('a');
+      await q.idle();
+      await flush();
+      assert.equal(settled, true);
+    });
+
+    it('never resolves once shut down, not even when the key under way ends', async () => {
+      const q = new WorkQueue({ name: 'settled-shutdown', workers: 1 });
+      const gate = new Gate();
+      q.add('a', 1);
+      q.add('b', 1);
+      q.start(gate.handler);
+      await gate.waiting(1);
+      let settled = 0;
+      void q.settled(1).then(() => { settled++; });
+      q.shutdown();
+      void q.settled(0).then(() => { settled++; });
+      gate.release('a');
+      await q.idle();
+      await flush();
+      assert.equal(settled, 0);
+    });
+  });
+
   it('retries a failing key with backoff and counts failures until it succeeds', async () => {
     const q = new WorkQueue({ name: 'retry', workers: 1, baseDelayMs: 5, maxDelayMs: 50 });
     const seen: { at: number; failures: number }[] = [];

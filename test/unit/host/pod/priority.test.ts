@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { GatedHost, GatedProvider } from '../../fakes/gated.ts';
 import { NODE, startController as start, stopControllers } from '../../fakes/podcontroller.ts';
-import { eventually } from '../../fakes/wait.ts';
+import { eventually, settle } from '../../fakes/wait.ts';
 
 const NS = 'web';
 
@@ -60,6 +60,22 @@ describe('PodController priorities', () => {
       host.put({ ...host.get(NS, 'r')!, status: running(false) });
     });
     assert.deepEqual(order, ['x1', 'x2', 'r', 'p']);
+  });
+
+  it('mirrors a member event only once the status writes under way are done', async () => {
+    const host = new GatedHost();
+    const provider = new GatedProvider();
+    offloaded(host, provider, 'a', running(false), running(false));
+    const c = start(host, provider);
+    await c.queue.idle();
+    provider.set(`${NS}/a`, { ...provider.pods.get(`${NS}/a`)!, status: running(true) });
+    await eventually('a status write under way', () => host.patches.count === 1);
+    provider.events.next({ namespace: NS, name: 'a', id: 'ev-1', event: { type: 'Normal', reason: 'Started', message: 'started', count: 1 } });
+    await settle();
+    assert.deepEqual(host.eventReasons(), [], 'the event waits');
+    host.patches.open();
+    await eventually('the event on the proxy', () => host.eventReasons().includes('Started'));
+    assert.equal(host.statusPatches.length, 1);
   });
 
   it('runs the deletion protocol at once while creations hold every worker, first step to last', async () => {

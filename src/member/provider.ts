@@ -139,6 +139,7 @@ export class MemberPodProvider implements PodProvider {
       proxyUID: d.metadata?.labels?.[PROXY_UID_LABEL] ?? '',
       terminating: d.metadata?.deletionTimestamp !== undefined,
       phase: d.status?.phase, reason: d.status?.reason, message: d.status?.message,
+      ready: d.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false,
       disruption: deletionDisruption(d),
     };
   }

@@ -335,7 +335,7 @@ describe('MemberPodProvider: delete, update, read', () => {
       conditions: [{ type: 'DisruptionTarget', status: 'True', reason: 'EvictionByEvictionAPI' }],
     } });
     assert.deepEqual(provider.getPod('shop', 'web'), { proxyUID: 'uid-web', terminating: false, phase: 'Running',
-      reason: undefined, message: undefined, disruption: 'EvictionByEvictionAPI' });
+      ready: false, reason: undefined, message: undefined, disruption: 'EvictionByEvictionAPI' });
     const status = provider.getPodStatus('shop', 'web');
     assert.deepEqual([status?.phase, status?.hostIP, status?.hostIPs, status?.podIP],
       ['Running', HOST_IP, [{ ip: HOST_IP }], '10.244.0.5']);

@@ -217,10 +217,39 @@ export function isOwnVolume(pv: V1PersistentVolume | undefined, ctx: Pick<Storag
 const greater = (a: string | undefined, b: string | undefined): boolean =>
   a !== undefined && (b === undefined || compare(parseQuantity(a), parseQuantity(b)) > 0);
 
-/** The storage to ask of the member when the host claim was expanded beyond what the member claim requests. */
+/**
+ * The storage to ask of the member when the host claim asks for another size than the member claim: more (an
+ * expansion), or less but still more than the member volume has (the user recovering from an expansion the member
+ * could not make, as Kubernetes allows; a volume never shrinks).
+ */
 export function claimExpansion(claim: V1PersistentVolumeClaim, v: VolumeState): string | undefined {
   const want = storageOf(claim);
-  return v.phase === 'Bound' && !v.terminating && greater(want, v.requested) ? want : undefined;
+  if (v.phase !== 'Bound' || v.terminating) return undefined;
+  return greater(want, v.requested) || (greater(v.requested, want) && greater(want, v.capacity)) ? want : undefined;
+}
+
+/** Kubernetes' condition of a claim whose expansion the resizer could not make, and of one the node could not. */
+export const CONTROLLER_RESIZE_ERROR = 'ControllerResizeError';
+const NODE_RESIZE_ERROR = 'NodeResizeError';
+
+/**
+ * The condition the host claim shows while the member refuses to expand its claim (its API server: the member's
+ * class is not expandable, a quota), as an external resizer shows its own failures; the member's reason in the
+ * message. Its time is kept while it says the same.
+ */
+export function resizeRefusedCondition(claim: V1PersistentVolumeClaim, message: string, now: Date): V1PersistentVolumeClaimCondition {
+  const shown = claim.status?.conditions?.find((c) => c.type === CONTROLLER_RESIZE_ERROR && c.status === 'True' && c.message === message);
+  return { type: CONTROLLER_RESIZE_ERROR, status: 'True', reason: 'VolumeResizeFailed', message, lastTransitionTime: shown?.lastTransitionTime ?? now };
+}
+
+/**
+ * The member's own failure to expand its claim (its resizer's ControllerResizeError or NodeResizeError condition),
+ * when the host claim does not show it yet: said once on the host claim, as a Warning.
+ */
+export function newMemberResizeFailure(claim: V1PersistentVolumeClaim, v: VolumeState): V1PersistentVolumeClaimCondition | undefined {
+  const failure = v.conditions?.find((c) => (c.type === CONTROLLER_RESIZE_ERROR || c.type === NODE_RESIZE_ERROR) && c.status === 'True');
+  const shown = failure && claim.status?.conditions?.some((c) => c.type === failure.type && c.status === 'True' && c.message === failure.message);
+  return shown ? undefined : failure;
 }
 
 /** The host volume's new capacity once the member's volume grew (a volume never shrinks). */
@@ -233,19 +262,21 @@ type ClaimStatusFields = Pick<V1PersistentVolumeClaimStatus, 'capacity' | 'condi
 /**
  * The host claim's status fields an external resizer writes, from the member claim (its capacity, resize
  * conditions, allocated resources), when they differ; a merge patch: null clears a field the member no longer shows.
- * The phase and access modes stay the PV controller's.
+ * `refused`: a condition of clusterlet's own (resizeRefusedCondition) in place of the member's of its type. The phase
+ * and access modes stay the PV controller's.
  */
-export function claimStatusUpdate(claim: V1PersistentVolumeClaim, v: VolumeState): Record<string, unknown> | undefined {
+export function claimStatusUpdate(claim: V1PersistentVolumeClaim, v: VolumeState, refused?: V1PersistentVolumeClaimCondition): Record<string, unknown> | undefined {
   if (v.phase !== 'Bound' || v.capacity === undefined) return undefined;
   const s = claim.status ?? {};
   const cond = (cs: V1PersistentVolumeClaimCondition[] | undefined): string =>
     sortedJSON((cs ?? []).map((c) => [c.type, c.status, c.reason ?? '', c.message ?? '']));
   const sameCapacity = s.capacity?.storage !== undefined && compare(parseQuantity(s.capacity.storage), parseQuantity(v.capacity)) === 0;
+  const conditions = refused ? [...(v.conditions ?? []).filter((c) => c.type !== refused.type), refused] : v.conditions;
   const want: ClaimStatusFields = {
-    capacity: { ...s.capacity, storage: v.capacity }, conditions: v.conditions,
+    capacity: { ...s.capacity, storage: v.capacity }, conditions,
     allocatedResources: v.allocatedResources, allocatedResourceStatuses: v.allocatedResourceStatuses,
   };
-  if (sameCapacity && cond(s.conditions) === cond(v.conditions) && sortedJSON(s.allocatedResources ?? {}) === sortedJSON(v.allocatedResources ?? {})
+  if (sameCapacity && cond(s.conditions) === cond(conditions) && sortedJSON(s.allocatedResources ?? {}) === sortedJSON(v.allocatedResources ?? {})
     && sortedJSON(s.allocatedResourceStatuses ?? {}) === sortedJSON(v.allocatedResourceStatuses ?? {})) return undefined;
   return Object.fromEntries(Object.entries(want).map(([k, val]) => [k, val ?? null]));
 }

@@ -5,14 +5,15 @@
 // Delete policy deletes the member claim, then the volume. One work queue of keys `StorageClass/<name>`,
 // `PersistentVolumeClaim/<namespace>/<name>` and `PersistentVolume/<name>`.
 import type { Subscription } from 'rxjs';
-import type { V1PersistentVolume, V1PersistentVolumeClaim } from '@kubernetes/client-node';
+import type { V1PersistentVolume, V1PersistentVolumeClaim, V1PersistentVolumeClaimCondition } from '@kubernetes/client-node';
 import { ignoreGone, toKubeError } from '../../kube/errors.ts';
 import type { EventSubject } from '../../kube/events.ts';
 import { MEMBER_LABEL, VOLUME_FINALIZER } from '../../forge/keys.ts';
 import {
   SELECTED_NODE_ANNOTATION, claimExpansion, claimRequest, claimStatusUpdate, forgeHostStorageClass, forgeHostVolume,
-  hostVolumeName, isOwnVolume, provisionerOf, shouldProvision, storageClassMatches, storageClassRecreate, unprovisionable,
-  volumeCapacityUpdate, volumeReady, type StorageContext, type VolumeState,
+  hostVolumeName, isOwnVolume, newMemberResizeFailure, provisionerOf, resizeRefusedCondition, shouldProvision,
+  storageClassMatches, storageClassRecreate, unprovisionable, volumeCapacityUpdate, volumeReady, type StorageContext,
+  type VolumeState,
 } from '../../forge/volumes.ts';
 import { VolumeRejectedError, type VolumeProvider } from '../../provider/volume.ts';
 import { WorkQueue, type HandlerResult } from '../../util/workqueue.ts';
@@ -170,7 +171,11 @@ export class VolumeController {
     return { requeueAfterMs: RETRY_REFUSED_MS };
   }
 
-  /** A bound claim follows its member claim: expansion to the member, capacity and resize conditions back. */
+  /**
+   * A bound claim follows its member claim: expansion to the member, capacity and resize conditions back. An
+   * expansion the member refuses, or fails to make, shows on the claim: a ControllerResizeError condition and a
+   * Warning with the member's reason (tried again while the claim asks for it).
+   */
   async #follow(claim: V1PersistentVolumeClaim, pv: V1PersistentVolume): Promise<HandlerResult | void> {
     const { namespace, name } = claim.metadata!;
     const v = this.#provider.getVolume(namespace!, name!);
@@ -180,24 +185,32 @@ export class VolumeController {
       return;
     }
     const want = claimExpansion(claim, v);
+    let refused: { condition: V1PersistentVolumeClaimCondition; result: HandlerResult | void } | undefined;
     if (want !== undefined) {
       try {
         await this.#provider.expandVolume(namespace!, name!, want);
+        await this.#event(claimSubject(claim), 'Normal', 'Resizing',
+          `External resizer is resizing volume ${pv.metadata!.name}: member claim ${v.location} asked for ${want}`);
       } catch (err) {
-        return this.#refused(claim, 'expand', err);
+        const result = await this.#refused(claim, 'expand', err);
+        refused = { condition: resizeRefusedCondition(claim, (err as Error).message, new Date()), result };
       }
-      await this.#event(claimSubject(claim), 'Normal', 'Resizing',
-        `External resizer is resizing volume ${pv.metadata!.name}: member claim ${v.location} asked for ${want}`);
+    }
+    const failure = newMemberResizeFailure(claim, v);
+    if (failure) {
+      metrics.volumeFailures.inc({ member: this.#ctx.member, operation: 'expand' });
+      await this.#event(claimSubject(claim), 'Warning', 'VolumeResizeFailed',
+        `member ${this.#ctx.member} could not expand claim ${v.location}: ${failure.message ?? failure.reason ?? failure.type}`);
     }
     const capacity = volumeCapacityUpdate(pv, v);
     if (capacity !== undefined) await this.#api.patchVolume(pv.metadata!.name!, { spec: { capacity: { storage: capacity } } });
-    const status = claimStatusUpdate(claim, v);
-    if (status === undefined) return;
-    await this.#api.patchClaimStatus(namespace!, name!, { status });
-    if (capacity !== undefined) {
+    const status = claimStatusUpdate(claim, v, refused?.condition);
+    if (status !== undefined) await this.#api.patchClaimStatus(namespace!, name!, { status });
+    if (status !== undefined && capacity !== undefined) {
       await this.#event(claimSubject(claim), 'Normal', 'VolumeResizeSuccessful',
         `resize volume "${pv.metadata!.name}" by resizer "${provisionerOf(this.#ctx.member)}" finished: ${capacity} in member ${this.#ctx.member}`);
     }
+    return refused?.result;
   }
 
   /**

@@ -1,10 +1,13 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { V1PersistentVolume, V1PersistentVolumeClaim, V1Pod, V1StorageClass } from '@kubernetes/client-node';
+import type {
+  V1PersistentVolume, V1PersistentVolumeClaim, V1PersistentVolumeClaimCondition, V1Pod, V1StorageClass,
+} from '@kubernetes/client-node';
 import {
   claimExpansion, claimRejection, claimRequest, claimStatusUpdate, delegateVolumes, forgeHostStorageClass, forgeHostVolume,
-  forgeMemberClaim, hostClaimKeyOf, isOwnVolume, memberVolumeState, podClaims, shouldProvision, storageClassMatches,
-  storageClassRecreate, unprovisionable, volumeCapacityUpdate, volumeReady, type StorageContext, type VolumeState,
+  forgeMemberClaim, hostClaimKeyOf, isOwnVolume, memberVolumeState, newMemberResizeFailure, podClaims, resizeRefusedCondition,
+  shouldProvision, storageClassMatches, storageClassRecreate, unprovisionable, volumeCapacityUpdate, volumeReady,
+  type StorageContext, type VolumeState,
 } from '../../../src/forge/volumes.ts';
 import { forgeDelegatePod } from '../../../src/forge/pod.ts';
 
@@ -184,6 +187,9 @@ describe('expansion and status back', () => {
     ['less than the member has: never shrunk', claim({ spec: { resources: { requests: { storage: '500Mi' } } } }), state(), undefined],
     ['the member claim not bound: it cannot be expanded yet', grown, state({ phase: 'Pending' }), undefined],
     ['the member claim going', grown, state({ terminating: true }), undefined],
+    ['less than the member asks but more than it has: the user recovering from an expansion the member could not make', grown,
+      state({ requested: '100Gi', capacity: '1Gi' }), '2Gi'],
+    ['less than the member asks, no more than it has: nothing', grown, state({ requested: '100Gi', capacity: '2Gi' }), undefined],
   ];
   for (const [name, c, v, want] of expansions) it(`claimExpansion: ${name}`, () => assert.equal(claimExpansion(c, v), want));
 
@@ -208,6 +214,33 @@ describe('expansion and status back', () => {
     const shown = { ...grown, status: { phase: 'Bound', capacity: { storage: '2048Mi' }, allocatedResources: { storage: '2Gi' } } };
     assert.equal(claimStatusUpdate(shown, done), undefined, 'the same capacity in other units');
     assert.equal(claimStatusUpdate(grown, state({ phase: 'Pending', capacity: undefined })), undefined, 'nothing to say before the member binds');
+  });
+
+  const failed = { type: 'ControllerResizeError', status: 'True', message: 'resize volume "v" failed: the pool holds 64Gi' };
+  const showing = (conditions: V1PersistentVolumeClaimCondition[]): V1PersistentVolumeClaim => ({ ...grown, status: { ...grown.status, conditions } });
+
+  it('claimStatusUpdate with a refusal: clusterlet\'s condition in place of the member\'s of its type; nothing once shown', () => {
+    const now = new Date(1000);
+    const refused = resizeRefusedCondition(grown, 'member eu refused to expand claim h-shop/data-db-0 to 2Gi: forbidden', now);
+    assert.deepEqual(refused, { type: 'ControllerResizeError', status: 'True', reason: 'VolumeResizeFailed',
+      message: 'member eu refused to expand claim h-shop/data-db-0 to 2Gi: forbidden', lastTransitionTime: now });
+    const v = state({ conditions: [{ type: 'Resizing', status: 'True' }, failed] });
+    assert.deepEqual(claimStatusUpdate(grown, v, refused)!.conditions, [{ type: 'Resizing', status: 'True' }, refused]);
+    const shown = showing([{ type: 'Resizing', status: 'True' }, { ...refused, lastTransitionTime: new Date(0) }]);
+    assert.equal(claimStatusUpdate(shown, v, refused), undefined);
+    assert.deepEqual(resizeRefusedCondition(shown, refused.message!, now).lastTransitionTime, new Date(0), 'its time kept while it says the same');
+    assert.deepEqual(resizeRefusedCondition(shown, 'another reason', now).lastTransitionTime, now);
+    assert.deepEqual(claimStatusUpdate(shown, v)!.conditions, [{ type: 'Resizing', status: 'True' }, failed], 'no refusal: the member\'s again');
+  });
+
+  it('newMemberResizeFailure: the member resizer\'s failure condition, until the host claim shows it', () => {
+    assert.deepEqual(newMemberResizeFailure(grown, state({ conditions: [failed] })), failed);
+    const node = { type: 'NodeResizeError', status: 'True', message: 'no room' };
+    assert.deepEqual(newMemberResizeFailure(grown, state({ conditions: [node] })), node);
+    assert.equal(newMemberResizeFailure(showing([failed]), state({ conditions: [failed] })), undefined, 'shown already');
+    assert.deepEqual(newMemberResizeFailure(showing([{ ...failed, message: 'older' }]), state({ conditions: [failed] })), failed, 'another reason');
+    assert.equal(newMemberResizeFailure(grown, state({ conditions: [{ type: 'Resizing', status: 'True' }] })), undefined);
+    assert.equal(newMemberResizeFailure(grown, state({ conditions: [{ ...failed, status: 'False' }] })), undefined);
   });
 });
 

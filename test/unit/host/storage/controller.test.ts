@@ -230,13 +230,59 @@ describe('VolumeController: a bound claim follows its member claim', () => {
     assert.ok(w.host.claimPatches.every((p) => p.status), 'only the claim\'s status written');
   });
 
-  it('an expansion the member refuses: VolumeResizeFailed on the claim', async () => {
+  it('an expansion the member refuses: a ControllerResizeError condition and VolumeResizeFailed on the claim, gone once it is made', async () => {
     const w = world();
     const { c } = provisioned(w);
-    w.provider.expandError = new VolumeRejectedError('VolumeResizeFailed', 'member eu refused to expand claim shop/data-0 to 5Gi: forbidden');
+    const refusal = 'member eu refused to expand claim shop/data-0 to 5Gi: only dynamically provisioned pvc can be resized';
+    let refuse = true;
+    const expand = w.provider.expandVolume.bind(w.provider);
+    w.provider.expandVolume = async (ns, name, storage) => {
+      if (refuse) throw new VolumeRejectedError('VolumeResizeFailed', refusal);
+      return expand(ns, name, storage);
+    };
     w.controller.start();
     w.host.objects.put('PersistentVolumeClaim', { ...c, spec: { ...c.spec, resources: { requests: { storage: '5Gi' } } } });
-    await eventually('VolumeResizeFailed', () => w.host.reasons('Warning').includes('VolumeResizeFailed'));
+    await eventually('the condition', () => w.claim()!.status?.conditions?.some((x) => x.type === 'ControllerResizeError') === true);
+    const cond = w.claim()!.status!.conditions!.find((x) => x.type === 'ControllerResizeError')!;
+    assert.equal(cond.status, 'True');
+    assert.equal(cond.reason, 'VolumeResizeFailed');
+    assert.equal(cond.message, refusal);
+    const e = w.host.events.find((x) => x.reason === 'VolumeResizeFailed')!;
+    assert.equal(e.type, 'Warning');
+    assert.equal(e.message, refusal);
+    assert.equal(w.provider.expansions.length, 0);
+    assert.equal(w.claim()!.status!.capacity!.storage, '1Gi');
+    assert.deepEqual(w.host.reasons('Normal'), [], 'no Resizing');
+
+    // The member accepts it now (its class made expandable); the claim is looked at again: the condition goes.
+    refuse = false;
+    w.host.objects.put('PersistentVolumeClaim', { ...w.claim()!, spec: { ...c.spec, resources: { requests: { storage: '6Gi' } } } });
+    await eventually('the condition gone', () => w.claim()!.status?.conditions === undefined);
+    // Asked again until the member claim shows it (the fake's never does): always for 6Gi.
+    assert.deepEqual([...new Set(w.provider.expansions.map((x) => x.storage))], ['6Gi']);
+  });
+
+  it('an expansion the member\'s resizer fails: its condition on the claim and one VolumeResizeFailed with its reason', async () => {
+    const w = world();
+    const { c } = provisioned(w);
+    const uid = c.metadata!.uid!;
+    w.controller.start();
+    w.host.objects.put('PersistentVolumeClaim', { ...c, spec: { ...c.spec, resources: { requests: { storage: '100Gi' } } } });
+    await eventually('asked', () => w.provider.expansions.length === 1);
+    const failed = { type: 'ControllerResizeError', status: 'True', message: 'resize volume "v" failed: the pool holds 64Gi' };
+    const v = state(uid, { requested: '100Gi', conditions: [failed], allocatedResourceStatuses: { storage: 'ControllerResizeInfeasible' } });
+    w.provider.set(KEY, v);
+    await eventually('the member\'s condition', () => w.claim()!.status?.conditions?.[0]?.message === failed.message);
+    assert.deepEqual(w.claim()!.status!.allocatedResourceStatuses, { storage: 'ControllerResizeInfeasible' });
+    const warnings = (): string[] => w.host.events.filter((e) => e.reason === 'VolumeResizeFailed').map((e) => e.message);
+    assert.deepEqual(warnings(), ['member eu could not expand claim eu/shop/data-0: resize volume "v" failed: the pool holds 64Gi']);
+    w.provider.set(KEY, v);
+    await settle();
+    assert.equal(warnings().length, 1, 'said once');
+
+    // The user asks for less again (more than the volume has): the member is asked for that.
+    w.host.objects.put('PersistentVolumeClaim', { ...w.claim()!, spec: { ...c.spec, resources: { requests: { storage: '3Gi' } } } });
+    await eventually('the member asked for 3Gi', () => w.provider.expansions.at(-1)?.storage === '3Gi');
   });
 
   it('a member claim gone: MemberVolumeLost on the claim', async () => {

@@ -91,9 +91,9 @@ export function unprovisionable(claim: V1PersistentVolumeClaim, member: string):
   return src ? `a claim with a data source (${src.kind} "${src.name}") cannot get a volume in member ${member}: it would start empty` : undefined;
 }
 
-/** The host volume of a claim: named after its UID, as the PV controller and external provisioners name theirs. */
-export function hostVolumeName(claim: V1PersistentVolumeClaim): string {
-  return `pvc-${claim.metadata!.uid}`;
+/** The host volume of the claim of that UID: named after it, as the PV controller and external provisioners name theirs. */
+export function hostVolumeName(claimUID: string): string {
+  return `pvc-${claimUID}`;
 }
 
 /** What the member must hold for a host claim. */
@@ -189,7 +189,7 @@ export function forgeHostVolume(claim: V1PersistentVolumeClaim, v: VolumeState, 
   return {
     apiVersion: 'v1', kind: 'PersistentVolume',
     metadata: compact({
-      name: hostVolumeName(claim),
+      name: hostVolumeName(m.uid!),
       labels: { [MEMBER_LABEL]: ctx.member },
       annotations: { [PROVISIONED_BY_ANNOTATION]: provisionerOf(ctx.member), [MEMBER_CLAIM_ANNOTATION]: v.location },
       // As the external provisioner's finalizer: a volume deleted by hand still has its member claim deleted first.

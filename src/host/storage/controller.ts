@@ -115,7 +115,8 @@ export class VolumeController {
 
   async #syncClaim(key: string): Promise<HandlerResult | void> {
     const claim = this.#api.claims.get(key);
-    if (claim?.spec?.storageClassName !== this.#ctx.className) return;
+    // A claim of that name of another class (a class never changes) is another claim than the member claim's.
+    if (claim?.spec?.storageClassName !== this.#ctx.className) return this.#orphaned(key);
     const bound = claim.spec.volumeName;
     if (!bound) return this.#provision(claim);
     const pv = this.#api.volumes.get(bound);
@@ -125,7 +126,7 @@ export class VolumeController {
   /** The member claim first; once the member bound it (or will on first use), the host volume standing for it. */
   async #provision(claim: V1PersistentVolumeClaim): Promise<HandlerResult | void> {
     // Made already: the PV controller binds it.
-    if (!shouldProvision(claim, this.#ctx) || this.#api.volumes.get(hostVolumeName(claim))) return;
+    if (!shouldProvision(claim, this.#ctx) || this.#api.volumes.get(hostVolumeName(claim.metadata!.uid!))) return;
     // Not retried: a claim's data source never changes.
     const never = unprovisionable(claim, this.#ctx.member);
     if (never !== undefined) return this.#refused(claim, 'provision', new VolumeRejectedError('ProvisioningFailed', never), false);
@@ -159,16 +160,35 @@ export class VolumeController {
 
   /**
    * The member claim of that name was made for an earlier claim. Its host volume is being released with the Delete
-   * policy: it goes soon (its going queues this claim again). Otherwise it is kept (Retain), and never taken over.
+   * policy: it goes soon (its going queues this claim again). It never had one (see #orphaned): deleted with the
+   * Delete policy. Otherwise it is kept (Retain), and never taken over.
    */
   async #earlierClaim(claim: V1PersistentVolumeClaim, v: VolumeState): Promise<HandlerResult | void> {
-    const earlier = this.#api.volumes.get(`pvc-${v.claimUID}`);
+    const earlier = this.#api.volumes.get(hostVolumeName(v.claimUID));
     if (v.terminating || earlier?.spec?.persistentVolumeReclaimPolicy === 'Delete') return;
+    if (!earlier && this.#ctx.reclaimPolicy === 'Delete') return this.#deleteOrphan(claim.metadata!.namespace!, claim.metadata!.name!, v);
     metrics.volumeFailures.inc({ member: this.#ctx.member, operation: 'provision' });
     await this.#event(claimSubject(claim), 'Warning', 'MemberVolumeConflict',
       `member claim ${v.location} holds the data of an earlier claim of that name (UID ${v.claimUID}), kept by the Retain `
       + 'reclaim policy: it is never taken over; this claim gets a volume once it is deleted in the member');
     return { requeueAfterMs: RETRY_REFUSED_MS };
+  }
+
+  /**
+   * A host claim gone before its host volume was made (deleted while Pending, e.g. the member never bound it): no
+   * volume will ever be Released for its member claim, so with the Delete policy it is deleted here. No pod ever
+   * mounted it (a pod needs the host claim bound). With Retain it stays, as a retained volume's data.
+   */
+  async #orphaned(key: string): Promise<void> {
+    const [namespace, name] = key.split('/');
+    const v = this.#provider.getVolume(namespace, name);
+    if (!v || v.terminating || this.#ctx.reclaimPolicy !== 'Delete' || this.#api.volumes.get(hostVolumeName(v.claimUID))) return;
+    await this.#deleteOrphan(namespace, name, v);
+  }
+
+  async #deleteOrphan(namespace: string, name: string, v: VolumeState): Promise<void> {
+    await this.#provider.deleteVolume(namespace, name, v.claimUID);
+    this.#log.info({ namespace, claim: name, memberClaim: v.location }, 'member claim of a claim gone before its volume was made deleted');
   }
 
   /**

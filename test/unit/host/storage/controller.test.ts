@@ -194,13 +194,57 @@ describe('VolumeController: provisioning', () => {
     assert.equal(w.volume(), undefined);
 
     // Kept: never taken over.
-    w.host.objects.drop('PersistentVolume', '', 'pvc-old');
+    w.host.objects.put('PersistentVolume', { ...w.host.objects.get<V1PersistentVolume>('PersistentVolume', '', 'pvc-old')!,
+      spec: { ...forgeHostVolume(earlier, state('old'), ctx).spec, persistentVolumeReclaimPolicy: 'Retain' }, status: { phase: 'Released' } });
     w.provider.set(KEY, state('old'));
     await eventually('the conflict shown', () => w.host.reasons('Warning').includes('MemberVolumeConflict'));
     assert.match(w.host.events.at(-1)!.message, /earlier claim of that name \(UID old\), kept by the Retain reclaim policy/);
     // Deleted in the member: this claim gets its own.
     w.provider.outcomes.set(KEY, { volume: state(c.metadata!.uid!), created: true });
     w.provider.volumeChanges$.next(KEY);
+    await eventually('the host volume', () => w.volume() !== undefined);
+  });
+});
+
+describe('VolumeController: member claims of claims gone before their volume was made', () => {
+  it('a claim deleted while its member claim is Pending: the member claim deleted (Delete), kept (Retain)', async () => {
+    for (const reclaimPolicy of ['Delete', 'Retain'] as const) {
+      const w = world({ ...ctx, reclaimPolicy });
+      const c = w.host.objects.put('PersistentVolumeClaim', claim());
+      w.provider.outcomes.set(KEY, { volume: state(c.metadata!.uid!, { phase: 'Pending', capacity: undefined }), created: true });
+      w.controller.start();
+      await eventually('provisioned in the member', () => w.provider.provisions.length === 1);
+      w.host.objects.drop('PersistentVolumeClaim', 'shop', 'data-0');
+      if (reclaimPolicy === 'Delete') {
+        await eventually('the member claim deleted', () => w.provider.deletions.length === 1);
+        assert.deepEqual(w.provider.deletions, [{ key: KEY, uid: c.metadata!.uid }]);
+      } else {
+        await settle();
+        assert.deepEqual(w.provider.deletions, []);
+      }
+    }
+  });
+
+  it('a claim gone whose host volume exists: left to the volume (released by the PV controller)', async () => {
+    const w = world();
+    provisioned(w);
+    w.controller.start();
+    await settle();
+    w.host.objects.drop('PersistentVolumeClaim', 'shop', 'data-0');
+    await settle();
+    assert.deepEqual(w.provider.deletions, []);
+  });
+
+  it('a new claim of that name, the earlier one\'s member claim without a host volume: deleted (Delete), then the new claim\'s made', async () => {
+    const w = world();
+    const c = w.host.objects.put('PersistentVolumeClaim', claim());
+    w.provider.volumes.set(KEY, state('old', { phase: 'Pending', capacity: undefined }));
+    w.controller.start();
+    await eventually('the earlier member claim deleted', () => w.provider.deletions.length === 1);
+    assert.deepEqual(w.provider.deletions, [{ key: KEY, uid: 'old' }]);
+    assert.deepEqual(w.host.reasons('Warning'), [], 'no conflict');
+    w.provider.outcomes.set(KEY, { volume: state(c.metadata!.uid!), created: true });
+    w.provider.set(KEY, undefined);
     await eventually('the host volume', () => w.volume() !== undefined);
   });
 });

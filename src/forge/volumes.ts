@@ -8,7 +8,8 @@ import type {
   V1StorageClass, V1Volume,
 } from '@kubernetes/client-node';
 import {
-  CLAIM_UID_ANNOTATION, HOSTNAME_LABEL, MEMBER_CLAIM_ANNOTATION, MEMBER_LABEL, PROXY_NAMESPACE_ANNOTATION, VOLUME_FINALIZER,
+  CLAIM_UID_ANNOTATION, HOSTNAME_LABEL, MEMBER_CLAIM_ANNOTATION, MEMBER_LABEL, PROXY_NAMESPACE_ANNOTATION, RECLAIM_POLICY_ANNOTATION,
+  VOLUME_FINALIZER,
 } from './keys.ts';
 import { ownerLabels, type Owner } from './owner.ts';
 import { compare, parseQuantity } from './quantity.ts';
@@ -104,13 +105,15 @@ export interface ClaimRequest {
   accessModes: string[];
   volumeMode?: string;
   storage: string;
+  /** The host class's reclaim policy, recorded with the member claim (see VolumeState). */
+  reclaimPolicy: ReclaimPolicy;
 }
 
-export function claimRequest(claim: V1PersistentVolumeClaim): ClaimRequest {
+export function claimRequest(claim: V1PersistentVolumeClaim, reclaimPolicy: ReclaimPolicy): ClaimRequest {
   const m = claim.metadata!;
   return compact({
     namespace: m.namespace!, name: m.name!, uid: m.uid!, accessModes: claim.spec?.accessModes ?? [],
-    volumeMode: claim.spec?.volumeMode, storage: storageOf(claim) ?? '0',
+    volumeMode: claim.spec?.volumeMode, storage: storageOf(claim) ?? '0', reclaimPolicy,
   });
 }
 
@@ -123,6 +126,8 @@ export interface VolumeState {
   phase: 'Pending' | 'Bound' | 'Lost';
   /** The member binds it only once a pod uses it (its class is WaitForFirstConsumer). */
   waitsForConsumer: boolean;
+  /** The reclaim policy it was made under; undefined for one made before clusterlet recorded it. */
+  reclaimPolicy?: ReclaimPolicy;
   terminating: boolean;
   requested?: string;
   capacity?: string;
@@ -145,7 +150,7 @@ export function forgeMemberClaim(req: ClaimRequest, ctx: MemberClaimContext): V1
     apiVersion: 'v1', kind: 'PersistentVolumeClaim',
     metadata: {
       name: req.name, namespace: ctx.memberNamespace, labels: ownerLabels(ctx.owner),
-      annotations: { [PROXY_NAMESPACE_ANNOTATION]: req.namespace, [CLAIM_UID_ANNOTATION]: req.uid },
+      annotations: { [PROXY_NAMESPACE_ANNOTATION]: req.namespace, [CLAIM_UID_ANNOTATION]: req.uid, [RECLAIM_POLICY_ANNOTATION]: req.reclaimPolicy },
     },
     spec: compact({
       accessModes: req.accessModes, volumeMode: req.volumeMode, storageClassName: ctx.memberClassName,
@@ -164,9 +169,11 @@ export function memberVolumeState(memberClaim: V1PersistentVolumeClaim, ctx: { m
   const m = memberClaim.metadata!;
   const s = memberClaim.status ?? {};
   const phase = s.phase === 'Bound' || s.phase === 'Lost' ? s.phase : 'Pending';
+  const policy = m.annotations?.[RECLAIM_POLICY_ANNOTATION];
   return compact({
     claimUID: m.annotations?.[CLAIM_UID_ANNOTATION] ?? '', location: `${ctx.member}/${m.namespace}/${m.name}`, phase,
-    waitsForConsumer: ctx.waitsForConsumer, terminating: m.deletionTimestamp !== undefined,
+    waitsForConsumer: ctx.waitsForConsumer, reclaimPolicy: policy === 'Delete' || policy === 'Retain' ? policy : undefined,
+    terminating: m.deletionTimestamp !== undefined,
     requested: storageOf(memberClaim), capacity: s.capacity?.storage, accessModes: s.accessModes, conditions: s.conditions,
     allocatedResources: s.allocatedResources, allocatedResourceStatuses: s.allocatedResourceStatuses,
   });

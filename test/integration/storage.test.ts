@@ -131,6 +131,7 @@ describe('storage: persistent volumes in the member', () => {
         const mc = memberClaims.find((m) => m.metadata!.name === c.metadata!.name)!;
         assert.equal(mc.spec!.storageClassName, MEMBER_CLASS);
         assert.equal(mc.metadata!.annotations!['clusterlet.io/claim-uid'], c.metadata!.uid);
+        assert.equal(mc.metadata!.annotations!['clusterlet.io/reclaim-policy'], 'Delete');
       }
       for (const d of delegates) {
         const claim = d.spec!.volumes!.find((v) => v.name === 'data')?.persistentVolumeClaim?.claimName;
@@ -208,6 +209,19 @@ describe('storage: persistent volumes in the member', () => {
       assert.equal(mc.metadata!.name, 'scratchy-scratch');
       await host.core.deleteNamespacedPod({ namespace: ens, name: 'scratchy' });
       await waitUntil(member, claimSpec(member, ens), (cs) => cs.length === 0, 90_000, 'the member claim gone with the pod');
+    });
+
+    it('a claim deleted while the member never bound its member claim: the member claim goes with it (Delete)', async (t) => {
+      const ons = await namespaces(t, 'orphan', [host]);
+      // Placed on the virtual node by hand (as the scheduler would for a pod), more than the member's pool holds.
+      await host.core.createNamespacedPersistentVolumeClaim({ namespace: ons, body: { metadata: { name: 'huge',
+        annotations: { 'volume.kubernetes.io/selected-node': NODE } },
+        spec: { storageClassName: CLASS, accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '100Gi' } } } } });
+      const [mc] = await waitUntil(member, claimSpec(member, ons), (cs) => cs.length === 1, 60_000, 'the member claim made');
+      t.after(() => member.core.deleteNamespace({ name: ons }).catch(() => undefined));
+      assert.notEqual(mc.status?.phase, 'Bound');
+      await host.core.deleteNamespacedPersistentVolumeClaim({ namespace: ons, name: 'huge' });
+      await waitUntil(member, claimSpec(member, ons), (cs) => cs.length === 0, 60_000, 'the member claim deleted');
     });
 
     it('a pod whose claim is of another class shows VolumeNotInMember on the proxy and gets no delegate', async (t) => {

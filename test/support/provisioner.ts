@@ -1,12 +1,12 @@
 // A small storage back end for the harness's member, standing in for a CSI driver's external-provisioner and
 // external-resizer (no node of the harness mounts anything). Its StorageClasses: `harness-local` (Immediate binding,
 // expandable) and `harness-late` (WaitForFirstConsumer, not expandable: the member's API server refuses to expand its
-// claims). Each claim gets a volume of its size pre-bound to it, which the member's own PV controller binds; as the
-// external-provisioner, a claim of a WaitForFirstConsumer class only once the member's scheduler chose a node for its
-// first pod (the selected-node annotation), its volume pinned to that node. A bound claim asking for more gets it (the
-// volume's capacity, then the claim's status, as a resizer of a driver without node expansion writes them), up to
-// the pool's POOL_LIMIT: beyond, the resize fails as the external-resizer's does (a ControllerResizeError condition,
-// ControllerResizeInfeasible). A Released volume is deleted.
+// claims). Each claim up to POOL_LIMIT gets a volume of its size pre-bound to it, which the member's own PV
+// controller binds (a larger one stays Pending); as the external-provisioner, a claim of a WaitForFirstConsumer class
+// only once the member's scheduler chose a node for its first pod (the selected-node annotation), its volume pinned
+// to that node. A bound claim asking for more gets it (the volume's capacity, then the claim's status, as a resizer
+// of a driver without node expansion writes them), up to POOL_LIMIT: beyond, the resize fails as the
+// external-resizer's does (a ControllerResizeError condition, ControllerResizeInfeasible). A Released volume is deleted.
 import type { Subscription } from 'rxjs';
 import type { V1PersistentVolume, V1PersistentVolumeClaim, V1StorageClass } from '@kubernetes/client-node';
 import { PATCH, queryOf, type ClusterClient } from '../../src/kube/client.ts';
@@ -71,7 +71,8 @@ export async function startMemberProvisioner(member: ClusterClient): Promise<{ s
   const provision = (c: V1PersistentVolumeClaim, cls: V1StorageClass): void => {
     const name = `harness-${c.metadata!.uid}`;
     const node = c.metadata?.annotations?.[SELECTED_NODE];
-    if (volumes.get(name) || (cls.volumeBindingMode === 'WaitForFirstConsumer' && !node)) return;
+    // More than the pool holds: never provisioned (the claim stays Pending, as with a driver out of room).
+    if (volumes.get(name) || (cls.volumeBindingMode === 'WaitForFirstConsumer' && !node) || less(POOL_LIMIT, storage(c))) return;
     const pv: V1PersistentVolume = {
       metadata: { name, annotations: { 'pv.kubernetes.io/provisioned-by': PROVISIONER } },
       spec: {

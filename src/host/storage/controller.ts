@@ -132,7 +132,7 @@ export class VolumeController {
     if (never !== undefined) return this.#refused(claim, 'provision', new VolumeRejectedError('ProvisioningFailed', never), false);
     let v: VolumeState;
     try {
-      const made = await this.#provider.provisionVolume(claimRequest(claim));
+      const made = await this.#provider.provisionVolume(claimRequest(claim, this.#ctx.reclaimPolicy));
       v = made.volume;
       if (made.created) {
         await this.#event(claimSubject(claim), 'Normal', 'Provisioning',
@@ -166,7 +166,7 @@ export class VolumeController {
   async #earlierClaim(claim: V1PersistentVolumeClaim, v: VolumeState): Promise<HandlerResult | void> {
     const earlier = this.#api.volumes.get(hostVolumeName(v.claimUID));
     if (v.terminating || earlier?.spec?.persistentVolumeReclaimPolicy === 'Delete') return;
-    if (!earlier && this.#ctx.reclaimPolicy === 'Delete') return this.#deleteOrphan(claim.metadata!.namespace!, claim.metadata!.name!, v);
+    if (!earlier && this.#deletesOrphan(v)) return this.#deleteOrphan(claim.metadata!.namespace!, claim.metadata!.name!, v);
     metrics.volumeFailures.inc({ member: this.#ctx.member, operation: 'provision' });
     await this.#event(claimSubject(claim), 'Warning', 'MemberVolumeConflict',
       `member claim ${v.location} holds the data of an earlier claim of that name (UID ${v.claimUID}), kept by the Retain `
@@ -182,8 +182,16 @@ export class VolumeController {
   async #orphaned(key: string): Promise<void> {
     const [namespace, name] = key.split('/');
     const v = this.#provider.getVolume(namespace, name);
-    if (!v || v.terminating || this.#ctx.reclaimPolicy !== 'Delete' || this.#api.volumes.get(hostVolumeName(v.claimUID))) return;
+    if (!v || v.terminating || !this.#deletesOrphan(v) || this.#api.volumes.get(hostVolumeName(v.claimUID))) return;
     await this.#deleteOrphan(namespace, name, v);
+  }
+
+  /**
+   * Whether a member claim without a host volume goes: by the policy it was made under, so that one kept by Retain
+   * (its volume since deleted by hand) is not deleted after the class changed to Delete.
+   */
+  #deletesOrphan(v: VolumeState): boolean {
+    return (v.reclaimPolicy ?? this.#ctx.reclaimPolicy) === 'Delete';
   }
 
   async #deleteOrphan(namespace: string, name: string, v: VolumeState): Promise<void> {

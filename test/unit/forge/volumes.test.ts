@@ -94,18 +94,18 @@ describe('unprovisionable', () => {
 });
 
 describe('forgeMemberClaim', () => {
-  it('same name, the mapped namespace, the member class, modes and size; owned, with the host namespace and claim UID', () => {
-    assert.deepEqual(forgeMemberClaim(claimRequest(claim()), { owner, memberNamespace: 'h-shop', memberClassName: 'fast' }), {
+  it('same name, the mapped namespace, the member class, modes and size; owned, with the host namespace, claim UID and reclaim policy', () => {
+    assert.deepEqual(forgeMemberClaim(claimRequest(claim(), 'Retain'), { owner, memberNamespace: 'h-shop', memberClassName: 'fast' }), {
       apiVersion: 'v1', kind: 'PersistentVolumeClaim',
       metadata: { name: 'data-db-0', namespace: 'h-shop', labels: { 'clusterlet.io/origin': 'host-uid', 'clusterlet.io/node': 'clusterlet-eu' },
-        annotations: { 'clusterlet.io/proxy-namespace': 'shop', 'clusterlet.io/claim-uid': 'c-uid' } },
+        annotations: { 'clusterlet.io/proxy-namespace': 'shop', 'clusterlet.io/claim-uid': 'c-uid', 'clusterlet.io/reclaim-policy': 'Retain' } },
       spec: { accessModes: ['ReadWriteOnce'], volumeMode: 'Filesystem', storageClassName: 'fast', resources: { requests: { storage: '1Gi' } } },
     });
   });
 
   it('no member class configured: none named, so the member\'s default class applies; no volume mode: none', () => {
     const m = forgeMemberClaim(claimRequest(claim({ spec: { accessModes: ['ReadWriteOnce'], volumeMode: undefined,
-      resources: { requests: { storage: '5Gi' } } } })),
+      resources: { requests: { storage: '5Gi' } } } }), 'Delete'),
       { owner, memberNamespace: 'shop' });
     assert.equal('storageClassName' in m.spec!, false);
     assert.equal('volumeMode' in m.spec!, false);
@@ -116,7 +116,7 @@ describe('forgeMemberClaim', () => {
 
 describe('memberVolumeState and volumeReady', () => {
   const member = (status: V1PersistentVolumeClaim['status']): V1PersistentVolumeClaim => ({
-    ...forgeMemberClaim(claimRequest(claim()), { owner, memberNamespace: 'h-shop' }), status,
+    ...forgeMemberClaim(claimRequest(claim(), 'Delete'), { owner, memberNamespace: 'h-shop' }), status,
   });
   const cases: [string, V1PersistentVolumeClaim, boolean, Partial<VolumeState>, boolean][] = [
     ['bound: its capacity', member({ phase: 'Bound', capacity: { storage: '2Gi' }, accessModes: ['ReadWriteOnce'] }), false,
@@ -130,10 +130,23 @@ describe('memberVolumeState and volumeReady', () => {
   for (const [name, c, waits, want, ready] of cases) {
     it(name, () => {
       const s = memberVolumeState(c, { member: 'eu', waitsForConsumer: waits });
-      assert.deepEqual(s, { claimUID: 'c-uid', location: 'eu/h-shop/data-db-0', waitsForConsumer: waits, terminating: false, requested: '1Gi', ...want });
+      assert.deepEqual(s, { claimUID: 'c-uid', location: 'eu/h-shop/data-db-0', waitsForConsumer: waits, reclaimPolicy: 'Delete', terminating: false,
+        requested: '1Gi', ...want });
       assert.equal(volumeReady(s), ready);
     });
   }
+
+  it('the reclaim policy a member claim was made under; none recorded (or not one of the two): undefined', () => {
+    const c = member({ phase: 'Pending' });
+    assert.equal(memberVolumeState(forgeMemberClaim(claimRequest(claim(), 'Retain'), { owner, memberNamespace: 'h-shop' }),
+      { member: 'eu', waitsForConsumer: false }).reclaimPolicy, 'Retain');
+    for (const policy of [undefined, 'Recycle']) {
+      const { 'clusterlet.io/reclaim-policy': _, ...others } = c.metadata!.annotations!;
+      const annotations = policy ? { ...others, 'clusterlet.io/reclaim-policy': policy } : others;
+      assert.equal(memberVolumeState({ ...c, metadata: { ...c.metadata, annotations } }, { member: 'eu', waitsForConsumer: false }).reclaimPolicy,
+        undefined);
+    }
+  });
 
   it('a terminating member claim is never ready', () => {
     const c = member({ phase: 'Bound', capacity: { storage: '1Gi' } });

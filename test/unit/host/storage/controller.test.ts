@@ -6,7 +6,9 @@ import { afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1PersistentVolume, V1PersistentVolumeClaim, V1StorageClass } from '@kubernetes/client-node';
 import { VolumeController } from '../../../../src/host/storage/controller.ts';
-import { forgeHostStorageClass, forgeHostVolume, type StorageContext, type VolumeState } from '../../../../src/forge/volumes.ts';
+import {
+  forgeHostStorageClass, forgeHostVolume, type ReclaimPolicy, type StorageContext, type VolumeState,
+} from '../../../../src/forge/volumes.ts';
 import { VolumeRejectedError } from '../../../../src/provider/volume.ts';
 import { createLogger } from '../../../../src/log.ts';
 import { metrics } from '../../../../src/metrics.ts';
@@ -105,7 +107,7 @@ describe('VolumeController: provisioning', () => {
     w.provider.outcomes.set(KEY, { volume: state(uid, { phase: 'Pending', capacity: undefined }), created: true });
     w.controller.start();
     await eventually('provisioned in the member', () => w.provider.provisions.length === 1);
-    assert.deepEqual(w.provider.provisions[0], { namespace: 'shop', name: 'data-0', uid, accessModes: ['ReadWriteOnce'], storage: '1Gi' });
+    assert.deepEqual(w.provider.provisions[0], { namespace: 'shop', name: 'data-0', uid, accessModes: ['ReadWriteOnce'], storage: '1Gi', reclaimPolicy: 'Delete' });
     await eventually('the Provisioning event', () => w.host.reasons().includes('Provisioning'));
     assert.equal(w.volume(), undefined, 'no host volume while the member claim is Pending');
 
@@ -207,23 +209,25 @@ describe('VolumeController: provisioning', () => {
 });
 
 describe('VolumeController: member claims of claims gone before their volume was made', () => {
-  it('a claim deleted while its member claim is Pending: the member claim deleted (Delete), kept (Retain)', async () => {
-    for (const reclaimPolicy of ['Delete', 'Retain'] as const) {
-      const w = world({ ...ctx, reclaimPolicy });
+  // The class's policy now, the one the member claim was made under (undefined: not recorded), whether it goes.
+  const orphans: [ReclaimPolicy, ReclaimPolicy | undefined, boolean][] = [
+    ['Delete', 'Delete', true], ['Retain', 'Retain', false], ['Delete', undefined, true], ['Retain', undefined, false],
+    ['Delete', 'Retain', false], ['Retain', 'Delete', true],
+  ];
+  for (const [now, madeUnder, goes] of orphans) {
+    it(`a claim deleted while its member claim is Pending, policy ${now}, made under ${madeUnder ?? 'an unrecorded one'}: ${goes ? 'deleted' : 'kept'}`, async () => {
+      const w = world({ ...ctx, reclaimPolicy: now });
       const c = w.host.objects.put('PersistentVolumeClaim', claim());
-      w.provider.outcomes.set(KEY, { volume: state(c.metadata!.uid!, { phase: 'Pending', capacity: undefined }), created: true });
+      const v = state(c.metadata!.uid!, { phase: 'Pending', capacity: undefined, ...(madeUnder ? { reclaimPolicy: madeUnder } : {}) });
+      w.provider.outcomes.set(KEY, { volume: v, created: true });
       w.controller.start();
       await eventually('provisioned in the member', () => w.provider.provisions.length === 1);
       w.host.objects.drop('PersistentVolumeClaim', 'shop', 'data-0');
-      if (reclaimPolicy === 'Delete') {
-        await eventually('the member claim deleted', () => w.provider.deletions.length === 1);
-        assert.deepEqual(w.provider.deletions, [{ key: KEY, uid: c.metadata!.uid }]);
-      } else {
-        await settle();
-        assert.deepEqual(w.provider.deletions, []);
-      }
-    }
-  });
+      if (goes) await eventually('the member claim deleted', () => w.provider.deletions.length === 1);
+      else await settle();
+      assert.deepEqual(w.provider.deletions, goes ? [{ key: KEY, uid: c.metadata!.uid }] : []);
+    });
+  }
 
   it('a claim gone whose host volume exists: left to the volume (released by the PV controller)', async () => {
     const w = world();

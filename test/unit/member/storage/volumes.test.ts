@@ -21,7 +21,7 @@ const stops: (() => void)[] = [];
 afterEach(() => { for (const s of stops.splice(0).reverse()) s(); });
 
 const req = (over: Partial<ClaimRequest> = {}): ClaimRequest =>
-  ({ namespace: 'shop', name: 'data-0', uid: 'c-uid', accessModes: ['ReadWriteOnce'], storage: '1Gi', ...over });
+  ({ namespace: 'shop', name: 'data-0', uid: 'c-uid', accessModes: ['ReadWriteOnce'], storage: '1Gi', reclaimPolicy: 'Delete', ...over });
 
 /** A member whose claims are of `memberClass` (null: none named). */
 function world(memberClass: string | null = 'fast') {
@@ -60,7 +60,7 @@ describe('MemberVolumes.provisionVolume', () => {
     assert.equal(c.spec!.storageClassName, 'fast');
     assert.deepEqual(c.metadata!.labels, { 'clusterlet.io/origin': 'host-uid', 'clusterlet.io/node': 'clusterlet-eu' });
     assert.deepEqual(made.volume, { claimUID: 'c-uid', location: 'eu/h-shop/data-0', phase: 'Pending', waitsForConsumer: false,
-      terminating: false, requested: '1Gi' });
+      reclaimPolicy: 'Delete', terminating: false, requested: '1Gi' });
     await eventually('the change heard, by host key', () => w.changes.includes('shop/data-0'));
 
     // The member binds it.

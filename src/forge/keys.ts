@@ -59,6 +59,8 @@ export const READY_MEMBERS_ANNOTATION = 'clusterlet.io/ready-members';
 // Storage (src/forge/volumes.ts). On a member claim clusterlet created: the UID of the host claim it holds the data of
 // (with clusterlet.io/proxy-namespace, the host claim's namespace; the name is the same).
 export const CLAIM_UID_ANNOTATION = 'clusterlet.io/claim-uid';
+// On such a member claim: the reclaim policy it was made under (Retain: never deleted for want of a host volume).
+export const RECLAIM_POLICY_ANNOTATION = 'clusterlet.io/reclaim-policy';
 // On a host PersistentVolume clusterlet provisioned: where its data is, `<member>/<member namespace>/<claim>`.
 export const MEMBER_CLAIM_ANNOTATION = 'clusterlet.io/member-claim';
 // On such a host volume with the Delete reclaim policy: its member claim is deleted before the volume goes.

@@ -8,7 +8,8 @@ import type {
   V1StorageClass, V1Volume,
 } from '@kubernetes/client-node';
 import {
-  CLAIM_UID_ANNOTATION, HOSTNAME_LABEL, MEMBER_CLAIM_ANNOTATION, MEMBER_LABEL, PROXY_NAMESPACE_ANNOTATION, VOLUME_FINALIZER,
+  CLAIM_UID_ANNOTATION, HOSTNAME_LABEL, MEMBER_CLAIM_ANNOTATION, MEMBER_LABEL, PROXY_NAMESPACE_ANNOTATION, RECLAIM_POLICY_ANNOTATION,
+  VOLUME_FINALIZER,
 } from './keys.ts';
 import { ownerLabels, type Owner } from './owner.ts';
 import { compare, parseQuantity } from './quantity.ts';
@@ -91,9 +92,9 @@ export function unprovisionable(claim: V1PersistentVolumeClaim, member: string):
   return src ? `a claim with a data source (${src.kind} "${src.name}") cannot get a volume in member ${member}: it would start empty` : undefined;
 }
 
-/** The host volume of a claim: named after its UID, as the PV controller and external provisioners name theirs. */
-export function hostVolumeName(claim: V1PersistentVolumeClaim): string {
-  return `pvc-${claim.metadata!.uid}`;
+/** The host volume of the claim of that UID: named after it, as the PV controller and external provisioners name theirs. */
+export function hostVolumeName(claimUID: string): string {
+  return `pvc-${claimUID}`;
 }
 
 /** What the member must hold for a host claim. */
@@ -104,13 +105,15 @@ export interface ClaimRequest {
   accessModes: string[];
   volumeMode?: string;
   storage: string;
+  /** The host class's reclaim policy, recorded with the member claim (see VolumeState). */
+  reclaimPolicy: ReclaimPolicy;
 }
 
-export function claimRequest(claim: V1PersistentVolumeClaim): ClaimRequest {
+export function claimRequest(claim: V1PersistentVolumeClaim, reclaimPolicy: ReclaimPolicy): ClaimRequest {
   const m = claim.metadata!;
   return compact({
     namespace: m.namespace!, name: m.name!, uid: m.uid!, accessModes: claim.spec?.accessModes ?? [],
-    volumeMode: claim.spec?.volumeMode, storage: storageOf(claim) ?? '0',
+    volumeMode: claim.spec?.volumeMode, storage: storageOf(claim) ?? '0', reclaimPolicy,
   });
 }
 
@@ -123,6 +126,8 @@ export interface VolumeState {
   phase: 'Pending' | 'Bound' | 'Lost';
   /** The member binds it only once a pod uses it (its class is WaitForFirstConsumer). */
   waitsForConsumer: boolean;
+  /** The reclaim policy it was made under; undefined for one made before clusterlet recorded it. */
+  reclaimPolicy?: ReclaimPolicy;
   terminating: boolean;
   requested?: string;
   capacity?: string;
@@ -145,7 +150,7 @@ export function forgeMemberClaim(req: ClaimRequest, ctx: MemberClaimContext): V1
     apiVersion: 'v1', kind: 'PersistentVolumeClaim',
     metadata: {
       name: req.name, namespace: ctx.memberNamespace, labels: ownerLabels(ctx.owner),
-      annotations: { [PROXY_NAMESPACE_ANNOTATION]: req.namespace, [CLAIM_UID_ANNOTATION]: req.uid },
+      annotations: { [PROXY_NAMESPACE_ANNOTATION]: req.namespace, [CLAIM_UID_ANNOTATION]: req.uid, [RECLAIM_POLICY_ANNOTATION]: req.reclaimPolicy },
     },
     spec: compact({
       accessModes: req.accessModes, volumeMode: req.volumeMode, storageClassName: ctx.memberClassName,
@@ -164,9 +169,11 @@ export function memberVolumeState(memberClaim: V1PersistentVolumeClaim, ctx: { m
   const m = memberClaim.metadata!;
   const s = memberClaim.status ?? {};
   const phase = s.phase === 'Bound' || s.phase === 'Lost' ? s.phase : 'Pending';
+  const policy = m.annotations?.[RECLAIM_POLICY_ANNOTATION];
   return compact({
     claimUID: m.annotations?.[CLAIM_UID_ANNOTATION] ?? '', location: `${ctx.member}/${m.namespace}/${m.name}`, phase,
-    waitsForConsumer: ctx.waitsForConsumer, terminating: m.deletionTimestamp !== undefined,
+    waitsForConsumer: ctx.waitsForConsumer, reclaimPolicy: policy === 'Delete' || policy === 'Retain' ? policy : undefined,
+    terminating: m.deletionTimestamp !== undefined,
     requested: storageOf(memberClaim), capacity: s.capacity?.storage, accessModes: s.accessModes, conditions: s.conditions,
     allocatedResources: s.allocatedResources, allocatedResourceStatuses: s.allocatedResourceStatuses,
   });
@@ -189,7 +196,7 @@ export function forgeHostVolume(claim: V1PersistentVolumeClaim, v: VolumeState, 
   return {
     apiVersion: 'v1', kind: 'PersistentVolume',
     metadata: compact({
-      name: hostVolumeName(claim),
+      name: hostVolumeName(m.uid!),
       labels: { [MEMBER_LABEL]: ctx.member },
       annotations: { [PROVISIONED_BY_ANNOTATION]: provisionerOf(ctx.member), [MEMBER_CLAIM_ANNOTATION]: v.location },
       // As the external provisioner's finalizer: a volume deleted by hand still has its member claim deleted first.
@@ -217,10 +224,39 @@ export function isOwnVolume(pv: V1PersistentVolume | undefined, ctx: Pick<Storag
 const greater = (a: string | undefined, b: string | undefined): boolean =>
   a !== undefined && (b === undefined || compare(parseQuantity(a), parseQuantity(b)) > 0);
 
-/** The storage to ask of the member when the host claim was expanded beyond what the member claim requests. */
+/**
+ * The storage to ask of the member when the host claim asks for another size than the member claim: more (an
+ * expansion), or less but still more than the member volume has (the user recovering from an expansion the member
+ * could not make, as Kubernetes allows; a volume never shrinks).
+ */
 export function claimExpansion(claim: V1PersistentVolumeClaim, v: VolumeState): string | undefined {
   const want = storageOf(claim);
-  return v.phase === 'Bound' && !v.terminating && greater(want, v.requested) ? want : undefined;
+  if (v.phase !== 'Bound' || v.terminating) return undefined;
+  return greater(want, v.requested) || (greater(v.requested, want) && greater(want, v.capacity)) ? want : undefined;
+}
+
+/** Kubernetes' condition of a claim whose expansion the resizer could not make, and of one the node could not. */
+export const CONTROLLER_RESIZE_ERROR = 'ControllerResizeError';
+const NODE_RESIZE_ERROR = 'NodeResizeError';
+
+/**
+ * The condition the host claim shows while the member refuses to expand its claim (its API server: the member's
+ * class is not expandable, a quota), as an external resizer shows its own failures; the member's reason in the
+ * message. Its time is kept while it says the same.
+ */
+export function resizeRefusedCondition(claim: V1PersistentVolumeClaim, message: string, now: Date): V1PersistentVolumeClaimCondition {
+  const shown = claim.status?.conditions?.find((c) => c.type === CONTROLLER_RESIZE_ERROR && c.status === 'True' && c.message === message);
+  return { type: CONTROLLER_RESIZE_ERROR, status: 'True', reason: 'VolumeResizeFailed', message, lastTransitionTime: shown?.lastTransitionTime ?? now };
+}
+
+/**
+ * The member's own failure to expand its claim (its resizer's ControllerResizeError or NodeResizeError condition),
+ * when the host claim does not show it yet: said once on the host claim, as a Warning.
+ */
+export function newMemberResizeFailure(claim: V1PersistentVolumeClaim, v: VolumeState): V1PersistentVolumeClaimCondition | undefined {
+  const failure = v.conditions?.find((c) => (c.type === CONTROLLER_RESIZE_ERROR || c.type === NODE_RESIZE_ERROR) && c.status === 'True');
+  const shown = failure && claim.status?.conditions?.some((c) => c.type === failure.type && c.status === 'True' && c.message === failure.message);
+  return shown ? undefined : failure;
 }
 
 /** The host volume's new capacity once the member's volume grew (a volume never shrinks). */
@@ -233,19 +269,21 @@ type ClaimStatusFields = Pick<V1PersistentVolumeClaimStatus, 'capacity' | 'condi
 /**
  * The host claim's status fields an external resizer writes, from the member claim (its capacity, resize
  * conditions, allocated resources), when they differ; a merge patch: null clears a field the member no longer shows.
- * The phase and access modes stay the PV controller's.
+ * `refused`: a condition of clusterlet's own (resizeRefusedCondition) in place of the member's of its type. The phase
+ * and access modes stay the PV controller's.
  */
-export function claimStatusUpdate(claim: V1PersistentVolumeClaim, v: VolumeState): Record<string, unknown> | undefined {
+export function claimStatusUpdate(claim: V1PersistentVolumeClaim, v: VolumeState, refused?: V1PersistentVolumeClaimCondition): Record<string, unknown> | undefined {
   if (v.phase !== 'Bound' || v.capacity === undefined) return undefined;
   const s = claim.status ?? {};
   const cond = (cs: V1PersistentVolumeClaimCondition[] | undefined): string =>
     sortedJSON((cs ?? []).map((c) => [c.type, c.status, c.reason ?? '', c.message ?? '']));
   const sameCapacity = s.capacity?.storage !== undefined && compare(parseQuantity(s.capacity.storage), parseQuantity(v.capacity)) === 0;
+  const conditions = refused ? [...(v.conditions ?? []).filter((c) => c.type !== refused.type), refused] : v.conditions;
   const want: ClaimStatusFields = {
-    capacity: { ...s.capacity, storage: v.capacity }, conditions: v.conditions,
+    capacity: { ...s.capacity, storage: v.capacity }, conditions,
     allocatedResources: v.allocatedResources, allocatedResourceStatuses: v.allocatedResourceStatuses,
   };
-  if (sameCapacity && cond(s.conditions) === cond(v.conditions) && sortedJSON(s.allocatedResources ?? {}) === sortedJSON(v.allocatedResources ?? {})
+  if (sameCapacity && cond(s.conditions) === cond(conditions) && sortedJSON(s.allocatedResources ?? {}) === sortedJSON(v.allocatedResources ?? {})
     && sortedJSON(s.allocatedResourceStatuses ?? {}) === sortedJSON(v.allocatedResourceStatuses ?? {})) return undefined;
   return Object.fromEntries(Object.entries(want).map(([k, val]) => [k, val ?? null]));
 }

@@ -1,16 +1,18 @@
 // Persistent volumes of offloaded pods: a claim of the member's host StorageClass gets a claim in the member (of its
 // class `harness-local`, whose volumes test/support/provisioner.ts makes and the member's PV controller binds), and a
 // host volume standing for it that the host's PV controller binds; the delegate mounts the member claim of the same
-// name. Expansion goes to the member and comes back; deletion follows the reclaim policy; a pod whose claim cannot
-// exist in the member says so on the proxy.
+// name. Expansion goes to the member and comes back, and one the member refuses or fails shows on the host claim;
+// deletion follows the reclaim policy; a pod whose claim cannot exist in the member says so on the proxy. With a
+// member class that binds on first consumer (`harness-late`), the host volume does not wait for the member claim to
+// be bound (only the delegate, which needs the host claim bound, makes the member bind it).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { AppsV1Api, type V1PersistentVolume, type V1PersistentVolumeClaim, type V1StatefulSet, type V1StorageClass } from '@kubernetes/client-node';
+import { AppsV1Api, type CoreV1Event, type V1PersistentVolume, type V1PersistentVolumeClaim, type V1StatefulSet, type V1StorageClass } from '@kubernetes/client-node';
 import { client, harness, namespaces, uniqueName, withSuiteClusterlet } from '../support/env.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { waitUntil } from '../support/wait.ts';
 import { VIRTUAL_TOLERATION, condition, eventSpec, isReady, podSpec, podsSpec } from '../support/objects.ts';
-import { MEMBER_CLASS, claimSpec, startMemberProvisioner, volumeSpec } from '../support/provisioner.ts';
+import { LATE_CLASS, MEMBER_CLASS, POOL_LIMIT, claimSpec, startMemberProvisioner, volumeSpec } from '../support/provisioner.ts';
 import { toKubeError } from '../../src/kube/errors.ts';
 import type { ClusterClient } from '../../src/kube/client.ts';
 
@@ -45,6 +47,23 @@ async function scale(ns: string, name: string, replicas: number): Promise<void> 
   await kubectl(harness().host, 'scale', 'statefulset', name, '-n', ns, `--replicas=${replicas}`);
 }
 
+/** Asks for `storage` in host claim `name`, as a user would. */
+async function resize(ns: string, name: string, storage: string): Promise<void> {
+  await kubectl(harness().host, 'patch', 'pvc', name, '-n', ns, '-p', JSON.stringify({ spec: { resources: { requests: { storage } } } }));
+}
+
+/** Waits until claim `name` of `ns` passes `ok`; returns it. */
+async function claimUntil(c: ClusterClient, ns: string, name: string, ok: (c: V1PersistentVolumeClaim) => boolean, what: string) {
+  const cs = await waitUntil(c, claimSpec(c, ns), (l) => l.some((x) => x.metadata!.name === name && ok(x)), 60_000, what);
+  return cs.find((x) => x.metadata!.name === name)!;
+}
+
+/** Waits for a Warning `reason` about claim `name` of `ns` on the host; returns it. */
+async function warning(host: ClusterClient, ns: string, name: string, reason: string) {
+  const is = (e: CoreV1Event): boolean => e.type === 'Warning' && e.reason === reason && e.involvedObject.name === name;
+  return (await waitUntil(host, eventSpec(host, ns), (es) => es.some(is), 60_000, `a ${reason} Warning on ${name}`)).find(is)!;
+}
+
 /** Waits until `n` proxies of app `app` are Ready on the virtual node and their delegates Running; returns the delegates. */
 async function running(host: ClusterClient, member: ClusterClient, ns: string, app: string, n: number) {
   const proxies = await waitUntil(host, podsSpec(host, ns, `app=${app}`),
@@ -61,16 +80,23 @@ describe('storage: persistent volumes in the member', () => {
   before(async () => { provisioner = await startMemberProvisioner(client(harness().member)); });
   after(() => provisioner?.stop());
 
-  describe('with the Delete reclaim policy (the default)', () => {
-    withSuiteClusterlet((c) => ({ host, member } = c), ARGS);
-    let ns: string;
+  /** A namespace the tests of a describe share: made in the host before them, deleted from `from` after them. */
+  const suiteNamespace = (prefix: string, use: (ns: string) => void, from: () => ClusterClient[] = () => [host]): void => {
+    let ns = '';
     before(async () => {
-      ns = uniqueName('sts');
+      ns = uniqueName(prefix);
+      use(ns);
       await host.core.createNamespace({ body: { metadata: { name: ns } } });
     });
     after(async () => {
-      await host.core.deleteNamespace({ name: ns }).catch(() => undefined);
+      for (const c of from()) await c.core.deleteNamespace({ name: ns }).catch(() => undefined);
     });
+  };
+
+  describe('with the Delete reclaim policy (the default)', () => {
+    withSuiteClusterlet((c) => ({ host, member } = c), ARGS);
+    let ns: string;
+    suiteNamespace('sts', (n) => { ns = n; });
 
     it('the member\'s host StorageClass: its provisioner, WaitForFirstConsumer, the virtual node only, expandable', async () => {
       const [sc] = await waitUntil(host, classSpec(host, CLASS), (cs) => cs.length === 1, 30_000, `storage class ${CLASS}`);
@@ -105,6 +131,7 @@ describe('storage: persistent volumes in the member', () => {
         const mc = memberClaims.find((m) => m.metadata!.name === c.metadata!.name)!;
         assert.equal(mc.spec!.storageClassName, MEMBER_CLASS);
         assert.equal(mc.metadata!.annotations!['clusterlet.io/claim-uid'], c.metadata!.uid);
+        assert.equal(mc.metadata!.annotations!['clusterlet.io/reclaim-policy'], 'Delete');
       }
       for (const d of delegates) {
         const claim = d.spec!.volumes!.find((v) => v.name === 'data')?.persistentVolumeClaim?.claimName;
@@ -129,16 +156,34 @@ describe('storage: persistent volumes in the member', () => {
     });
 
     it('a claim expanded on the host grows its member claim; the host volume and claim show the new size', async () => {
-      await kubectl(harness().host, 'patch', 'pvc', 'data-db-0', '-n', ns, '-p', JSON.stringify({ spec: { resources: { requests: { storage: '2Gi' } } } }));
-      const [mc] = await waitUntil(member, claimSpec(member, ns), (cs) => cs.some((c) => c.metadata!.name === 'data-db-0'
-        && c.status?.capacity?.storage === '2Gi'), 60_000, 'the member claim grown to 2Gi').then((cs) => cs.filter((c) => c.metadata!.name === 'data-db-0'));
+      await resize(ns, 'data-db-0', '2Gi');
+      const mc = await claimUntil(member, ns, 'data-db-0', (c) => c.status?.capacity?.storage === '2Gi', 'the member claim grown to 2Gi');
       assert.equal(mc.spec!.resources!.requests!.storage, '2Gi');
-      const [hc] = await waitUntil(host, claimSpec(host, ns), (cs) => cs.some((c) => c.metadata!.name === 'data-db-0'
-        && c.status?.capacity?.storage === '2Gi'), 60_000, 'the host claim shows 2Gi').then((cs) => cs.filter((c) => c.metadata!.name === 'data-db-0'));
+      const hc = await claimUntil(host, ns, 'data-db-0', (c) => c.status?.capacity?.storage === '2Gi', 'the host claim shows 2Gi');
       const pv = await readVolume(host, hc.spec!.volumeName!);
       assert.equal(pv?.spec?.capacity?.storage, '2Gi');
       const events = await waitUntil(host, eventSpec(host, ns), (es) => es.some((e) => e.reason === 'VolumeResizeSuccessful'), 30_000, 'VolumeResizeSuccessful');
       assert.equal(events.find((e) => e.reason === 'VolumeResizeSuccessful')!.involvedObject.name, 'data-db-0');
+    });
+
+    it('an expansion the member\'s resizer fails shows on the host claim (its condition, a Warning); asking for less recovers', async () => {
+      await resize(ns, 'data-db-0', '100Gi');
+      const failed = await claimUntil(host, ns, 'data-db-0', (c) => condition(c, 'ControllerResizeError')?.status === 'True',
+        'ControllerResizeError on the host claim');
+      const why = `100Gi is more than the ${POOL_LIMIT} the harness pool holds`;
+      assert.match(condition(failed, 'ControllerResizeError')!.message ?? '', new RegExp(why));
+      assert.deepEqual(failed.status!.allocatedResourceStatuses, { storage: 'ControllerResizeInfeasible' });
+      assert.equal(failed.status!.capacity!.storage, '2Gi');
+      const e = await warning(host, ns, 'data-db-0', 'VolumeResizeFailed');
+      assert.match(e.message ?? '', new RegExp(`member member could not expand claim member/${ns}/data-db-0: .*${why}`));
+
+      // Less than asked, more than it has: the member claim asks for that, the resizer makes it, the condition goes.
+      await resize(ns, 'data-db-0', '3Gi');
+      const hc = await claimUntil(host, ns, 'data-db-0', (c) => c.status?.capacity?.storage === '3Gi', 'the host claim at 3Gi');
+      assert.equal(condition(hc, 'ControllerResizeError'), undefined);
+      const mc = await member.core.readNamespacedPersistentVolumeClaim({ namespace: ns, name: 'data-db-0' });
+      assert.equal(mc.spec!.resources!.requests!.storage, '3Gi');
+      assert.equal(mc.status!.capacity!.storage, '3Gi');
     });
 
     it('deleted claims take their member claims and host volumes with them (Delete)', async () => {
@@ -164,6 +209,19 @@ describe('storage: persistent volumes in the member', () => {
       assert.equal(mc.metadata!.name, 'scratchy-scratch');
       await host.core.deleteNamespacedPod({ namespace: ens, name: 'scratchy' });
       await waitUntil(member, claimSpec(member, ens), (cs) => cs.length === 0, 90_000, 'the member claim gone with the pod');
+    });
+
+    it('a claim deleted while the member never bound its member claim: the member claim goes with it (Delete)', async (t) => {
+      const ons = await namespaces(t, 'orphan', [host]);
+      // Placed on the virtual node by hand (as the scheduler would for a pod), more than the member's pool holds.
+      await host.core.createNamespacedPersistentVolumeClaim({ namespace: ons, body: { metadata: { name: 'huge',
+        annotations: { 'volume.kubernetes.io/selected-node': NODE } },
+        spec: { storageClassName: CLASS, accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '100Gi' } } } } });
+      const [mc] = await waitUntil(member, claimSpec(member, ons), (cs) => cs.length === 1, 60_000, 'the member claim made');
+      t.after(() => member.core.deleteNamespace({ name: ons }).catch(() => undefined));
+      assert.notEqual(mc.status?.phase, 'Bound');
+      await host.core.deleteNamespacedPersistentVolumeClaim({ namespace: ons, name: 'huge' });
+      await waitUntil(member, claimSpec(member, ons), (cs) => cs.length === 0, 60_000, 'the member claim deleted');
     });
 
     it('a pod whose claim is of another class shows VolumeNotInMember on the proxy and gets no delegate', async (t) => {
@@ -202,6 +260,42 @@ describe('storage: persistent volumes in the member', () => {
       assert.deepEqual(mine.metadata!.labels, { mine: 'yes' }, 'the member claim untouched');
       const [hc] = (await host.core.listNamespacedPersistentVolumeClaim({ namespace: cns })).items;
       assert.equal(hc.status?.phase, 'Pending', 'no host volume');
+    });
+  });
+
+  describe('with a member class that binds on first consumer and cannot be expanded', () => {
+    withSuiteClusterlet((c) => ({ host, member } = c), ['--member-storage-class', LATE_CLASS]);
+    let ns: string;
+    suiteNamespace('late', (n) => { ns = n; }, () => [host, member]);
+
+    it('the host volume does not wait for the member claim: the member binds it once its scheduler placed the delegate', async () => {
+      const apps = harness().host.kubeConfig().makeApiClient(AppsV1Api);
+      await apps.createNamespacedStatefulSet({ namespace: ns, body: statefulSet('late', ns, 1) });
+      const { delegates: [d] } = await running(host, member, ns, 'late', 1);
+      const [hc] = await waitUntil(host, claimSpec(host, ns), (cs) => cs.length === 1 && bound(cs[0]), 30_000, 'the host claim Bound');
+      const [mc] = await waitUntil(member, claimSpec(member, ns), (cs) => cs.length === 1 && bound(cs[0]), 30_000, 'the member claim Bound');
+      assert.equal(mc.spec!.storageClassName, LATE_CLASS);
+      assert.equal(mc.metadata!.annotations!['volume.kubernetes.io/selected-node'], d.spec!.nodeName, 'placed with its delegate');
+      const memberPV = await readVolume(member, mc.spec!.volumeName!);
+      assert.deepEqual(memberPV!.spec!.nodeAffinity!.required!.nodeSelectorTerms[0].matchExpressions![0].values, [d.spec!.nodeName]);
+      assert.equal((await readVolume(host, hc.spec!.volumeName!))!.spec!.capacity!.storage, '1Gi');
+      // The member claim waited for its consumer: its PV controller said so before the delegate came.
+      await waitUntil(member, eventSpec(member, ns), (es) => es.some((e) => e.reason === 'WaitForFirstConsumer'
+        && e.involvedObject.name === 'data-late-0'), 30_000, 'WaitForFirstConsumer on the member claim');
+    });
+
+    it('an expansion the member refuses (its class cannot expand) shows on the host claim: ControllerResizeError and a Warning', async () => {
+      await resize(ns, 'data-late-0', '2Gi');
+      const hc = await claimUntil(host, ns, 'data-late-0', (c) => condition(c, 'ControllerResizeError')?.status === 'True',
+        'ControllerResizeError on the host claim');
+      const c = condition(hc, 'ControllerResizeError')!;
+      assert.equal(c.reason, 'VolumeResizeFailed');
+      const refused = new RegExp(`member member refused to expand claim ${ns}/data-late-0 to 2Gi: .*must support resize`);
+      assert.match(c.message ?? '', refused);
+      assert.match((await warning(host, ns, 'data-late-0', 'VolumeResizeFailed')).message ?? '', refused);
+      const mc = await member.core.readNamespacedPersistentVolumeClaim({ namespace: ns, name: 'data-late-0' });
+      assert.equal(mc.spec!.resources!.requests!.storage, '1Gi', 'the member claim as it was');
+      assert.equal(hc.status!.capacity!.storage, '1Gi');
     });
   });
 

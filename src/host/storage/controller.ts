@@ -5,14 +5,15 @@
 // Delete policy deletes the member claim, then the volume. One work queue of keys `StorageClass/<name>`,
 // `PersistentVolumeClaim/<namespace>/<name>` and `PersistentVolume/<name>`.
 import type { Subscription } from 'rxjs';
-import type { V1PersistentVolume, V1PersistentVolumeClaim } from '@kubernetes/client-node';
+import type { V1PersistentVolume, V1PersistentVolumeClaim, V1PersistentVolumeClaimCondition } from '@kubernetes/client-node';
 import { ignoreGone, toKubeError } from '../../kube/errors.ts';
 import type { EventSubject } from '../../kube/events.ts';
 import { MEMBER_LABEL, VOLUME_FINALIZER } from '../../forge/keys.ts';
 import {
   SELECTED_NODE_ANNOTATION, claimExpansion, claimRequest, claimStatusUpdate, forgeHostStorageClass, forgeHostVolume,
-  hostVolumeName, isOwnVolume, provisionerOf, shouldProvision, storageClassMatches, storageClassRecreate, unprovisionable,
-  volumeCapacityUpdate, volumeReady, type StorageContext, type VolumeState,
+  hostVolumeName, isOwnVolume, newMemberResizeFailure, provisionerOf, resizeRefusedCondition, shouldProvision,
+  storageClassMatches, storageClassRecreate, unprovisionable, volumeCapacityUpdate, volumeReady, type StorageContext,
+  type VolumeState,
 } from '../../forge/volumes.ts';
 import { VolumeRejectedError, type VolumeProvider } from '../../provider/volume.ts';
 import { WorkQueue, type HandlerResult } from '../../util/workqueue.ts';
@@ -114,7 +115,8 @@ export class VolumeController {
 
   async #syncClaim(key: string): Promise<HandlerResult | void> {
     const claim = this.#api.claims.get(key);
-    if (claim?.spec?.storageClassName !== this.#ctx.className) return;
+    // A claim of that name of another class (a class never changes) is another claim than the member claim's.
+    if (claim?.spec?.storageClassName !== this.#ctx.className) return this.#orphaned(key);
     const bound = claim.spec.volumeName;
     if (!bound) return this.#provision(claim);
     const pv = this.#api.volumes.get(bound);
@@ -124,13 +126,13 @@ export class VolumeController {
   /** The member claim first; once the member bound it (or will on first use), the host volume standing for it. */
   async #provision(claim: V1PersistentVolumeClaim): Promise<HandlerResult | void> {
     // Made already: the PV controller binds it.
-    if (!shouldProvision(claim, this.#ctx) || this.#api.volumes.get(hostVolumeName(claim))) return;
+    if (!shouldProvision(claim, this.#ctx) || this.#api.volumes.get(hostVolumeName(claim.metadata!.uid!))) return;
     // Not retried: a claim's data source never changes.
     const never = unprovisionable(claim, this.#ctx.member);
     if (never !== undefined) return this.#refused(claim, 'provision', new VolumeRejectedError('ProvisioningFailed', never), false);
     let v: VolumeState;
     try {
-      const made = await this.#provider.provisionVolume(claimRequest(claim));
+      const made = await this.#provider.provisionVolume(claimRequest(claim, this.#ctx.reclaimPolicy));
       v = made.volume;
       if (made.created) {
         await this.#event(claimSubject(claim), 'Normal', 'Provisioning',
@@ -158,11 +160,13 @@ export class VolumeController {
 
   /**
    * The member claim of that name was made for an earlier claim. Its host volume is being released with the Delete
-   * policy: it goes soon (its going queues this claim again). Otherwise it is kept (Retain), and never taken over.
+   * policy: it goes soon (its going queues this claim again). It never had one (see #orphaned): deleted with the
+   * Delete policy. Otherwise it is kept (Retain), and never taken over.
    */
   async #earlierClaim(claim: V1PersistentVolumeClaim, v: VolumeState): Promise<HandlerResult | void> {
-    const earlier = this.#api.volumes.get(`pvc-${v.claimUID}`);
+    const earlier = this.#api.volumes.get(hostVolumeName(v.claimUID));
     if (v.terminating || earlier?.spec?.persistentVolumeReclaimPolicy === 'Delete') return;
+    if (!earlier && this.#deletesOrphan(v)) return this.#deleteOrphan(claim.metadata!.namespace!, claim.metadata!.name!, v);
     metrics.volumeFailures.inc({ member: this.#ctx.member, operation: 'provision' });
     await this.#event(claimSubject(claim), 'Warning', 'MemberVolumeConflict',
       `member claim ${v.location} holds the data of an earlier claim of that name (UID ${v.claimUID}), kept by the Retain `
@@ -170,7 +174,36 @@ export class VolumeController {
     return { requeueAfterMs: RETRY_REFUSED_MS };
   }
 
-  /** A bound claim follows its member claim: expansion to the member, capacity and resize conditions back. */
+  /**
+   * A host claim gone before its host volume was made (deleted while Pending, e.g. the member never bound it): no
+   * volume will ever be Released for its member claim, so with the Delete policy it is deleted here. No pod ever
+   * mounted it (a pod needs the host claim bound). With Retain it stays, as a retained volume's data.
+   */
+  async #orphaned(key: string): Promise<void> {
+    const [namespace, name] = key.split('/');
+    const v = this.#provider.getVolume(namespace, name);
+    if (!v || v.terminating || !this.#deletesOrphan(v) || this.#api.volumes.get(hostVolumeName(v.claimUID))) return;
+    await this.#deleteOrphan(namespace, name, v);
+  }
+
+  /**
+   * Whether a member claim without a host volume goes: by the policy it was made under, so that one kept by Retain
+   * (its volume since deleted by hand) is not deleted after the class changed to Delete.
+   */
+  #deletesOrphan(v: VolumeState): boolean {
+    return (v.reclaimPolicy ?? this.#ctx.reclaimPolicy) === 'Delete';
+  }
+
+  async #deleteOrphan(namespace: string, name: string, v: VolumeState): Promise<void> {
+    await this.#provider.deleteVolume(namespace, name, v.claimUID);
+    this.#log.info({ namespace, claim: name, memberClaim: v.location }, 'member claim of a claim gone before its volume was made deleted');
+  }
+
+  /**
+   * A bound claim follows its member claim: expansion to the member, capacity and resize conditions back. An
+   * expansion the member refuses, or fails to make, shows on the claim: a ControllerResizeError condition and a
+   * Warning with the member's reason (tried again while the claim asks for it).
+   */
   async #follow(claim: V1PersistentVolumeClaim, pv: V1PersistentVolume): Promise<HandlerResult | void> {
     const { namespace, name } = claim.metadata!;
     const v = this.#provider.getVolume(namespace!, name!);
@@ -180,24 +213,32 @@ export class VolumeController {
       return;
     }
     const want = claimExpansion(claim, v);
+    let refused: { condition: V1PersistentVolumeClaimCondition; result: HandlerResult | void } | undefined;
     if (want !== undefined) {
       try {
         await this.#provider.expandVolume(namespace!, name!, want);
+        await this.#event(claimSubject(claim), 'Normal', 'Resizing',
+          `External resizer is resizing volume ${pv.metadata!.name}: member claim ${v.location} asked for ${want}`);
       } catch (err) {
-        return this.#refused(claim, 'expand', err);
+        const result = await this.#refused(claim, 'expand', err);
+        refused = { condition: resizeRefusedCondition(claim, (err as Error).message, new Date()), result };
       }
-      await this.#event(claimSubject(claim), 'Normal', 'Resizing',
-        `External resizer is resizing volume ${pv.metadata!.name}: member claim ${v.location} asked for ${want}`);
+    }
+    const failure = newMemberResizeFailure(claim, v);
+    if (failure) {
+      metrics.volumeFailures.inc({ member: this.#ctx.member, operation: 'expand' });
+      await this.#event(claimSubject(claim), 'Warning', 'VolumeResizeFailed',
+        `member ${this.#ctx.member} could not expand claim ${v.location}: ${failure.message ?? failure.reason ?? failure.type}`);
     }
     const capacity = volumeCapacityUpdate(pv, v);
     if (capacity !== undefined) await this.#api.patchVolume(pv.metadata!.name!, { spec: { capacity: { storage: capacity } } });
-    const status = claimStatusUpdate(claim, v);
-    if (status === undefined) return;
-    await this.#api.patchClaimStatus(namespace!, name!, { status });
-    if (capacity !== undefined) {
+    const status = claimStatusUpdate(claim, v, refused?.condition);
+    if (status !== undefined) await this.#api.patchClaimStatus(namespace!, name!, { status });
+    if (status !== undefined && capacity !== undefined) {
       await this.#event(claimSubject(claim), 'Normal', 'VolumeResizeSuccessful',
         `resize volume "${pv.metadata!.name}" by resizer "${provisionerOf(this.#ctx.member)}" finished: ${capacity} in member ${this.#ctx.member}`);
     }
+    return refused?.result;
   }
 
   /**

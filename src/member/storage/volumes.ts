@@ -132,7 +132,7 @@ export class MemberVolumes implements VolumeProvider {
   async provisionVolume(req: ClaimRequest): Promise<{ volume: VolumeState; created: boolean }> {
     const m = this.#member.config;
     const known = this.#claimOf(req.namespace, req.name);
-    if (known) return { volume: this.#state(known), created: false };
+    if (known) return { volume: await this.#classified(known), created: false };
     const check = checkMemberNamespace(m.namespaceMapping, req.namespace);
     if (check.error) throw new VolumeRejectedError(check.reason, check.error);
     const ns = check.namespace;
@@ -165,9 +165,18 @@ export class MemberVolumes implements VolumeProvider {
           `member ${m.name} already has a claim ${ns}/${req.name} that clusterlet did not create; it is left untouched`);
       }
     }
+    return { volume: await this.#classified(claim), created };
+  }
+
+  /**
+   * The state of a member claim once its class's binding mode is known: a claim made before a restart (or looked at
+   * after the cache forgot its class) and still Pending in a WaitForFirstConsumer class is bound only once the
+   * delegate uses it, so the host volume must not wait for it.
+   */
+  async #classified(claim: V1PersistentVolumeClaim): Promise<VolumeState> {
     const cls = claim.spec?.storageClassName;
     if (cls) await this.#waitsForConsumer(cls);
-    return { volume: this.#state(claim), created };
+    return this.#state(claim);
   }
 
   /** Whether the member's class binds on first consumer (cached); undefined when the member has no such class. */

@@ -160,8 +160,11 @@ export class FakeVolumeProvider implements VolumeProvider {
     this.expansions.push({ key: `${namespace}/${name}`, storage });
   }
 
+  /** Records the call; the volume of that claim is gone at once (the member's deletion is not waited for). */
   async deleteVolume(namespace: string, name: string, uid: string): Promise<void> {
-    this.deletions.push({ key: `${namespace}/${name}`, uid });
+    const key = `${namespace}/${name}`;
+    this.deletions.push({ key, uid });
+    if (this.volumes.get(key)?.claimUID === uid) this.volumes.delete(key);
   }
 
   waitSynced(): Promise<void> { return Promise.resolve(); }

@@ -1,10 +1,13 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { V1PersistentVolume, V1PersistentVolumeClaim, V1Pod, V1StorageClass } from '@kubernetes/client-node';
+import type {
+  V1PersistentVolume, V1PersistentVolumeClaim, V1PersistentVolumeClaimCondition, V1Pod, V1StorageClass,
+} from '@kubernetes/client-node';
 import {
   claimExpansion, claimRejection, claimRequest, claimStatusUpdate, delegateVolumes, forgeHostStorageClass, forgeHostVolume,
-  forgeMemberClaim, hostClaimKeyOf, isOwnVolume, memberVolumeState, podClaims, shouldProvision, storageClassMatches,
-  storageClassRecreate, unprovisionable, volumeCapacityUpdate, volumeReady, type StorageContext, type VolumeState,
+  forgeMemberClaim, hostClaimKeyOf, isOwnVolume, memberVolumeState, newMemberResizeFailure, podClaims, resizeRefusedCondition,
+  shouldProvision, storageClassMatches, storageClassRecreate, unprovisionable, volumeCapacityUpdate, volumeReady,
+  type StorageContext, type VolumeState,
 } from '../../../src/forge/volumes.ts';
 import { forgeDelegatePod } from '../../../src/forge/pod.ts';
 
@@ -91,18 +94,18 @@ describe('unprovisionable', () => {
 });
 
 describe('forgeMemberClaim', () => {
-  it('same name, the mapped namespace, the member class, modes and size; owned, with the host namespace and claim UID', () => {
-    assert.deepEqual(forgeMemberClaim(claimRequest(claim()), { owner, memberNamespace: 'h-shop', memberClassName: 'fast' }), {
+  it('same name, the mapped namespace, the member class, modes and size; owned, with the host namespace, claim UID and reclaim policy', () => {
+    assert.deepEqual(forgeMemberClaim(claimRequest(claim(), 'Retain'), { owner, memberNamespace: 'h-shop', memberClassName: 'fast' }), {
       apiVersion: 'v1', kind: 'PersistentVolumeClaim',
       metadata: { name: 'data-db-0', namespace: 'h-shop', labels: { 'clusterlet.io/origin': 'host-uid', 'clusterlet.io/node': 'clusterlet-eu' },
-        annotations: { 'clusterlet.io/proxy-namespace': 'shop', 'clusterlet.io/claim-uid': 'c-uid' } },
+        annotations: { 'clusterlet.io/proxy-namespace': 'shop', 'clusterlet.io/claim-uid': 'c-uid', 'clusterlet.io/reclaim-policy': 'Retain' } },
       spec: { accessModes: ['ReadWriteOnce'], volumeMode: 'Filesystem', storageClassName: 'fast', resources: { requests: { storage: '1Gi' } } },
     });
   });
 
   it('no member class configured: none named, so the member\'s default class applies; no volume mode: none', () => {
     const m = forgeMemberClaim(claimRequest(claim({ spec: { accessModes: ['ReadWriteOnce'], volumeMode: undefined,
-      resources: { requests: { storage: '5Gi' } } } })),
+      resources: { requests: { storage: '5Gi' } } } }), 'Delete'),
       { owner, memberNamespace: 'shop' });
     assert.equal('storageClassName' in m.spec!, false);
     assert.equal('volumeMode' in m.spec!, false);
@@ -113,7 +116,7 @@ describe('forgeMemberClaim', () => {
 
 describe('memberVolumeState and volumeReady', () => {
   const member = (status: V1PersistentVolumeClaim['status']): V1PersistentVolumeClaim => ({
-    ...forgeMemberClaim(claimRequest(claim()), { owner, memberNamespace: 'h-shop' }), status,
+    ...forgeMemberClaim(claimRequest(claim(), 'Delete'), { owner, memberNamespace: 'h-shop' }), status,
   });
   const cases: [string, V1PersistentVolumeClaim, boolean, Partial<VolumeState>, boolean][] = [
     ['bound: its capacity', member({ phase: 'Bound', capacity: { storage: '2Gi' }, accessModes: ['ReadWriteOnce'] }), false,
@@ -127,10 +130,23 @@ describe('memberVolumeState and volumeReady', () => {
   for (const [name, c, waits, want, ready] of cases) {
     it(name, () => {
       const s = memberVolumeState(c, { member: 'eu', waitsForConsumer: waits });
-      assert.deepEqual(s, { claimUID: 'c-uid', location: 'eu/h-shop/data-db-0', waitsForConsumer: waits, terminating: false, requested: '1Gi', ...want });
+      assert.deepEqual(s, { claimUID: 'c-uid', location: 'eu/h-shop/data-db-0', waitsForConsumer: waits, reclaimPolicy: 'Delete', terminating: false,
+        requested: '1Gi', ...want });
       assert.equal(volumeReady(s), ready);
     });
   }
+
+  it('the reclaim policy a member claim was made under; none recorded (or not one of the two): undefined', () => {
+    const c = member({ phase: 'Pending' });
+    assert.equal(memberVolumeState(forgeMemberClaim(claimRequest(claim(), 'Retain'), { owner, memberNamespace: 'h-shop' }),
+      { member: 'eu', waitsForConsumer: false }).reclaimPolicy, 'Retain');
+    for (const policy of [undefined, 'Recycle']) {
+      const { 'clusterlet.io/reclaim-policy': _, ...others } = c.metadata!.annotations!;
+      const annotations = policy ? { ...others, 'clusterlet.io/reclaim-policy': policy } : others;
+      assert.equal(memberVolumeState({ ...c, metadata: { ...c.metadata, annotations } }, { member: 'eu', waitsForConsumer: false }).reclaimPolicy,
+        undefined);
+    }
+  });
 
   it('a terminating member claim is never ready', () => {
     const c = member({ phase: 'Bound', capacity: { storage: '1Gi' } });
@@ -184,6 +200,9 @@ describe('expansion and status back', () => {
     ['less than the member has: never shrunk', claim({ spec: { resources: { requests: { storage: '500Mi' } } } }), state(), undefined],
     ['the member claim not bound: it cannot be expanded yet', grown, state({ phase: 'Pending' }), undefined],
     ['the member claim going', grown, state({ terminating: true }), undefined],
+    ['less than the member asks but more than it has: the user recovering from an expansion the member could not make', grown,
+      state({ requested: '100Gi', capacity: '1Gi' }), '2Gi'],
+    ['less than the member asks, no more than it has: nothing', grown, state({ requested: '100Gi', capacity: '2Gi' }), undefined],
   ];
   for (const [name, c, v, want] of expansions) it(`claimExpansion: ${name}`, () => assert.equal(claimExpansion(c, v), want));
 
@@ -208,6 +227,33 @@ describe('expansion and status back', () => {
     const shown = { ...grown, status: { phase: 'Bound', capacity: { storage: '2048Mi' }, allocatedResources: { storage: '2Gi' } } };
     assert.equal(claimStatusUpdate(shown, done), undefined, 'the same capacity in other units');
     assert.equal(claimStatusUpdate(grown, state({ phase: 'Pending', capacity: undefined })), undefined, 'nothing to say before the member binds');
+  });
+
+  const failed = { type: 'ControllerResizeError', status: 'True', message: 'resize volume "v" failed: the pool holds 64Gi' };
+  const showing = (conditions: V1PersistentVolumeClaimCondition[]): V1PersistentVolumeClaim => ({ ...grown, status: { ...grown.status, conditions } });
+
+  it('claimStatusUpdate with a refusal: clusterlet\'s condition in place of the member\'s of its type; nothing once shown', () => {
+    const now = new Date(1000);
+    const refused = resizeRefusedCondition(grown, 'member eu refused to expand claim h-shop/data-db-0 to 2Gi: forbidden', now);
+    assert.deepEqual(refused, { type: 'ControllerResizeError', status: 'True', reason: 'VolumeResizeFailed',
+      message: 'member eu refused to expand claim h-shop/data-db-0 to 2Gi: forbidden', lastTransitionTime: now });
+    const v = state({ conditions: [{ type: 'Resizing', status: 'True' }, failed] });
+    assert.deepEqual(claimStatusUpdate(grown, v, refused)!.conditions, [{ type: 'Resizing', status: 'True' }, refused]);
+    const shown = showing([{ type: 'Resizing', status: 'True' }, { ...refused, lastTransitionTime: new Date(0) }]);
+    assert.equal(claimStatusUpdate(shown, v, refused), undefined);
+    assert.deepEqual(resizeRefusedCondition(shown, refused.message!, now).lastTransitionTime, new Date(0), 'its time kept while it says the same');
+    assert.deepEqual(resizeRefusedCondition(shown, 'another reason', now).lastTransitionTime, now);
+    assert.deepEqual(claimStatusUpdate(shown, v)!.conditions, [{ type: 'Resizing', status: 'True' }, failed], 'no refusal: the member\'s again');
+  });
+
+  it('newMemberResizeFailure: the member resizer\'s failure condition, until the host claim shows it', () => {
+    assert.deepEqual(newMemberResizeFailure(grown, state({ conditions: [failed] })), failed);
+    const node = { type: 'NodeResizeError', status: 'True', message: 'no room' };
+    assert.deepEqual(newMemberResizeFailure(grown, state({ conditions: [node] })), node);
+    assert.equal(newMemberResizeFailure(showing([failed]), state({ conditions: [failed] })), undefined, 'shown already');
+    assert.deepEqual(newMemberResizeFailure(showing([{ ...failed, message: 'older' }]), state({ conditions: [failed] })), failed, 'another reason');
+    assert.equal(newMemberResizeFailure(grown, state({ conditions: [{ type: 'Resizing', status: 'True' }] })), undefined);
+    assert.equal(newMemberResizeFailure(grown, state({ conditions: [{ ...failed, status: 'False' }] })), undefined);
   });
 });
 

@@ -6,7 +6,9 @@ import { afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1PersistentVolume, V1PersistentVolumeClaim, V1StorageClass } from '@kubernetes/client-node';
 import { VolumeController } from '../../../../src/host/storage/controller.ts';
-import { forgeHostStorageClass, forgeHostVolume, type StorageContext, type VolumeState } from '../../../../src/forge/volumes.ts';
+import {
+  forgeHostStorageClass, forgeHostVolume, type ReclaimPolicy, type StorageContext, type VolumeState,
+} from '../../../../src/forge/volumes.ts';
 import { VolumeRejectedError } from '../../../../src/provider/volume.ts';
 import { createLogger } from '../../../../src/log.ts';
 import { metrics } from '../../../../src/metrics.ts';
@@ -105,7 +107,7 @@ describe('VolumeController: provisioning', () => {
     w.provider.outcomes.set(KEY, { volume: state(uid, { phase: 'Pending', capacity: undefined }), created: true });
     w.controller.start();
     await eventually('provisioned in the member', () => w.provider.provisions.length === 1);
-    assert.deepEqual(w.provider.provisions[0], { namespace: 'shop', name: 'data-0', uid, accessModes: ['ReadWriteOnce'], storage: '1Gi' });
+    assert.deepEqual(w.provider.provisions[0], { namespace: 'shop', name: 'data-0', uid, accessModes: ['ReadWriteOnce'], storage: '1Gi', reclaimPolicy: 'Delete' });
     await eventually('the Provisioning event', () => w.host.reasons().includes('Provisioning'));
     assert.equal(w.volume(), undefined, 'no host volume while the member claim is Pending');
 
@@ -194,13 +196,59 @@ describe('VolumeController: provisioning', () => {
     assert.equal(w.volume(), undefined);
 
     // Kept: never taken over.
-    w.host.objects.drop('PersistentVolume', '', 'pvc-old');
+    w.host.objects.put('PersistentVolume', { ...w.host.objects.get<V1PersistentVolume>('PersistentVolume', '', 'pvc-old')!,
+      spec: { ...forgeHostVolume(earlier, state('old'), ctx).spec, persistentVolumeReclaimPolicy: 'Retain' }, status: { phase: 'Released' } });
     w.provider.set(KEY, state('old'));
     await eventually('the conflict shown', () => w.host.reasons('Warning').includes('MemberVolumeConflict'));
     assert.match(w.host.events.at(-1)!.message, /earlier claim of that name \(UID old\), kept by the Retain reclaim policy/);
     // Deleted in the member: this claim gets its own.
     w.provider.outcomes.set(KEY, { volume: state(c.metadata!.uid!), created: true });
     w.provider.volumeChanges$.next(KEY);
+    await eventually('the host volume', () => w.volume() !== undefined);
+  });
+});
+
+describe('VolumeController: member claims of claims gone before their volume was made', () => {
+  // The class's policy now, the one the member claim was made under (undefined: not recorded), whether it goes.
+  const orphans: [ReclaimPolicy, ReclaimPolicy | undefined, boolean][] = [
+    ['Delete', 'Delete', true], ['Retain', 'Retain', false], ['Delete', undefined, true], ['Retain', undefined, false],
+    ['Delete', 'Retain', false], ['Retain', 'Delete', true],
+  ];
+  for (const [now, madeUnder, goes] of orphans) {
+    it(`a claim deleted while its member claim is Pending, policy ${now}, made under ${madeUnder ?? 'an unrecorded one'}: ${goes ? 'deleted' : 'kept'}`, async () => {
+      const w = world({ ...ctx, reclaimPolicy: now });
+      const c = w.host.objects.put('PersistentVolumeClaim', claim());
+      const v = state(c.metadata!.uid!, { phase: 'Pending', capacity: undefined, ...(madeUnder ? { reclaimPolicy: madeUnder } : {}) });
+      w.provider.outcomes.set(KEY, { volume: v, created: true });
+      w.controller.start();
+      await eventually('provisioned in the member', () => w.provider.provisions.length === 1);
+      w.host.objects.drop('PersistentVolumeClaim', 'shop', 'data-0');
+      if (goes) await eventually('the member claim deleted', () => w.provider.deletions.length === 1);
+      else await settle();
+      assert.deepEqual(w.provider.deletions, goes ? [{ key: KEY, uid: c.metadata!.uid }] : []);
+    });
+  }
+
+  it('a claim gone whose host volume exists: left to the volume (released by the PV controller)', async () => {
+    const w = world();
+    provisioned(w);
+    w.controller.start();
+    await settle();
+    w.host.objects.drop('PersistentVolumeClaim', 'shop', 'data-0');
+    await settle();
+    assert.deepEqual(w.provider.deletions, []);
+  });
+
+  it('a new claim of that name, the earlier one\'s member claim without a host volume: deleted (Delete), then the new claim\'s made', async () => {
+    const w = world();
+    const c = w.host.objects.put('PersistentVolumeClaim', claim());
+    w.provider.volumes.set(KEY, state('old', { phase: 'Pending', capacity: undefined }));
+    w.controller.start();
+    await eventually('the earlier member claim deleted', () => w.provider.deletions.length === 1);
+    assert.deepEqual(w.provider.deletions, [{ key: KEY, uid: 'old' }]);
+    assert.deepEqual(w.host.reasons('Warning'), [], 'no conflict');
+    w.provider.outcomes.set(KEY, { volume: state(c.metadata!.uid!), created: true });
+    w.provider.set(KEY, undefined);
     await eventually('the host volume', () => w.volume() !== undefined);
   });
 });
@@ -230,13 +278,59 @@ describe('VolumeController: a bound claim follows its member claim', () => {
     assert.ok(w.host.claimPatches.every((p) => p.status), 'only the claim\'s status written');
   });
 
-  it('an expansion the member refuses: VolumeResizeFailed on the claim', async () => {
+  it('an expansion the member refuses: a ControllerResizeError condition and VolumeResizeFailed on the claim, gone once it is made', async () => {
     const w = world();
     const { c } = provisioned(w);
-    w.provider.expandError = new VolumeRejectedError('VolumeResizeFailed', 'member eu refused to expand claim shop/data-0 to 5Gi: forbidden');
+    const refusal = 'member eu refused to expand claim shop/data-0 to 5Gi: only dynamically provisioned pvc can be resized';
+    let refuse = true;
+    const expand = w.provider.expandVolume.bind(w.provider);
+    w.provider.expandVolume = async (ns, name, storage) => {
+      if (refuse) throw new VolumeRejectedError('VolumeResizeFailed', refusal);
+      return expand(ns, name, storage);
+    };
     w.controller.start();
     w.host.objects.put('PersistentVolumeClaim', { ...c, spec: { ...c.spec, resources: { requests: { storage: '5Gi' } } } });
-    await eventually('VolumeResizeFailed', () => w.host.reasons('Warning').includes('VolumeResizeFailed'));
+    await eventually('the condition', () => w.claim()!.status?.conditions?.some((x) => x.type === 'ControllerResizeError') === true);
+    const cond = w.claim()!.status!.conditions!.find((x) => x.type === 'ControllerResizeError')!;
+    assert.equal(cond.status, 'True');
+    assert.equal(cond.reason, 'VolumeResizeFailed');
+    assert.equal(cond.message, refusal);
+    const e = w.host.events.find((x) => x.reason === 'VolumeResizeFailed')!;
+    assert.equal(e.type, 'Warning');
+    assert.equal(e.message, refusal);
+    assert.equal(w.provider.expansions.length, 0);
+    assert.equal(w.claim()!.status!.capacity!.storage, '1Gi');
+    assert.deepEqual(w.host.reasons('Normal'), [], 'no Resizing');
+
+    // The member accepts it now (its class made expandable); the claim is looked at again: the condition goes.
+    refuse = false;
+    w.host.objects.put('PersistentVolumeClaim', { ...w.claim()!, spec: { ...c.spec, resources: { requests: { storage: '6Gi' } } } });
+    await eventually('the condition gone', () => w.claim()!.status?.conditions === undefined);
+    // Asked again until the member claim shows it (the fake's never does): always for 6Gi.
+    assert.deepEqual([...new Set(w.provider.expansions.map((x) => x.storage))], ['6Gi']);
+  });
+
+  it('an expansion the member\'s resizer fails: its condition on the claim and one VolumeResizeFailed with its reason', async () => {
+    const w = world();
+    const { c } = provisioned(w);
+    const uid = c.metadata!.uid!;
+    w.controller.start();
+    w.host.objects.put('PersistentVolumeClaim', { ...c, spec: { ...c.spec, resources: { requests: { storage: '100Gi' } } } });
+    await eventually('asked', () => w.provider.expansions.length === 1);
+    const failed = { type: 'ControllerResizeError', status: 'True', message: 'resize volume "v" failed: the pool holds 64Gi' };
+    const v = state(uid, { requested: '100Gi', conditions: [failed], allocatedResourceStatuses: { storage: 'ControllerResizeInfeasible' } });
+    w.provider.set(KEY, v);
+    await eventually('the member\'s condition', () => w.claim()!.status?.conditions?.[0]?.message === failed.message);
+    assert.deepEqual(w.claim()!.status!.allocatedResourceStatuses, { storage: 'ControllerResizeInfeasible' });
+    const warnings = (): string[] => w.host.events.filter((e) => e.reason === 'VolumeResizeFailed').map((e) => e.message);
+    assert.deepEqual(warnings(), ['member eu could not expand claim eu/shop/data-0: resize volume "v" failed: the pool holds 64Gi']);
+    w.provider.set(KEY, v);
+    await settle();
+    assert.equal(warnings().length, 1, 'said once');
+
+    // The user asks for less again (more than the volume has): the member is asked for that.
+    w.host.objects.put('PersistentVolumeClaim', { ...w.claim()!, spec: { ...c.spec, resources: { requests: { storage: '3Gi' } } } });
+    await eventually('the member asked for 3Gi', () => w.provider.expansions.at(-1)?.storage === '3Gi');
   });
 
   it('a member claim gone: MemberVolumeLost on the claim', async () => {

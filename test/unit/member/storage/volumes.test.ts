@@ -8,7 +8,7 @@ import { PodRejectedError } from '../../../../src/provider/errors.ts';
 import { VolumeRejectedError } from '../../../../src/provider/volume.ts';
 import { KubeError } from '../../../../src/kube/errors.ts';
 import { createLogger } from '../../../../src/log.ts';
-import type { ClaimRequest } from '../../../../src/forge/volumes.ts';
+import { forgeMemberClaim, type ClaimRequest } from '../../../../src/forge/volumes.ts';
 import { FakeObjects } from '../../fakes/objects.ts';
 import { FakeMemberClaims } from '../../fakes/storage.ts';
 import { eventually } from '../../fakes/wait.ts';
@@ -21,7 +21,7 @@ const stops: (() => void)[] = [];
 afterEach(() => { for (const s of stops.splice(0).reverse()) s(); });
 
 const req = (over: Partial<ClaimRequest> = {}): ClaimRequest =>
-  ({ namespace: 'shop', name: 'data-0', uid: 'c-uid', accessModes: ['ReadWriteOnce'], storage: '1Gi', ...over });
+  ({ namespace: 'shop', name: 'data-0', uid: 'c-uid', accessModes: ['ReadWriteOnce'], storage: '1Gi', reclaimPolicy: 'Delete', ...over });
 
 /** A member whose claims are of `memberClass` (null: none named). */
 function world(memberClass: string | null = 'fast') {
@@ -60,7 +60,7 @@ describe('MemberVolumes.provisionVolume', () => {
     assert.equal(c.spec!.storageClassName, 'fast');
     assert.deepEqual(c.metadata!.labels, { 'clusterlet.io/origin': 'host-uid', 'clusterlet.io/node': 'clusterlet-eu' });
     assert.deepEqual(made.volume, { claimUID: 'c-uid', location: 'eu/h-shop/data-0', phase: 'Pending', waitsForConsumer: false,
-      terminating: false, requested: '1Gi' });
+      reclaimPolicy: 'Delete', terminating: false, requested: '1Gi' });
     await eventually('the change heard, by host key', () => w.changes.includes('shop/data-0'));
 
     // The member binds it.
@@ -80,6 +80,18 @@ describe('MemberVolumes.provisionVolume', () => {
     await d.volumes.waitSynced();
     await d.volumes.provisionVolume(req());
     assert.equal(d.claim()!.spec!.storageClassName, undefined);
+  });
+
+  it('a member claim made before a restart, Pending in a class that binds on first use: said to (the host volume need not wait)', async () => {
+    const w = world('local');
+    w.m.objects.put('PersistentVolumeClaim', { ...forgeMemberClaim(req(), { owner, memberNamespace: 'h-shop', memberClassName: 'local' }),
+      status: { phase: 'Pending' } });
+    await w.volumes.waitSynced();
+    const found = await w.volumes.provisionVolume(req());
+    assert.equal(found.created, false);
+    assert.equal(found.volume.waitsForConsumer, true);
+    assert.equal(found.volume.phase, 'Pending');
+    assert.deepEqual(w.m.objects.writes(), []);
   });
 
   it('a member class the member lacks: ProvisioningFailed, nothing made', async () => {

@@ -3,11 +3,12 @@
 // Members are isolated: one that cannot be reached or fails never stops another.
 import { ConfigError, type Config, type MemberConfig } from './config.ts';
 import { toKubeError } from './kube/errors.ts';
+import { MEMBER_LABEL } from './forge/keys.ts';
 import { ClusterClient } from './kube/client.ts';
 import { type ClusterAccess, inClusterAccess, loadKubeconfigFile } from './kube/kubeconfig.ts';
 import { MemberCluster, type MemberOptions, type ProbeResult } from './member/cluster.ts';
 import { followMemberAccess, memberAccessSource, type AccessSource, type AccessWatcher } from './member/credentials.ts';
-import { ProfileReconciler, hostProfileApi, type MemberState, type ProfileMembers } from './member/profiles.ts';
+import { memberConflict, ProfileReconciler, hostProfileApi, type MemberState, type ProfileMembers } from './member/profiles.ts';
 import { NodeController, type NodeControllerOptions } from './host/node/controller.ts';
 import { MemberPodProvider } from './member/provider.ts';
 import { PodController, proxyInformer } from './host/pod/controller.ts';
@@ -148,6 +149,7 @@ export class Manager implements NodeDirectory {
       },
       remove: (name) => this.#removeMember(name),
       has: (name) => this.members.some((m) => m.config.name === name),
+      conflict: (config) => memberConflict(config, this.members.map((m) => m.config)),
       state: (name) => {
         const m = this.members.find((x) => x.config.name === name);
         return m && this.#memberState(m);
@@ -237,6 +239,7 @@ export class Manager implements NodeDirectory {
     const log = this.#log.child({ member: m.config.name });
     try {
       const access = await this.#memberAccess(m);
+      await this.#checkNodeName(m.config.nodeName);
       if (m.removed) return;
       // Writes for the member, to it and to the host, go out only while this replica surely leads it.
       const fence = this.leadership
@@ -264,6 +267,21 @@ export class Manager implements NodeDirectory {
       const delay = Math.min(60_000, 1000 * 2 ** attempt);
       log.error({ err: m.setupError, retryInMs: delay }, 'member setup failed; retrying');
       this.#retryTimers.push(setTimeout(() => void this.#startMember(m, attempt + 1), delay));
+    }
+  }
+
+  /**
+   * A host node of the member's node name that clusterlet did not register (a kubelet's, another provider's) is never
+   * taken over: its pods would be delegated and its status overwritten. The member's setup fails, saying so.
+   */
+  async #checkNodeName(nodeName: string): Promise<void> {
+    const node = await this.host.core.readNode({ name: nodeName }).catch((err: unknown) => {
+      if (toKubeError(err).kind === 'NotFound') return undefined;
+      throw err;
+    });
+    if (node && node.metadata?.labels?.[MEMBER_LABEL] === undefined) {
+      throw new Error(`host node "${nodeName}" exists and is not a clusterlet virtual node (it has no ${MEMBER_LABEL} label): `
+        + 'clusterlet does not take over a node it did not register; choose another node name');
     }
   }
 

@@ -22,6 +22,8 @@ export const CLUSTER_PROFILE_API = '/apis/multicluster.x-k8s.io/v1alpha1';
 export const EXEC_EXTENSION = 'client.authentication.k8s.io/exec';
 const ARGS_EXTENSION = 'clusterprofiles.multicluster.x-k8s.io/exec/additional-args';
 const ENVS_EXTENSION = 'clusterprofiles.multicluster.x-k8s.io/exec/additional-envs';
+/** Variables a profile may never set for a plugin, whatever the policy: they choose what runs, and how. */
+const PROTECTED_ENV = /^(PATH|NODE_OPTIONS|LD_[A-Z_]*|DYLD_[A-Z_]*)$/;
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -111,7 +113,13 @@ export function execUser(provider: AccessProviderConfig, cluster: Obj): Obj {
       throw new ProfileAccessError('InvalidAccessProvider', `extension ${ENVS_EXTENSION} must be a map of strings`);
     }
     const own = new Map((Array.isArray(exec.env) ? exec.env as { name: string; value: string }[] : []).map((e) => [e.name, e.value]));
-    const profile = new Map(Object.entries(envs as Record<string, string>));
+    const denied = Object.keys(envs).find((name) => PROTECTED_ENV.test(name));
+    if (denied !== undefined) {
+      throw new ProfileAccessError('InvalidAccessProvider', `extension ${ENVS_EXTENSION} may not set ${denied}: it chooses which program runs`);
+    }
+    // AppendIfNotExists: what clusterlet's own environment sets exists too, and is kept.
+    const profile = new Map(Object.entries(envs as Record<string, string>).filter(([name]) =>
+      provider.profileSourcedEnvVarsPolicy !== 'AppendIfNotExists' || process.env[name] === undefined));
     // AppendIfNotExists: the provider file's value wins; Replace: the profile's.
     const merged = provider.profileSourcedEnvVarsPolicy === 'Replace' ? new Map([...own, ...profile]) : new Map([...profile, ...own]);
     exec.env = [...merged].map(([name, value]) => ({ name, value }));
@@ -130,8 +138,16 @@ export function kubeconfigSecretRef(profile: ClusterProfile, access: ProfileAcce
     throw new ProfileAccessError('InvalidAccessProvider', `access provider "${access.name}": the ${EXEC_EXTENSION} `
       + 'extension must give the kubeconfig Secret\'s name and key (and may give namespace and context)');
   }
-  // Omitted: the profile's own namespace (the plugin infers the consumer's; clusterlet watches one namespace).
-  return { namespace: str('namespace') ?? profile.metadata!.namespace!, name, key, context: str('context') };
+  // Omitted: the profile's own namespace (the plugin infers the consumer's; clusterlet watches one namespace). Another
+  // namespace is refused: clusterlet reads Secrets with rights of its own, and whoever writes a profile's status must
+  // not make it send the credentials of a Secret they cannot read to a server they choose.
+  const namespace = profile.metadata!.namespace!;
+  const given = str('namespace');
+  if (given !== undefined && given !== namespace) {
+    throw new ProfileAccessError('InvalidAccessProvider', `access provider "${access.name}": the kubeconfig Secret must be in `
+      + `the profile's namespace "${namespace}", not "${given}"`);
+  }
+  return { namespace, name, key, context: str('context') };
 }
 
 /**

@@ -34,6 +34,8 @@ export interface ProfileMembers {
   remove(name: string): Promise<void>;
   /** Whether a member of that name runs, static or from a profile. */
   has(name: string): boolean;
+  /** What a new member would share with one that runs (static or from a profile): its name, node or storage class. */
+  conflict(config: MemberConfig): string | undefined;
   state(name: string): MemberState | undefined;
 }
 
@@ -44,11 +46,26 @@ export interface Verdict { status: Condition['status']; reason: string; message:
  * The condition for a member's state; undefined when another replica leads it (that one writes): a replica still
  * setting the member up, or failing to, never overwrites what its leader says.
  */
+/** What `config` would share with one of the members that run: a name, a node or a storage class, said; else undefined. */
+export function memberConflict(config: MemberConfig, running: MemberConfig[]): string | undefined {
+  for (const other of running) {
+    const whose = `member "${other.name}"${other.clusterProfile ? ` (ClusterProfile ${other.clusterProfile.namespace}/${other.clusterProfile.name})` : ' (static configuration)'}`;
+    if (other.name === config.name) return `a member named "${config.name}" already runs: ${whose}`;
+    if (other.nodeName === config.nodeName) return `node "${config.nodeName}" is already the node of ${whose}`;
+    if (other.storage?.className === config.storage.className) {
+      return `StorageClass "${config.storage.className}" is already the class of ${whose}`;
+    }
+  }
+  return undefined;
+}
+
 export function memberVerdict(s: MemberState): Verdict | undefined {
   if (s.phase !== 'running' && s.ledElsewhere) return undefined;
   switch (s.phase) {
     case 'starting': return { status: 'Unknown', reason: 'Starting', message: 'clusterlet is setting up this member' };
-    case 'failed': return { status: 'False', reason: 'SetupFailed', message: `cannot set up this member (retrying): ${s.error}` };
+    // An exec plugin's stderr stays in clusterlet's log: whoever reads profiles need not read what a plugin printed.
+    case 'failed': return { status: 'False', reason: 'SetupFailed',
+      message: `cannot set up this member (retrying): ${s.error.replace(/; stderr: [\s\S]*$/, '; its stderr is in clusterlet\'s log')}` };
     case 'running':
       if (!s.leading) return undefined;
       if (s.reachable === false) {
@@ -167,9 +184,9 @@ export class ProfileReconciler {
     try {
       config = profileMemberConfig({ namespace, name, annotations: profile.metadata?.annotations ?? {} }, this.#source);
       chooseAccessProvider(profile, this.#source.providers);
-      if (!this.#started.has(key) && this.#members.has(config.name)) {
-        throw new ProfileAccessError('NameConflict', `a member named "${config.name}" already runs (static configuration)`);
-      }
+      // Two members on one node would both delegate every pod of it; one class, both provision its claims.
+      const conflict = this.#started.has(key) ? undefined : this.#members.conflict(config);
+      if (conflict !== undefined) throw new ProfileAccessError('NameConflict', conflict);
     } catch (err) {
       if (!(err instanceof ConfigError) && !(err instanceof ProfileAccessError)) throw err;
       verdict = { status: 'False', reason: err instanceof ConfigError ? 'InvalidProfile' : err.reason, message: err.message };

@@ -58,11 +58,13 @@ export class MemberPodProvider implements PodProvider {
   /** Member events (uid and resourceVersion) already passed on, so that a relist does not repeat them. */
   #seenEvents = new LRUCache<string, true>(upTo(20_000));
   /**
-   * Events about a pod of one of this node's member namespaces that the delegate index does not know yet, by member
+   * Events about a delegate this provider just created that the delegate index does not know yet, by member
    * key: the event watch and the pod informer are two streams, and the member's scheduler can report on a new
    * delegate (FailedScheduling) before the informer shows it. Held until it does, for a while at most.
    */
   #early = new LRUCache<string, CoreV1Event[]>({ max: 5_000, ttl: EARLY_EVENT_TTL_MS });
+  /** Delegates this provider created lately (member keys): the only pods whose events are held (not the member's own). */
+  #justCreated = new LRUCache<string, true>({ max: 20_000, ttl: EARLY_EVENT_TTL_MS });
   /** Member namespaces known to exist → the host namespace they hold. */
   #namespaces = new Map<string, string>();
   #mirror: ObjectMirror;
@@ -173,6 +175,8 @@ export class MemberPodProvider implements PodProvider {
     this.#refusedResizes.delete(`${proxy.metadata!.namespace}/${proxy.metadata!.name}`);
     let created = false;
     try {
+      // Marked before the create: the member's scheduler may report on the delegate before the create returns.
+      this.#justCreated.set(`${ns}/${body.metadata!.name}`, true);
       await this.#member.client.core.createNamespacedPod({ namespace: ns, body });
       created = true;
       this.#log.debug({ namespace: ns, pod: body.metadata?.name }, 'delegate created');
@@ -338,7 +342,7 @@ export class MemberPodProvider implements PodProvider {
     const memberKey = `${io.namespace}/${io.name}`;
     const ref = this.#member.delegates.hostRefOf(memberKey);
     if (!ref) {
-      if (this.#namespaces.has(io.namespace)) this.#early.set(memberKey, [...this.#early.get(memberKey) ?? [], e].slice(-EARLY_EVENTS_PER_POD));
+      if (this.#justCreated.has(memberKey)) this.#early.set(memberKey, [...this.#early.get(memberKey) ?? [], e].slice(-EARLY_EVENTS_PER_POD));
       return undefined;
     }
     if (io.uid && this.#delegateUidMismatch(io.namespace, io.name, io.uid)) return undefined;

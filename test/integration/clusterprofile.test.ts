@@ -24,10 +24,11 @@ const PROFILES = `/apis/multicluster.x-k8s.io/v1alpha1/namespaces/${NS}/clusterp
 const STATIC_NODE = 'clusterlet-member';
 
 /** The profile of `name`, created, then its access provider written on its status (as a cluster manager does). */
-async function createProfile(host: ClusterClient, name: string, server: string, caData: string, secret: string): Promise<void> {
+async function createProfile(host: ClusterClient, name: string, server: string, caData: string, secret: string,
+  annotations: Record<string, string> = {}): Promise<void> {
   await host.request('POST', PROFILES, { body: {
     apiVersion: 'multicluster.x-k8s.io/v1alpha1', kind: 'ClusterProfile',
-    metadata: { name, labels: { 'x-k8s.io/cluster-manager': 'test' } },
+    metadata: { name, labels: { 'x-k8s.io/cluster-manager': 'test' }, annotations },
     spec: { displayName: name, clusterManager: { name: 'test' } },
   } });
   await host.request('PATCH', `${PROFILES}/${name}/status`, { contentType: 'application/merge-patch+json', body: { status: {
@@ -115,6 +116,18 @@ describe('ClusterProfile members', () => {
     await createProfile(host, name, cluster.server, caData, secret);
     await waitVirtualNodeSchedulable(host, node);
     await waitOffloading(host, name, (c) => c.status === 'True', 'Offloading again');
+    // A profile naming a host node clusterlet did not register (a kubelet's): refused, and that node left alone.
+    const kubeletNode = 'host-local-1';
+    t.after(async () => { await ignoreNotFound(() => host.request('DELETE', `${PROFILES}/squatter`)); });
+    const before = await host.core.readNode({ name: kubeletNode });
+    await createProfile(host, 'squatter', cluster.server, caData, secret, { 'clusterlet.io/node-name': kubeletNode });
+    const refused = await waitOffloading(host, 'squatter', (c) => c.reason === 'SetupFailed', 'SetupFailed');
+    assert.match(refused.message, /host node "host-local-1" exists and is not a clusterlet virtual node/);
+    const after = await host.core.readNode({ name: kubeletNode });
+    assert.deepEqual(after.metadata?.labels, before.metadata?.labels, 'its labels untouched');
+    assert.deepEqual(after.spec?.taints, before.spec?.taints, 'its taints untouched');
+    await host.request('DELETE', `${PROFILES}/squatter`);
+
     // Cleaned up while clusterlet runs both members (a proxy on a node nobody serves would never finish deleting).
     for (const [c, what] of [[host, 'host'], [member, 'member'], [second, 'member2']] as const) {
       await deleteNamespaceAndWait(c, ns, 90_000).catch((err: unknown) => { throw new Error(`${what}: ${(err as Error).message}`); });

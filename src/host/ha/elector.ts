@@ -144,6 +144,8 @@ export class LeaseElector {
    * another replica takes it at once instead of after a lease duration.
    */
   async release(reason: string): Promise<void> {
+    // An attempt under way may win as the release is asked for: it is waited for, and released if it won.
+    if (!this.leading) await this.#attempted;
     if (!this.leading || !this.#mine) return;
     // Until the free Lease is written, no attempt may take it back (it still names this replica).
     this.#releasing = true;
@@ -248,6 +250,14 @@ export class LeaseElector {
   }
 
   #won(lease: V1Lease, now: number): void {
+    if (this.#stopped) {
+      // Won by an attempt that was under way when stop() came: written free at once, not left held and unrenewed.
+      void this.#api.replace(leaseBody(lease, {
+        ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: microTime(new Date(this.#now())),
+      })).then((free) => this.#see(free), (err: unknown) =>
+        this.#log.warn({ err: toKubeError(err).message }, 'could not release a lease won after stop; it expires instead'));
+      return;
+    }
     this.#mine = lease;
     this.#renewedAt = now;
     this.#set(true, 'acquired', 'acquired');

@@ -92,7 +92,8 @@ export class Leadership {
     metrics.leader.set({ member }, 0);
     elector.onChange((change) => {
       metrics.leaderChanges.inc({ member, change });
-      metrics.leader.set({ member }, elector.leading ? 1 : 0);
+      // Not for a member removed meanwhile: its series is gone and stays gone.
+      if (this.#members.get(member)?.elector === elector) metrics.leader.set({ member }, elector.leading ? 1 : 0);
     });
     this.#members.set(member, { elector, ready });
     if (this.#started && this.leases.hasSynced) this.#startElector(elector);

@@ -173,7 +173,7 @@ export class PodController {
    */
   #recheckStatusLater(): void {
     for (const ms of STATUS_RECHECK_MS) {
-      const t = setTimeout(() => { for (const k of this.pods.keys()) this.#statusQueue.add(k, STATUS.recheck); }, ms);
+      const t = setTimeout(() => { for (const k of this.pods.keys()) this.#statusQueue.add(k, this.#recheckPriority(k)); }, ms);
       t.unref();
       this.#timers.push(t);
     }
@@ -229,10 +229,24 @@ export class PodController {
 
   #enqueueAll(): void {
     for (const k of this.pods.keys()) {
-      this.#queue.add(k, LIFECYCLE.resync);
-      this.#statusQueue.add(k, STATUS.recheck);
+      this.#queue.add(k, this.#resyncPriority(k));
+      this.#statusQueue.add(k, this.#recheckPriority(k));
     }
-    for (const k of this.#provider.listPodKeys()) this.#queue.add(k, LIFECYCLE.resync);
+    for (const k of this.#provider.listPodKeys()) this.#queue.add(k, this.#resyncPriority(k));
+  }
+
+  /**
+   * A recheck of every proxy goes last, but for the proxies that visibly differ from their delegates (marked NotReady
+   * during an outage): those go first, as any visible change, or a busy queue could hold them back indefinitely.
+   */
+  #recheckPriority(key: string): Priority {
+    return this.#statusPriority(key) === STATUS.visible ? STATUS.visible : STATUS.recheck;
+  }
+
+  /** A resync goes last, but for a key in the deletion protocol (an orphan delegate found by the resync included). */
+  #resyncPriority(key: string): Priority {
+    const p = this.#lifecyclePriority(key);
+    return p === LIFECYCLE.change ? LIFECYCLE.resync : p;
   }
 
   async #sync(key: string): Promise<HandlerResult | void> {
@@ -423,7 +437,7 @@ export class PodController {
     const proxy = this.pods.get(`${e.namespace}/${e.name}`);
     if (!proxy) return;
     const source = { component: `${e.event.source?.component ?? 'member'} (member ${this.#opts.member})`, host: this.#opts.nodeName };
-    for (let attempt = 0; ; attempt++) {
+    for (let attempt = 0; !this.#stopped; attempt++) {
       try {
         await writeEvent(this.#host, proxyRef(e.namespace, e.name, proxy.metadata!.uid!), e.id, { ...e.event, source },
           { bump: false, instance: this.#opts.nodeName });

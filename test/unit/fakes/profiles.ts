@@ -8,7 +8,7 @@ import type { ListWatchEvent } from '../../../src/kube/listwatch.ts';
 import { KubeError } from '../../../src/kube/errors.ts';
 import type { ClusterProfile, Condition } from '../../../src/member/clusterprofile.ts';
 import type { AccessSource } from '../../../src/member/credentials.ts';
-import type { MemberState, ProfileApi, ProfileMembers } from '../../../src/member/profiles.ts';
+import { memberConflict, type MemberState, type ProfileApi, type ProfileMembers } from '../../../src/member/profiles.ts';
 
 export const NS = 'fleet';
 
@@ -81,7 +81,10 @@ export class FakeMembers implements ProfileMembers {
   readonly log: string[] = [];
 
   constructor(staticNames: string[] = []) {
-    for (const name of staticNames) this.running.set(name, { config: { name } as MemberConfig, state: { phase: 'starting' } });
+    for (const name of staticNames) {
+      this.running.set(name, { config: { name, nodeName: `clusterlet-${name}`, storage: { className: `clusterlet-${name}` } } as MemberConfig,
+        state: { phase: 'starting' } });
+    }
   }
 
   add(config: MemberConfig, source: AccessSource): void {
@@ -95,5 +98,6 @@ export class FakeMembers implements ProfileMembers {
   }
 
   has(name: string): boolean { return this.running.has(name); }
+  conflict(config: MemberConfig): string | undefined { return memberConflict(config, [...this.running.values()].map((r) => r.config)); }
   state(name: string): MemberState | undefined { return this.running.get(name)?.state; }
 }

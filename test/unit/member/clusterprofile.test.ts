@@ -65,6 +65,20 @@ describe('execUser', () => {
     assert.deepEqual(env(u), { X: 'own', Y: 'y' });
     assert.deepEqual(env(execUser(exec('p', { profileSourcedEnvVarsPolicy: 'Replace' }), cluster)), { X: 'profile', Y: 'y' });
   });
+
+  it('AppendIfNotExists keeps clusterlet\'s own environment too; no policy lets a profile set PATH, NODE_OPTIONS, LD_*', () => {
+    const withEnv = (extension: Record<string, string>) => ({ server: 'https://x', extensions: [
+      { name: 'clusterprofiles.multicluster.x-k8s.io/exec/additional-envs', extension }] });
+    assert.ok(process.env.HOME, 'the test runs with HOME set');
+    assert.deepEqual(env(execUser(exec('p', { profileSourcedEnvVarsPolicy: 'AppendIfNotExists' }), withEnv({ HOME: '/tmp/x', Y: 'y' }))),
+      { X: 'own', Y: 'y' });
+    for (const name of ['PATH', 'NODE_OPTIONS', 'LD_PRELOAD']) {
+      for (const policy of ['AppendIfNotExists', 'Replace'] as const) {
+        assert.throws(() => execUser(exec('p', { profileSourcedEnvVarsPolicy: policy }), withEnv({ [name]: '/tmp/evil' })),
+          { reason: 'InvalidAccessProvider', message: new RegExp(`may not set ${name}`) });
+      }
+    }
+  });
 });
 
 describe('profileAccessSource', () => {
@@ -105,6 +119,16 @@ describe('profileAccessSource', () => {
     await assert.rejects(read(caFile), { reason: 'InvalidAccessProvider', message: /certificate-authority \(a file path\)/ });
     await assert.rejects(profileAccessSource({ namespace: NS, name: 'eu' }, { host: secrets, providers: [builtin], profile: () => undefined }).read(),
       { message: /is gone/ });
+  });
+
+  it('refuses a kubeconfig Secret in another namespace than the profile\'s (its credentials would go to the profile\'s server)', async () => {
+    const elsewhere = profile('eu');
+    const exts = elsewhere.status!.accessProviders![0].cluster!.extensions as { name: string; extension: object }[];
+    const ext = exts.find((e) => e.name === 'client.authentication.k8s.io/exec')!;
+    ext.extension = { ...ext.extension, namespace: 'kube-system' };
+    const s = fakeSecrets({ 'kube-system/eu-kubeconfig': { value: kubeconfigText('admin') } });
+    await assert.rejects(profileAccessSource({ namespace: NS, name: 'eu' }, { host: s, providers: [builtin], profile: () => elsewhere }).read(),
+      { reason: 'InvalidAccessProvider', message: /must be in the profile's namespace "fleet", not "kube-system"/ });
   });
 
   it('an exec provider runs its plugin with the profile\'s exec extension as spec.cluster.config', async () => {

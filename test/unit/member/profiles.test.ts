@@ -111,6 +111,15 @@ describe('ProfileReconciler', () => {
     assert.ok(members.has('eu'));
   });
 
+  it('refuses a profile whose node (clusterlet.io/node-name) is another member\'s, static or from a profile', async () => {
+    const onStatic = profile('us');
+    onStatic.metadata!.annotations = { 'clusterlet.io/node-name': 'clusterlet-eu' };
+    const { api, members } = setup([onStatic], new FakeMembers(['eu']));
+    await eventually('NameConflict', () => api.offloading('us')?.reason === 'NameConflict');
+    assert.match(api.offloading('us')!.message!, /node "clusterlet-eu" is already the node of member "eu" \(static configuration\)/);
+    assert.deepEqual(members.log, [], 'nothing started on that node');
+  });
+
   it('tries again on the next pass when the status patch conflicts', async () => {
     const { api, members } = setup([]);
     api.failNext = new KubeError('Conflict', 409, 'Conflict', 'the object has been modified');
@@ -150,5 +159,11 @@ describe('memberVerdict', () => {
   it('turns a setup failure into SetupFailed with the error', () => {
     assert.deepEqual(memberVerdict({ phase: 'failed', error: 'Secret fleet/eu-kubeconfig has no key "value"' }),
       { status: 'False', reason: 'SetupFailed', message: 'cannot set up this member (retrying): Secret fleet/eu-kubeconfig has no key "value"' });
+  });
+
+  it('keeps an exec plugin\'s stderr out of the condition (it stays in the log)', () => {
+    const v = memberVerdict({ phase: 'failed', error: 'kubeconfig x: users[0].exec: exec plugin "p" exited with code 1; stderr: token=abc\nmore' });
+    assert.equal(v?.message, 'cannot set up this member (retrying): kubeconfig x: users[0].exec: exec plugin "p" exited with code 1; '
+      + 'its stderr is in clusterlet\'s log');
   });
 });

@@ -9,6 +9,9 @@ import { Informer } from '../../../../src/kube/informer.ts';
 import { createLogger } from '../../../../src/log.ts';
 import { FakeLeases } from '../../fakes/leases.ts';
 import { advanceTo, flush, mockTime, T0 } from '../../fakes/clock.ts';
+import { registry } from '../../../../src/metrics.ts';
+
+const metricsText = (): Promise<string> => registry.metrics();
 
 /** Replica `identity`'s Leadership over `leases` (start it). */
 function replica(t: TestContext, leases: FakeLeases, identity: string): Leadership {
@@ -42,6 +45,26 @@ describe('Leadership.remove', () => {
     assert.ok(us.leading, 'us is still led');
     assert.equal(leases.holder(memberLeaseName('us')), 'a');
     await leadership.remove('eu'); // a second time: nothing to do
+  });
+});
+
+describe('Leadership.remove while the Lease is being acquired', () => {
+  it('an acquire under way that wins after the removal is written free, and the member shows no leader', async (t) => {
+    mockTime(t);
+    const leases = new FakeLeases();
+    const leadership = replica(t, leases, 'a');
+    const eu = leadership.add('eu', () => true);
+    leases.hold(memberLeaseName('eu')); // the create is sent and hangs (a slow host)
+    leadership.start();
+    await advanceTo(t, T0 + 100);
+    assert.equal(eu.leading, false, 'not yet');
+    const removed = leadership.remove('eu');
+    leases.resume(); // the create goes through now: the Lease names this replica
+    await removed;
+    await flush();
+    assert.equal(eu.leading, false);
+    assert.equal(leases.holder(memberLeaseName('eu')), '', 'the Lease won meanwhile is written free, not left to expire');
+    assert.doesNotMatch(await metricsText(), /clusterlet_leader\{member="eu"\}/, 'no leader series for a removed member');
   });
 });
 

@@ -214,6 +214,7 @@ async function fakeServer(name: string, opts: { token?: string } = {}): Promise<
       res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ kind: 'Status', code: 401, reason: 'Unauthorized', message: 'Unauthorized' }));
       return;
     }
+    if (req.url!.includes('hang')) return; // never answered
     res.writeHead(200, { 'content-type': 'application/json' });
     if (req.url!.includes('watch=true')) {
       res.flushHeaders();
@@ -305,6 +306,22 @@ describe('ClusterClient#setAccess', { timeout: 10_000 }, () => {
     await again;
     assert.deepEqual(events, ['ADDED p1', 'ADDED p2']);
   });
+});
+
+describe('ClusterClient requests', { timeout: 10_000 }, () => {
+  let a: FakeServer;
+  before(async () => { a = await fakeServer('a'); });
+  after(() => { a.close(); });
+
+  it('gives up on a request the server does not answer within the request timeout', async () => {
+    const c = new ClusterClient(access(a, { token: 't' }), { cluster: 'm', qps: 100, burst: 100, requestTimeoutMs: 50 });
+    const started = performance.now();
+    await assert.rejects(c.request('GET', '/api/v1/namespaces/hang'), (err: KubeError) => err.kind === 'Unavailable' && /within 50 ms/.test(err.message));
+    assert.ok(performance.now() - started < 5_000);
+    // The client still works.
+    assert.equal((await list(c)).metadata.resourceVersion, 'a');
+  });
+
 });
 
 describe('ClusterClient fence', { timeout: 10_000 }, () => {

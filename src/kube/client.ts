@@ -48,14 +48,27 @@ export interface RequestOptions {
   /** For patches: one of PATCH (default: JSON patch, as client-node). */
   contentType?: string;
   signal?: AbortSignal;
+  /**
+   * The caller has no use for the answer: its body is not parsed, and the call resolves with nothing. A write's
+   * answer is the whole object written; a controller that only needs to know the write succeeded saves decoding it.
+   */
+  discard?: boolean;
 }
+
+/** Options of a call whose answer is not wanted (see RequestOptions.discard). */
+export type Discarding = RequestOptions & { discard: true };
 
 type WithOptions<A extends unknown[]> =
   A extends [infer P, ...unknown[]] ? [param: P, options?: RequestOptions]
     : A extends [(infer P)?, ...unknown[]] ? [param?: P, options?: RequestOptions] : [options?: RequestOptions];
+type WithDiscard<A extends unknown[]> =
+  A extends [infer P, ...unknown[]] ? [param: P, options: Discarding]
+    : A extends [(infer P)?, ...unknown[]] ? [param: P | undefined, options: Discarding] : [options: Discarding];
+/** One method: with `discard`, it resolves with nothing. */
+type Method<A extends unknown[], R> = { (...args: WithDiscard<A>): Promise<void>; (...args: WithOptions<A>): Promise<R> };
 /** client-node's object-parameter API of one group, with our request options in place of its Configuration. */
 export type Api<T> = {
-  [K in keyof T]: T[K] extends (...args: infer A) => Promise<infer R> ? (...args: WithOptions<A>) => Promise<R> : never;
+  [K in keyof T]: T[K] extends (...args: infer A) => Promise<infer R> ? Method<A, R> : never;
 };
 
 interface Kind { plural: string; namespaced: boolean }
@@ -208,16 +221,17 @@ export class ClusterClient {
     const end = metrics.apiLatency.startTimer({ cluster: this.name, verb });
     const body = opts.body === undefined ? undefined : JSON.stringify(opts.body);
     const contentType = method === 'PATCH' ? (opts.contentType ?? PATCH.json) : 'application/json';
-    let res = await this.#send(method, path, body, contentType, opts.signal);
+    let res = await this.#send(method, path, body, contentType, opts.signal, opts.discard);
     if (res.status === 401) {
       res.access.invalidate();
-      res = await this.#send(method, path, body, contentType, opts.signal);
+      res = await this.#send(method, path, body, contentType, opts.signal, opts.discard);
     }
     end();
     if (res.status >= 400) {
       metrics.apiErrors.inc({ cluster: this.name, code: String(res.status) });
       throw statusError(res.status, res.text);
     }
+    if (opts.discard) return undefined as T;
     if (!res.json) return res.text as T;
     return parseObject<T>(res.text);
   }
@@ -287,10 +301,11 @@ export class ClusterClient {
     }) as Api<T>;
   }
 
-  async #send(method: string, path: string, body: string | undefined, contentType: string, signal?: AbortSignal):
+  /** One request; with `discard`, the body of a success is read but not kept (an error's is, for its message). */
+  async #send(method: string, path: string, body: string | undefined, contentType: string, signal?: AbortSignal, discard?: boolean):
     Promise<{ status: number; text: string; json: boolean; access: ClusterAccess }> {
     const { res, access } = await this.#open(method, path, body, contentType, signal, this.#requestTimeoutMs);
-    const text = await readBody(res);
+    const text = discard && (res.statusCode ?? 0) < 400 ? await drain(res) : await readBody(res);
     return { status: res.statusCode ?? 0, text, json: String(res.headers['content-type'] ?? '').includes('json'), access };
   }
 
@@ -389,6 +404,15 @@ function authHeaders(c: Credentials): Record<string, string> {
   if (c.token) return { authorization: `Bearer ${c.token}` };
   if (c.basic) return { authorization: `Basic ${Buffer.from(`${c.basic.username}:${c.basic.password}`).toString('base64')}` };
   return {};
+}
+
+/** Reads a response to its end, keeping nothing; resolves with ''. */
+function drain(res: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    res.on('end', () => resolve(''));
+    res.on('error', reject);
+    res.resume();
+  });
 }
 
 function readBody(res: IncomingMessage): Promise<string> {

@@ -31,6 +31,9 @@ export interface MemberPodProviderOptions {
 export type ProviderMember = Pick<MemberCluster,
   'client' | 'config' | 'hostName' | 'owner' | 'pods' | 'delegates' | 'probe$' | 'reachable'>;
 
+/** Writes whose answer (the whole pod) nothing reads: not decoded (see RequestOptions.discard). */
+const discard = { discard: true } as const;
+
 /** Answers of the member's API server that refuse a resize for good (admission, validation), not for a while. */
 const RESIZE_REFUSALS = new Set(['Forbidden', 'Invalid', 'BadRequest']);
 
@@ -145,7 +148,7 @@ export class MemberPodProvider implements PodProvider {
     this.#refusedResizes.delete(`${proxy.metadata!.namespace}/${proxy.metadata!.name}`);
     let created = false;
     try {
-      await this.#member.client.core.createNamespacedPod({ namespace: ns, body });
+      await this.#member.client.core.createNamespacedPod({ namespace: ns, body }, discard);
       created = true;
       this.#log.debug({ namespace: ns, pod: body.metadata?.name }, 'delegate created');
       return prepared.notices;
@@ -288,7 +291,7 @@ export class MemberPodProvider implements PodProvider {
       await this.#member.client.core.deleteNamespacedPod({
         namespace: d.metadata!.namespace!, name: d.metadata!.name!, gracePeriodSeconds,
         body: { gracePeriodSeconds, preconditions: { uid: d.metadata!.uid } },
-      });
+      }, discard);
     } catch (err) {
       // Gone already, or replaced by another pod of that name (the UID precondition): nothing of ours to delete.
       ignoreGone(err);

@@ -216,6 +216,7 @@ async function fakeServer(name: string, opts: { token?: string } = {}): Promise<
     }
     if (req.url!.includes('hang')) return; // never answered
     res.writeHead(200, { 'content-type': 'application/json' });
+    if (req.url!.includes('garbled')) { res.end('{not json'); return; }
     if (req.url!.includes('watch=true')) {
       res.flushHeaders();
       const waiter = waiters.shift();
@@ -322,6 +323,11 @@ describe('ClusterClient requests', { timeout: 10_000 }, () => {
     assert.equal((await list(c)).metadata.resourceVersion, 'a');
   });
 
+  it('with discard, resolves with nothing and does not decode the answer', async () => {
+    const c = new ClusterClient(access(a, { token: 't' }), { cluster: 'm', qps: 100, burst: 100 });
+    await assert.rejects(c.core.readNamespace({ name: 'garbled' }), SyntaxError);
+    assert.equal(await c.core.deleteNamespace({ name: 'garbled' }, { discard: true }), undefined);
+  });
 });
 
 describe('ClusterClient fence', { timeout: 10_000 }, () => {

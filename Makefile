@@ -2,7 +2,7 @@
 #   make demo   local host + member clusters with clusterlet between them, and a sample workload
 #   make test   typecheck, unit tests, integration tests on the local clusters
 # Both set up what they need: Node 24 (from the npm registry when PATH has an older one), npm
-# dependencies, and the Kubernetes/etcd/KWOK binaries (built once per machine into ~/.cache/clusterlet).
+# dependencies, and the Kubernetes/etcd/KWOK binaries and helm (built once per machine into ~/.cache/clusterlet).
 SHELL := /bin/bash
 NODE_BIN := $(shell bash hack/ensure-node.sh | tail -n 1)
 ifeq ($(NODE_BIN),)
@@ -22,6 +22,7 @@ deps: node_modules/.installed
 
 binaries:
 	@bash hack/build-k8s.sh >/dev/null
+	@bash hack/build-helm.sh >/dev/null
 
 build: deps
 	npx tsc -p tsconfig.build.json
@@ -35,7 +36,7 @@ test-unit: deps
 test-integration: deps binaries
 	node --test-reporter=spec test/integration/run.ts
 
-# binaries first: the unit tests check manifests/ with the kubectl built there.
+# binaries first: the unit tests check manifests/ and charts/ with the kubectl and helm built there.
 test: typecheck binaries test-unit test-integration
 
 demo: deps binaries

@@ -1,6 +1,8 @@
-// The benchmark: a Deployment of N replicas created directly in the member ("direct") against one
-// created on the host and offloaded through clusterlet ("offloaded"), alternating, timed by watches.
+// The benchmark: a Deployment of N replicas created directly in the member ("direct"), one created on the host and
+// offloaded through clusterlet ("offloaded"), and one bound to a KWOK node of the host ("host-only", the host control
+// plane's cost alone), in rotating order, timed by watches; and clusterlet's idle RSS before the first run.
 import { readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { AppsV1Api, type V1Deployment, type V1Pod } from '@kubernetes/client-node';
 import type { Harness } from '../test/harness/harness.ts';
 import { ClusterClient } from '../src/kube/client.ts';
@@ -8,6 +10,8 @@ import { loadKubeconfigFile } from '../src/kube/kubeconfig.ts';
 import { Informer } from '../src/kube/informer.ts';
 import { listWatch } from '../src/kube/listwatch.ts';
 import { deleteNamespaceAndWait } from '../test/support/env.ts';
+import { isReady } from '../test/support/objects.ts';
+import { waitUntil } from '../test/support/wait.ts';
 
 export interface BenchOptions {
   harness: Harness;
@@ -17,6 +21,8 @@ export interface BenchOptions {
   clusterletPid: number;
   metricsURL: string;
   virtualNode: string;
+  /** The host KWOK node the host-only runs are bound to (Harness option hostFloorNode). */
+  hostOnlyNode: string;
   log?: (line: string) => void;
   /** Called after every run with the results so far (run.ts writes them, so a stopped bench keeps what it measured). */
   onProgress?: (partial: BenchResult) => void;
@@ -24,10 +30,18 @@ export interface BenchOptions {
   clusterletExited?: Promise<never>;
   /** Per-run bound; a run that takes longer fails the bench. */
   runTimeoutMs?: (n: number) => number;
+  /** How the idle RSS is sampled (default IDLE_RSS). */
+  idleRss?: IdleRssOptions;
 }
 
+/**
+ * The three ways a Deployment of N runs: in the member (`direct`), bound to a KWOK node of the host, which the host's
+ * own KWOK completes (`hostOnly`: the host control plane's cost alone), and through clusterlet (`offloaded`).
+ */
+export type Mode = 'direct' | 'hostOnly' | 'offloaded';
+
 export interface RunResult {
-  mode: 'direct' | 'offloaded';
+  mode: Mode;
   n: number;
   pair: number;
   /** Deployment creation → all N pods Ready, seen by a watch. */
@@ -35,17 +49,23 @@ export interface RunResult {
   /** CPU seconds each process used from creation until all N were Ready (clusterlet, etcd, host/*, member/*). */
   cpuToReady: Record<string, number>;
   /**
-   * When (ms after creation) the last pod reached each stage, as watches saw it: direct `bound`, `ready`;
-   * offloaded `proxiesBound`, `delegatesCreated`, `delegatesBound`, `delegatesReady`, `proxiesReady`.
+   * When (ms after creation) the last pod reached each stage, as watches saw it: direct and host-only `bound`,
+   * `ready`; offloaded `proxiesBound`, `delegatesCreated`, `delegatesBound`, `delegatesReady`, `proxiesReady`.
    */
   stagesMs?: Record<string, number>;
+  /** Deployment deleted → no pod left (offloaded: no delegate left in the member). */
+  deleteMs: number;
 }
 
 export interface OffloadedRun extends RunResult {
   mode: 'offloaded';
   addedLatencyMs: { p50: number; p99: number; max: number };
   peakRssMB: number;
+  /** clusterlet's CPU over the whole run (create → Ready → delete), and that per pod. */
   cpuSeconds: number;
+  cpuMsPerPod: number;
+  /** clusterlet's own path towards the member: proxy seen bound → its delegate seen created (the bench's watches, ms). */
+  proxyBoundToDelegateMs: { p50: number; p99: number };
   /** Of the added latency, clusterlet's own part: delegate status seen → proxy status written (its histogram, ms). */
   statusMirrorMs?: { p50?: number; p99?: number };
   /** Latency of clusterlet's status patches to the host (its histogram, ms). */
@@ -54,40 +74,57 @@ export interface OffloadedRun extends RunResult {
   requestsPerPod: Record<string, Record<string, number>>;
   hostWritesPerPod: number;
   hostListsDuringRun: number;
-  /** Deployment deleted → no delegate left in the member. */
-  deleteMs: number;
 }
 
 export interface SizeSummary {
   n: number;
+  /** Medians over the pairs of the time to all Ready. */
   directMedianMs: number;
+  hostOnlyMedianMs: number;
   offloadedMedianMs: number;
+  /** Offloaded against direct, and against max(host-only, direct), per pair and their medians. */
   ratios: number[];
   ratioMedian: number;
+  floorRatios: number[];
+  floorRatioMedian: number;
+  /** clusterlet's CPU-ms per pod lifecycle, per offloaded run and the median. */
+  cpuMsPerPod: number[];
+  cpuMsPerPodMedian: number;
   addedLatencyP50Ms: number;
   addedLatencyP99Ms: number;
-  /** Medians over the pairs of clusterlet's part of the added latency, and of its host status patch latency. */
+  /** Medians over the pairs of clusterlet's own path, both ways (see OffloadedRun), and of its host status patch latency. */
+  proxyBoundToDelegateP50Ms: number;
+  proxyBoundToDelegateP99Ms: number;
   statusMirrorP50Ms?: number;
   statusMirrorP99Ms?: number;
   hostPatchP50Ms?: number;
   hostPatchP99Ms?: number;
-  /** Medians of the CPU seconds all processes used until all N were Ready: direct, offloaded, and clusterlet's share. */
+  /** Medians of the CPU seconds all processes used until all N were Ready, per mode, and clusterlet's share offloaded. */
   cpuToReadyDirect: number;
+  cpuToReadyHostOnly: number;
   cpuToReadyOffloaded: number;
   cpuToReadyClusterlet: number;
   peakRssMB: number;
   cpuSecondsMedian: number;
   hostWritesPerPod: number;
-  deleteMedianMs: number;
+  /** Medians of the delete time per mode; offloaded against direct per pair and its median. */
+  deleteDirectMedianMs: number;
+  deleteHostOnlyMedianMs: number;
+  deleteOffloadedMedianMs: number;
+  deleteRatios: number[];
+  deleteRatioMedian: number;
   requestsPerPod: Record<string, Record<string, number>>;
   /** Medians over the runs of when the last pod reached each stage (ms after creation). */
   stagesDirectMs?: Record<string, number>;
+  stagesHostOnlyMs?: Record<string, number>;
   stagesOffloadedMs?: Record<string, number>;
 }
 
 export interface BenchResult {
   machine: Record<string, string | number>;
   startedAt: string;
+  /** clusterlet's VmRSS before the first run (one member, no pods): the median and the samples, MB. */
+  idleRss: { medianMB: number; samplesMB: number[] };
   runs: (RunResult | OffloadedRun)[];
   summary: SizeSummary[];
 }
@@ -103,15 +140,13 @@ const podSpec = (labels: Record<string, string>, offload: string | undefined): N
   },
 });
 
-function deployment(name: string, n: number, offload?: string): V1Deployment {
+export function deployment(name: string, n: number, offload?: string): V1Deployment {
   const labels = { app: name };
   return { metadata: { name }, spec: { replicas: n, selector: { matchLabels: labels }, template: podSpec(labels, offload) } };
 }
 
-const isReady = (p: V1Pod): boolean => !!p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
-
 /** Watches pods of one namespace and records when each first became Ready; resolves when `n` are. */
-class ReadyTracker {
+export class ReadyTracker {
   readonly readyAt = new Map<string, number>();
   /** When each pod was first seen, and first seen bound to a node. */
   readonly seenAt = new Map<string, number>();
@@ -166,7 +201,7 @@ class ReadyTracker {
 }
 
 /** Samples a process's RSS (peak) and CPU time. */
-class ProcessSampler {
+export class ProcessSampler {
   #pid: number;
   #peakKB = 0;
   #cpu0: number;
@@ -180,14 +215,8 @@ class ProcessSampler {
   }
 
   #sample(): void {
-    let status: string;
-    try {
-      status = readFileSync(`/proc/${this.#pid}/status`, 'utf8');
-    } catch {
-      return; // the process is gone: the run fails on its own (BenchOptions.clusterletExited)
-    }
-    const m = /VmRSS:\s+(\d+) kB/.exec(status);
-    if (m) this.#peakKB = Math.max(this.#peakKB, Number(m[1]));
+    // Once the process is gone the run fails on its own (BenchOptions.clusterletExited).
+    this.#peakKB = Math.max(this.#peakKB, rssKB(this.#pid) ?? 0);
   }
 
   stop(): { peakRssMB: number; cpuSeconds: number } {
@@ -197,8 +226,47 @@ class ProcessSampler {
   }
 }
 
+/** A process's VmRSS in kB; undefined once it is gone. */
+function rssKB(pid: number): number | undefined {
+  let status: string;
+  try {
+    status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const m = /VmRSS:\s+(\d+) kB/.exec(status);
+  return m ? Number(m[1]) : undefined;
+}
+
+export interface IdleRssOptions {
+  /** How long to let clusterlet settle once its node is Ready; how many samples then, how far apart. */
+  settleMs: number;
+  samples: number;
+  intervalMs: number;
+}
+
+export const IDLE_RSS: IdleRssOptions = { settleMs: 20_000, samples: 5, intervalMs: 2_000 };
+
+/**
+ * clusterlet's VmRSS at idle, in MB: sampled once its virtual node is Ready and it has settled (the bench before its
+ * first run, and hack/idle-rss.ts).
+ */
+export async function idleRssSamples(host: ClusterClient, nodeName: string, pid: number, opts: IdleRssOptions = IDLE_RSS): Promise<number[]> {
+  await waitUntil(host, { path: '/api/v1/nodes', model: 'V1Node', resource: 'nodes', fieldSelector: `metadata.name=${nodeName}`,
+    list: (p) => host.core.listNode(p) }, (ns) => ns.length === 1 && isReady(ns[0]), 120_000, `the virtual node ${nodeName} Ready`);
+  await sleep(opts.settleMs);
+  const samples: number[] = [];
+  for (let i = 0; i < opts.samples; i++) {
+    if (i > 0) await sleep(opts.intervalMs);
+    const kb = rssKB(pid);
+    if (kb === undefined) throw new Error(`process ${pid} exited while its idle RSS was sampled`);
+    samples.push(kb / 1024);
+  }
+  return samples;
+}
+
 /** CPU time of a set of processes since construction. */
-class CpuAccount {
+export class CpuAccount {
   #start: Map<string, [number, number]>;
 
   constructor(pids: Map<string, number>) {
@@ -295,6 +363,23 @@ export function median(values: number[]): number {
 }
 const isOffloaded = (r: RunResult): r is OffloadedRun => r.mode === 'offloaded';
 const WRITE_VERBS = ['create', 'update', 'patch', 'delete', 'deletecollection'];
+const MODES: Mode[] = ['direct', 'offloaded', 'hostOnly'];
+
+/** The order of the three modes in a pair (from 1): rotated each pair, so none always runs first or on a warmer machine. */
+export function modeOrder(pair: number): Mode[] {
+  const k = (pair - 1) % MODES.length;
+  return [...MODES.slice(k), ...MODES.slice(0, k)];
+}
+
+/** For each key in both maps, the ms from its instant in `from` to its instant in `to`. */
+export function deltas(from: Map<string, number>, to: Map<string, number>): number[] {
+  const out: number[] = [];
+  for (const [key, at] of from) {
+    const t = to.get(key);
+    if (t !== undefined) out.push(t - at);
+  }
+  return out;
+}
 
 export async function runBench(opts: BenchOptions): Promise<BenchResult> {
   const log = opts.log ?? ((l: string) => process.stderr.write(`[bench] ${l}\n`));
@@ -306,31 +391,42 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
   const timeout = opts.runTimeoutMs ?? ((n: number) => 120_000 + n * 60);
   const runs: (RunResult | OffloadedRun)[] = [];
   const startedAt = new Date().toISOString();
+  // If clusterlet exits first, what the step does next no longer matters: it fails with that exit.
+  const unlessExited = <T>(step: Promise<T>): Promise<T> => {
+    step.catch(() => undefined);
+    return opts.clusterletExited ? Promise.race([step, opts.clusterletExited]) : step;
+  };
 
   const pids = (): Map<string, number> => new Map([['clusterlet', opts.clusterletPid], ...h.pids()]);
 
-  const direct = async (n: number, pair: number): Promise<RunResult> => {
-    const ns = `bench-direct-${n}-${pair}`;
-    await member.core.createNamespace({ body: { metadata: { name: ns } } });
-    const tracker = new ReadyTracker(member, ns);
-    await tracker.start();
-    const cpu = new CpuAccount(pids());
-    const t0 = performance.now();
-    await memberApps.createNamespacedDeployment({ namespace: ns, body: deployment('bench', n) });
-    await tracker.until(n, timeout(n), `direct N=${n}`);
-    const cpuToReady = cpu.seconds();
-    const readyMs = Math.max(...tracker.readyAt.values()) - t0;
-    const stagesMs = { bound: lastOf(tracker.boundAt, t0), ready: readyMs };
-    await memberApps.deleteNamespacedDeployment({ namespace: ns, name: 'bench', propagationPolicy: 'Background' });
-    await tracker.empty(timeout(n), `direct N=${n} cleanup`);
-    tracker.stop();
-    await deleteNamespaceAndWait(member, ns, timeout(n));
-    return { mode: 'direct', n, pair, readyMs, cpuToReady, stagesMs };
-  };
+  /** A Deployment that one cluster's KWOK completes, without clusterlet: in the member (direct), or on the host node. */
+  const plain = (mode: 'direct' | 'hostOnly', client: ClusterClient, apps: AppsV1Api, node?: string) =>
+    async (n: number, pair: number): Promise<RunResult> => {
+      const ns = `bench-${mode === 'direct' ? 'direct' : 'host-only'}-${n}-${pair}`;
+      await client.core.createNamespace({ body: { metadata: { name: ns } } });
+      const tracker = new ReadyTracker(client, ns);
+      await tracker.start();
+      const cpu = new CpuAccount(pids());
+      const t0 = performance.now();
+      await apps.createNamespacedDeployment({ namespace: ns, body: deployment('bench', n, node) });
+      await tracker.until(n, timeout(n), `${mode} N=${n}`);
+      const cpuToReady = cpu.seconds();
+      const readyMs = Math.max(...tracker.readyAt.values()) - t0;
+      const stagesMs = { bound: lastOf(tracker.boundAt, t0), ready: readyMs };
+      const tDel = performance.now();
+      await apps.deleteNamespacedDeployment({ namespace: ns, name: 'bench', propagationPolicy: 'Background' });
+      await tracker.empty(timeout(n), `${mode} N=${n}: pods removed`);
+      const deleteMs = performance.now() - tDel;
+      tracker.stop();
+      await deleteNamespaceAndWait(client, ns, timeout(n));
+      return { mode, n, pair, readyMs, cpuToReady, stagesMs, deleteMs };
+    };
 
   const offloaded = async (n: number, pair: number): Promise<OffloadedRun> => {
     const ns = `bench-offloaded-${n}-${pair}`;
     await host.core.createNamespace({ body: { metadata: { name: ns } } });
+    // A delegate has its proxy's name, in the member namespace of the same name (the default namespace mapping):
+    // both trackers key a pod by `namespace/name`, so a proxy and its delegate share the key.
     const proxies = new ReadyTracker(host, ns);
     const delegates = new ReadyTracker(member, ns);
     await Promise.all([proxies.start(), delegates.start()]);
@@ -351,11 +447,8 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
       proxiesBound: lastOf(proxies.boundAt, t0), delegatesCreated: lastOf(delegates.seenAt, t0),
       delegatesBound: lastOf(delegates.boundAt, t0), delegatesReady: lastOf(delegates.readyAt, t0), proxiesReady: readyMs,
     };
-    const added: number[] = [];
-    for (const [key, at] of proxies.readyAt) {
-      const d = delegates.readyAt.get(key);
-      if (d !== undefined) added.push(at - d);
-    }
+    const added = deltas(delegates.readyAt, proxies.readyAt);
+    const created = deltas(proxies.boundAt, delegates.seenAt);
     const tDel = performance.now();
     await hostApps.deleteNamespacedDeployment({ namespace: ns, name: 'bench', propagationPolicy: 'Background' });
     await delegates.empty(timeout(n), `offloaded N=${n}: delegates removed`);
@@ -372,36 +465,52 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
     const hostReq = requestsPerPod.host ?? {};
     return {
       mode: 'offloaded', n, pair, readyMs, cpuToReady, stagesMs, deleteMs,
+      proxyBoundToDelegateMs: { p50: Math.round(percentile(created, 50)), p99: Math.round(percentile(created, 99)) },
       statusMirrorMs: quantiles('clusterlet_status_mirror_seconds{member=member}'),
-      hostPatchMs: quantiles('clusterlet_api_request_duration_seconds{cluster=host,verb=patch}'), ...proc, requestsPerPod,
+      hostPatchMs: quantiles('clusterlet_api_request_duration_seconds{cluster=host,verb=patch}'), ...proc,
+      cpuMsPerPod: round1((proc.cpuSeconds * 1000) / n), requestsPerPod,
       addedLatencyMs: { p50: percentile(added, 50), p99: percentile(added, 99), max: Math.max(0, ...added) },
       hostWritesPerPod: Math.round(WRITE_VERBS.reduce((s, v) => s + (hostReq[v] ?? 0), 0) * 1000) / 1000,
       hostListsDuringRun: Math.round((hostReq.list ?? 0) * n),
     };
   };
 
+  const run: Record<Mode, (n: number, pair: number) => Promise<RunResult>> = {
+    direct: plain('direct', member, memberApps),
+    hostOnly: plain('hostOnly', host, hostApps, opts.hostOnlyNode),
+    offloaded,
+  };
+
+  const idleOpts = opts.idleRss ?? IDLE_RSS;
+  log(`idle RSS: waiting for ${opts.virtualNode} Ready, then ${idleOpts.settleMs / 1000} s to settle`);
+  const idleSamples = await unlessExited(idleRssSamples(host, opts.virtualNode, opts.clusterletPid, idleOpts));
+  const idleRss = { medianMB: round1(median(idleSamples)), samplesMB: idleSamples.map(round1) };
+  log(`idle RSS ${idleRss.medianMB} MB (samples ${idleRss.samplesMB.join(', ')})`);
+  const result = (sizes: number[]): BenchResult => ({ machine: machineInfo(h), startedAt, idleRss, runs, summary: summarize(runs, sizes) });
+
   for (const n of opts.sizes) {
     for (let pair = 1; pair <= opts.pairs; pair++) {
-      // Alternate which goes first, so neither always runs on a warmer machine.
-      const order = pair % 2 === 1 ? [direct, offloaded] : [offloaded, direct];
-      for (const run of order) {
-        const running = run(n, pair);
-        running.catch(() => undefined); // if clusterlet exits first, what this run does next no longer matters
-        const r = await (opts.clusterletExited ? Promise.race([running, opts.clusterletExited]) : running);
+      for (const mode of modeOrder(pair)) {
+        const r = await unlessExited(run[mode](n, pair));
         runs.push(r);
-        opts.onProgress?.({ machine: machineInfo(h), startedAt, runs, summary: summarize(runs, opts.sizes.filter((s) => runs.some((x) => x.n === s))) });
-        log(`N=${n} pair ${pair} ${r.mode}: ${(r.readyMs / 1000).toFixed(2)} s, CPU s to Ready: ${cpuLine(r.cpuToReady)}; last pod at each stage (s): ${
-          Object.entries(r.stagesMs ?? {}).map(([k, v]) => `${k} ${(v / 1000).toFixed(1)}`).join(', ')}`);
-        log(`N=${n} pair ${pair} ${r.mode}: ${(r.readyMs / 1000).toFixed(2)} s` + (isOffloaded(r)
-          ? ` (added p50 ${r.addedLatencyMs.p50.toFixed(0)} ms, p99 ${r.addedLatencyMs.p99.toFixed(0)} ms; clusterlet's part p50 ${r.statusMirrorMs?.p50?.toFixed(0)} ms, p99 ${r.statusMirrorMs?.p99?.toFixed(0)} ms; host status patch p50 ${r.hostPatchMs?.p50?.toFixed(0)} ms, p99 ${r.hostPatchMs?.p99?.toFixed(0)} ms; RSS ${r.peakRssMB} MB, host writes/pod ${r.hostWritesPerPod}, delete ${(r.deleteMs / 1000).toFixed(2)} s)` : ''));
+        opts.onProgress?.(result(opts.sizes.filter((s) => runs.some((x) => x.n === s))));
+        log(`N=${n} pair ${pair} ${r.mode}: ${(r.readyMs / 1000).toFixed(2)} s, delete ${(r.deleteMs / 1000).toFixed(2)} s, CPU s to Ready: ${
+          cpuLine(r.cpuToReady)}; last pod at each stage (s): ${Object.entries(r.stagesMs ?? {}).map(([k, v]) => `${k} ${(v / 1000).toFixed(1)}`).join(', ')}`);
+        if (isOffloaded(r)) {
+          log(`N=${n} pair ${pair} offloaded: clusterlet ${r.cpuMsPerPod} CPU-ms/pod; proxy bound → delegate created p50 ${r.proxyBoundToDelegateMs.p50} ms, p99 ${
+            r.proxyBoundToDelegateMs.p99} ms; added p50 ${r.addedLatencyMs.p50.toFixed(0)} ms, p99 ${r.addedLatencyMs.p99.toFixed(0)} ms; clusterlet's part p50 ${
+            r.statusMirrorMs?.p50?.toFixed(0)} ms, p99 ${r.statusMirrorMs?.p99?.toFixed(0)} ms; host status patch p50 ${r.hostPatchMs?.p50?.toFixed(0)} ms, p99 ${
+            r.hostPatchMs?.p99?.toFixed(0)} ms; RSS ${r.peakRssMB} MB, host writes/pod ${r.hostWritesPerPod}`);
+        }
       }
     }
   }
-  return { machine: machineInfo(h), startedAt, runs, summary: summarize(runs, opts.sizes) };
+  return result(opts.sizes);
 }
 
 const cpuTotal = (cpu: Record<string, number>): number => Object.values(cpu).reduce((a, b) => a + b, 0);
 const round1 = (x: number): number => Math.round(x * 10) / 10;
+const round2 = (x: number): number => Math.round(x * 100) / 100;
 /** Milliseconds from t0 to the latest of the instants. */
 function lastOf(at: Map<string, number>, t0: number): number {
   let last = t0;
@@ -422,34 +531,63 @@ function cpuLine(cpu: Record<string, number>): string {
 
 export function summarize(runs: (RunResult | OffloadedRun)[], sizes: number[]): SizeSummary[] {
   return sizes.map((n) => {
-    const d = runs.filter((r) => r.n === n && r.mode === 'direct');
-    const o = runs.filter(isOffloaded).filter((r) => r.n === n);
-    const ratios = o.map((r) => r.readyMs / (d.find((x) => x.pair === r.pair)?.readyMs ?? NaN));
+    const ofMode = (mode: Mode): RunResult[] => runs.filter((r) => r.n === n && r.mode === mode);
+    const d = ofMode('direct'), f = ofMode('hostOnly'), o = runs.filter(isOffloaded).filter((r) => r.n === n);
+    const ready = (rs: RunResult[]): Map<number, number> => byPair(rs, (r) => r.readyMs);
+    const del = (rs: RunResult[]): Map<number, number> => byPair(rs, (r) => r.deleteMs);
+    const ratios = pairRatios(ready(o), ready(d));
+    const floorRatios = pairRatios(ready(o), pairMax(ready(d), ready(f)));
+    const deleteRatios = pairRatios(del(o), del(d));
     const last = o[o.length - 1];
     return {
       n,
       directMedianMs: median(d.map((r) => r.readyMs)),
+      hostOnlyMedianMs: median(f.map((r) => r.readyMs)),
       offloadedMedianMs: median(o.map((r) => r.readyMs)),
-      ratios: ratios.map((x) => Math.round(x * 100) / 100),
-      ratioMedian: Math.round(median(ratios) * 100) / 100,
+      ratios,
+      ratioMedian: round2(median(ratios)),
+      floorRatios,
+      floorRatioMedian: round2(median(floorRatios)),
+      cpuMsPerPod: o.map((r) => r.cpuMsPerPod),
+      cpuMsPerPodMedian: round1(median(o.map((r) => r.cpuMsPerPod))),
       addedLatencyP50Ms: Math.round(median(o.map((r) => r.addedLatencyMs.p50))),
       addedLatencyP99Ms: Math.round(median(o.map((r) => r.addedLatencyMs.p99))),
+      proxyBoundToDelegateP50Ms: Math.round(median(o.map((r) => r.proxyBoundToDelegateMs.p50))),
+      proxyBoundToDelegateP99Ms: Math.round(median(o.map((r) => r.proxyBoundToDelegateMs.p99))),
       statusMirrorP50Ms: medianOf(o.map((r) => r.statusMirrorMs?.p50)),
       statusMirrorP99Ms: medianOf(o.map((r) => r.statusMirrorMs?.p99)),
       hostPatchP50Ms: medianOf(o.map((r) => r.hostPatchMs?.p50)),
       hostPatchP99Ms: medianOf(o.map((r) => r.hostPatchMs?.p99)),
       cpuToReadyDirect: round1(median(d.map((r) => cpuTotal(r.cpuToReady)))),
+      cpuToReadyHostOnly: round1(median(f.map((r) => cpuTotal(r.cpuToReady)))),
       cpuToReadyOffloaded: round1(median(o.map((r) => cpuTotal(r.cpuToReady)))),
       cpuToReadyClusterlet: round1(median(o.map((r) => r.cpuToReady.clusterlet ?? 0))),
-      peakRssMB: Math.max(...o.map((r) => r.peakRssMB)),
+      peakRssMB: Math.max(0, ...o.map((r) => r.peakRssMB)),
       cpuSecondsMedian: median(o.map((r) => r.cpuSeconds)),
       hostWritesPerPod: median(o.map((r) => r.hostWritesPerPod)),
-      deleteMedianMs: median(o.map((r) => r.deleteMs)),
+      deleteDirectMedianMs: median(d.map((r) => r.deleteMs)),
+      deleteHostOnlyMedianMs: median(f.map((r) => r.deleteMs)),
+      deleteOffloadedMedianMs: median(o.map((r) => r.deleteMs)),
+      deleteRatios,
+      deleteRatioMedian: round2(median(deleteRatios)),
       requestsPerPod: last?.requestsPerPod ?? {},
       stagesDirectMs: medianStages(d),
+      stagesHostOnlyMs: medianStages(f),
       stagesOffloadedMs: medianStages(o),
     };
   });
+}
+
+const byPair = (runs: RunResult[], value: (r: RunResult) => number): Map<number, number> => new Map(runs.map((r) => [r.pair, value(r)]));
+
+/** a / b for each pair (by number) that both have, rounded to 2 decimals, in a's order. */
+export function pairRatios(a: Map<number, number>, b: Map<number, number>): number[] {
+  return [...a].filter(([pair]) => b.has(pair)).map(([pair, x]) => round2(x / b.get(pair)!));
+}
+
+/** The larger of a's and b's value for each pair that both have: the floor an offloaded run is read against. */
+export function pairMax(a: Map<number, number>, b: Map<number, number>): Map<number, number> {
+  return new Map([...a].filter(([pair]) => b.has(pair)).map(([pair, x]) => [pair, Math.max(x, b.get(pair)!)]));
 }
 
 function medianStages(runs: RunResult[]): Record<string, number> | undefined {
@@ -472,31 +610,56 @@ function machineInfo(h: Harness): Record<string, string | number> {
 
 export function toMarkdown(r: BenchResult): string {
   const m = r.machine;
+  const s2 = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
+  const ms = (x: number | undefined): string => (x === undefined ? '–' : String(x));
+  const sec = (x: number | undefined): string => (x === undefined ? '–' : (x / 1000).toFixed(1));
+  const perPair = (xs: number[], med: number): string => (xs.length ? `${xs.join(', ')} (median ${med})` : '–');
   const lines = [
     `# clusterlet benchmark — ${r.startedAt}`,
     '',
     `Machine: ${m.cores} × ${m.cpu}, ${m.memoryGiB} GiB, Linux ${m.kernel}, Node ${m.node}, Kubernetes ${m.kubernetes} (local control planes, KWOK nodes).`,
     '',
-    '| N | direct (median) | offloaded (median) | offloaded/direct per pair | added latency p50 / p99 | clusterlet peak RSS | CPU s / run | host writes / pod | delete all (median) |',
-    '|---:|---:|---:|---|---:|---:|---:|---:|---:|',
+    `Idle RSS of clusterlet (one member, no pods; median of ${r.idleRss.samplesMB.length} samples once its node was Ready and settled): `
+      + `**${r.idleRss.medianMB} MB** (target ≤ 70 MB).`,
+    '',
+    'Each pair runs a Deployment of N three ways, in an order rotated each pair: **direct** in the member, **host-only** bound to a '
+      + 'KWOK node of the host (the host control plane\'s cost alone) and **offloaded** through clusterlet. Creation → all N Ready, '
+      + 'medians over the pairs; the CPU is clusterlet\'s over the whole offloaded run (create → Ready → delete) / N.',
+    '',
+    '| N | direct | host-only | offloaded | offloaded / direct per pair | offloaded / max(host-only, direct) per pair | clusterlet CPU-ms per pod per pair (target ≤ 4) | clusterlet peak RSS |',
+    '|---:|---:|---:|---:|---|---|---|---:|',
   ];
   for (const s of r.summary) {
-    lines.push(`| ${s.n} | ${(s.directMedianMs / 1000).toFixed(2)} s | ${(s.offloadedMedianMs / 1000).toFixed(2)} s | ${s.ratios.join(', ')} (median ${s.ratioMedian}) | ${s.addedLatencyP50Ms} / ${s.addedLatencyP99Ms} ms | ${s.peakRssMB} MB | ${s.cpuSecondsMedian.toFixed(1)} | ${s.hostWritesPerPod} | ${(s.deleteMedianMs / 1000).toFixed(2)} s |`);
+    lines.push(`| ${s.n} | ${s2(s.directMedianMs)} | ${s2(s.hostOnlyMedianMs)} | ${s2(s.offloadedMedianMs)} | ${perPair(s.ratios, s.ratioMedian)} | ${
+      perPair(s.floorRatios, s.floorRatioMedian)} | ${perPair(s.cpuMsPerPod, s.cpuMsPerPodMedian)} | ${s.peakRssMB} MB |`);
   }
-  lines.push('', 'Where the added latency and the time go (medians over the pairs):', '');
-  lines.push('| N | clusterlet\'s part of the added latency p50 / p99 | its host status patch p50 / p99 | CPU-s of all processes to all Ready: direct / offloaded (clusterlet) |',
+  lines.push('', 'Deleting the Deployment → no pod left (offloaded: no delegate left in the member), medians over the pairs:', '');
+  lines.push('| N | direct | host-only | offloaded | offloaded / direct per pair (target ≤ 1.5) |', '|---:|---:|---:|---:|---|');
+  for (const s of r.summary) {
+    lines.push(`| ${s.n} | ${s2(s.deleteDirectMedianMs)} | ${s2(s.deleteHostOnlyMedianMs)} | ${s2(s.deleteOffloadedMedianMs)} | ${perPair(s.deleteRatios, s.deleteRatioMedian)} |`);
+  }
+  lines.push('', 'Latency on clusterlet\'s own path, both ways, and the latency offloading adds (p50 / p99 of each run, medians over the pairs; '
+    + 'target on clusterlet\'s path: p99 ≤ 200 ms at N=100, ≤ 1 s at N=1,000). Proxy bound → delegate created is seen by the bench\'s '
+    + 'watches; delegate status seen → proxy status written is clusterlet\'s histogram:', '');
+  lines.push('| N | proxy bound → delegate created | delegate status seen → proxy status written | its host status patch | added latency (delegate Ready → proxy Ready) |',
+    '|---:|---:|---:|---:|---:|');
+  for (const s of r.summary) {
+    lines.push(`| ${s.n} | ${s.proxyBoundToDelegateP50Ms} / ${s.proxyBoundToDelegateP99Ms} ms | ${ms(s.statusMirrorP50Ms)} / ${ms(s.statusMirrorP99Ms)} ms | ${
+      ms(s.hostPatchP50Ms)} / ${ms(s.hostPatchP99Ms)} ms | ${s.addedLatencyP50Ms} / ${s.addedLatencyP99Ms} ms |`);
+  }
+  lines.push('', 'Cost (medians over the pairs):', '');
+  lines.push('| N | clusterlet CPU s / offloaded run | host writes / pod | CPU-s of all processes to all Ready: direct / host-only / offloaded (clusterlet) |',
     '|---:|---:|---:|---:|');
-  const ms = (x: number | undefined): string => (x === undefined ? '–' : String(x));
   for (const s of r.summary) {
-    lines.push(`| ${s.n} | ${ms(s.statusMirrorP50Ms)} / ${ms(s.statusMirrorP99Ms)} ms | ${ms(s.hostPatchP50Ms)} / ${ms(s.hostPatchP99Ms)} ms | ${s.cpuToReadyDirect} / ${s.cpuToReadyOffloaded} (${s.cpuToReadyClusterlet}) |`);
+    lines.push(`| ${s.n} | ${s.cpuSecondsMedian.toFixed(1)} | ${s.hostWritesPerPod} | ${s.cpuToReadyDirect} / ${s.cpuToReadyHostOnly} / ${s.cpuToReadyOffloaded} (${s.cpuToReadyClusterlet}) |`);
   }
-  const sec = (x: number | undefined): string => (x === undefined ? '–' : (x / 1000).toFixed(1));
   lines.push('', 'When the last pod reached each stage, in seconds after the Deployment was created (medians over the pairs):', '');
-  lines.push('| N | direct: bound → Ready | offloaded: proxies bound → delegates created → delegates bound → delegates Ready → proxies Ready |',
-    '|---:|---|---|');
+  lines.push('| N | direct: bound → Ready | host-only: bound → Ready | offloaded: proxies bound → delegates created → delegates bound → delegates Ready → proxies Ready |',
+    '|---:|---|---|---|');
   for (const s of r.summary) {
-    const d = s.stagesDirectMs, o = s.stagesOffloadedMs;
-    lines.push(`| ${s.n} | ${sec(d?.bound)} → ${sec(d?.ready)} | ${sec(o?.proxiesBound)} → ${sec(o?.delegatesCreated)} → ${sec(o?.delegatesBound)} → ${sec(o?.delegatesReady)} → ${sec(o?.proxiesReady)} |`);
+    const d = s.stagesDirectMs, f = s.stagesHostOnlyMs, o = s.stagesOffloadedMs;
+    lines.push(`| ${s.n} | ${sec(d?.bound)} → ${sec(d?.ready)} | ${sec(f?.bound)} → ${sec(f?.ready)} | ${sec(o?.proxiesBound)} → ${sec(o?.delegatesCreated)} → ${
+      sec(o?.delegatesBound)} → ${sec(o?.delegatesReady)} → ${sec(o?.proxiesReady)} |`);
   }
   lines.push('', 'API requests clusterlet made per pod (create → delete), by cluster and verb:', '');
   lines.push('| N | cluster | requests per pod by verb |', '|---:|---|---|');

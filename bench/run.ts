@@ -1,26 +1,31 @@
 // `npm run bench` / `make bench`: starts the local clusters and clusterlet, runs the benchmark, prints a
 // markdown table and writes JSON to bench/results/ (markdown to latest.md). Options: --sizes 10,100,1000,10000
-// --pairs 3 --out FILE.json (writes FILE.json and FILE.md instead).
+// --pairs 3 --out FILE.json (writes FILE.json and FILE.md instead); after the sizes, the many-members run
+// (bench/members.ts): --members 10 --pods-per-member 500 (--members 0 skips it).
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { closeSync, existsSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { Harness } from '../test/harness/harness.ts';
+import { HOST_FLOOR_NODE, Harness } from '../test/harness/harness.ts';
 import { freePort, pollUntil } from '../test/harness/net.ts';
 import { runBench, toMarkdown, type BenchResult } from './bench.ts';
 import { NODE_FLAGS } from '../src/nodeflags.ts';
+import { membersMarkdown, runMembers, type MembersResult } from './members.ts';
 
 const { values } = parseArgs({ options: {
   sizes: { type: 'string', default: '10,100,1000,10000' },
   pairs: { type: 'string', default: '3' },
   out: { type: 'string' },
+  members: { type: 'string', default: '10' },
+  'pods-per-member': { type: 'string', default: '500' },
 } });
 const sizes = values.sizes.split(',').map(Number);
 const pairs = Number(values.pairs);
 const log = (l: string): void => { process.stderr.write(`[bench] ${l}\n`); };
 
-const h = await Harness.start({ componentQPS: 2000, log });
+const h = await Harness.start({ componentQPS: 2000, log, hostFloorNode: true });
 // clusterlet's Leases (which replica leads the member) live in namespace clusterlet, as manifests/host installs it.
 await h.createLeaseNamespace();
 const [port, kubeletPort] = await Promise.all([freePort(), freePort()]);
@@ -57,16 +62,26 @@ try {
   const dir = fileURLToPath(new URL('./results/', import.meta.url));
   mkdirSync(dir, { recursive: true });
   let file = values.out;
-  const write = (r: BenchResult): void => {
+  const markdown = (r: BenchResult & { members?: MembersResult }): string => toMarkdown(r) + (r.members ? membersMarkdown(r.members) : '');
+  const write = (r: BenchResult & { members?: MembersResult }): void => {
     file ??= join(dir, `bench-${r.startedAt.replace(/[:.]/g, '-')}.json`);
     writeFileSync(file, JSON.stringify(r, null, 2));
     // With --out, the markdown goes beside it, and the committed latest.md stays as it is.
-    writeFileSync(values.out ? file.replace(/(\.json)?$/, '.md') : join(dir, 'latest.md'), toMarkdown(r));
+    writeFileSync(values.out ? file.replace(/(\.json)?$/, '.md') : join(dir, 'latest.md'), markdown(r));
   };
-  const result = await runBench({ harness: h, sizes, pairs, clusterletPid: child.pid!, metricsURL: `http://127.0.0.1:${port}/metrics`,
-    virtualNode: 'clusterlet-member', log, onProgress: write, clusterletExited });
+  const result: BenchResult & { members?: MembersResult } = await runBench({ harness: h, sizes, pairs, clusterletPid: child.pid!,
+    metricsURL: `http://127.0.0.1:${port}/metrics`, virtualNode: 'clusterlet-member', hostOnlyNode: HOST_FLOOR_NODE.name, log,
+    onProgress: write, clusterletExited });
   write(result);
-  process.stdout.write(toMarkdown(result));
+  if (Number(values.members) > 0) {
+    // The size runs' clusterlet goes: the many-members run starts one of its own, leading only its members.
+    stopping = true;
+    if (child.exitCode === null && child.signalCode === null) { child.kill('SIGTERM'); await once(child, 'exit'); }
+    result.members = await runMembers({ harness: h, members: Number(values.members), podsPerMember: Number(values['pods-per-member']),
+      log, onProgress: (members) => write({ ...result, members }) });
+    write(result);
+  }
+  process.stdout.write(markdown(result));
   log(`results: ${file}`);
 } finally {
   await stop();

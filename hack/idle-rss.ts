@@ -15,8 +15,7 @@ import { Harness } from '../test/harness/harness.ts';
 import { ClusterClient } from '../src/kube/client.ts';
 import { loadKubeconfigFile } from '../src/kube/kubeconfig.ts';
 import { NODE_FLAGS } from '../src/nodeflags.ts';
-import { waitUntil } from '../test/support/wait.ts';
-import { isReady } from '../test/support/objects.ts';
+import { IDLE_RSS, idleRssSamples, median } from '../bench/bench.ts';
 
 const { values } = parseArgs({ options: {
   variants: { type: 'string', default: 'src,dist' },
@@ -31,11 +30,6 @@ const preload = here('./memreport.mjs');
 const flagSets = ['', ...values.flags.split(';').filter((f) => f.trim())].map((f) => f.split(' ').filter(Boolean));
 const entry = (variant: string): string => variant === 'dist' ? here('../dist/cli.js') : here('../src/cli.ts');
 const mb = (bytes: number): string => (bytes / 1048576).toFixed(1);
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-
-function rssKB(pid: number): number {
-  return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
-}
 
 /** The modules alone: what cli.ts imports, loaded in a process that starts nothing. */
 function modulesOnly(variant: string, extraFlags: string[]): string {
@@ -72,11 +66,8 @@ try {
     { stdio: ['ignore', logFd, logFd], env: { ...process.env, MEMREPORT_OUT: report,
       ...(values.snapshot ? { MEMREPORT_SNAPSHOT: `/tmp/idle-${variant}.heapsnapshot` } : {}) } });
     closeSync(logFd);
-    await waitUntil(host, { path: '/api/v1/nodes', model: 'V1Node', resource: 'nodes', fieldSelector: 'metadata.name=clusterlet-member',
-      list: (p) => host.core.listNode(p) }, (ns) => ns.length === 1 && isReady(ns[0]), 120_000, 'the virtual node Ready');
-    await sleep(Number(values.settle) * 1000);
-    const rss: number[] = [];
-    for (let i = 0; i < Number(values.samples); i++) { rss.push(rssKB(child.pid!) / 1024); await sleep(2000); }
+    const rss = await idleRssSamples(host, 'clusterlet-member', child.pid!,
+      { ...IDLE_RSS, settleMs: Number(values.settle) * 1000, samples: Number(values.samples) });
     child.kill('SIGUSR2');
     await sleep(values.snapshot ? 8000 : 1000);
     const mem = JSON.parse(readFileSync(report, 'utf8').trim().split('\n').at(-1)!);

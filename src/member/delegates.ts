@@ -9,7 +9,7 @@ import type { Informer } from '../kube/informer.ts';
 import { hostRefOf, type HostRef, type Owner } from '../forge/owner.ts';
 
 /** A delegate changed: `lifecycle` when it appeared, went, or began terminating (else only its status changed). */
-export interface DelegateChange { hostKey: string; lifecycle: boolean }
+export interface DelegateChange { hostKey: string; memberKey: string; lifecycle: boolean }
 
 export class DelegateIndex {
   readonly owner: Owner;
@@ -42,7 +42,7 @@ export class DelegateIndex {
       }
       const lifecycle = ev.type !== 'MODIFIED'
         || (ev.old?.metadata?.deletionTimestamp === undefined) !== (ev.object.metadata?.deletionTimestamp === undefined);
-      this.#changes.next({ hostKey, lifecycle });
+      this.#changes.next({ hostKey, memberKey: ev.key, lifecycle });
     });
   }
 

@@ -34,6 +34,10 @@ export type ProviderMember = Pick<MemberCluster,
 /** Writes whose answer (the whole pod) nothing reads: not decoded (see RequestOptions.discard). */
 const discard = { discard: true } as const;
 
+/** How long an event about a pod not (yet) known as a delegate waits for it, and how many wait per pod. */
+const EARLY_EVENT_TTL_MS = 120_000;
+const EARLY_EVENTS_PER_POD = 20;
+
 /** Answers of the member's API server that refuse a resize for good (admission, validation), not for a while. */
 const RESIZE_REFUSALS = new Set(['Forbidden', 'Invalid', 'BadRequest']);
 
@@ -53,6 +57,12 @@ export class MemberPodProvider implements PodProvider {
   #log: Logger;
   /** Member events (uid and resourceVersion) already passed on, so that a relist does not repeat them. */
   #seenEvents = new LRUCache<string, true>(upTo(20_000));
+  /**
+   * Events about a pod of one of this node's member namespaces that the delegate index does not know yet, by member
+   * key: the event watch and the pod informer are two streams, and the member's scheduler can report on a new
+   * delegate (FailedScheduling) before the informer shows it. Held until it does, for a while at most.
+   */
+  #early = new LRUCache<string, CoreV1Event[]>({ max: 5_000, ttl: EARLY_EVENT_TTL_MS });
   /** Member namespaces known to exist → the host namespace they hold. */
   #namespaces = new Map<string, string>();
   #mirror: ObjectMirror;
@@ -82,7 +92,7 @@ export class MemberPodProvider implements PodProvider {
       path: '/api/v1/events', model: 'CoreV1Event', resource: 'events', fieldSelector: 'involvedObject.kind=Pod',
       list: (p) => member.client.core.listEventForAllNamespaces(p),
     }, { log });
-    this.podEvents$ = events.pipe(
+    const memberEvents$ = events.pipe(
       mergeMap((ev: ListWatchEvent<CoreV1Event>) => {
         if (ev.type === 'SYNC') {
           // The first list replays what happened shortly before clusterlet started; a relist (the watch expired,
@@ -92,6 +102,15 @@ export class MemberPodProvider implements PodProvider {
         }
         return ev.type === 'DELETED' || !this.#firstSight(ev.object) ? of() : of(ev.object);
       }),
+    );
+    // Events held for a delegate the pod informer had not shown yet go on once it does.
+    const released$ = member.delegates.changes$.pipe(mergeMap((c) => {
+      const held = this.#early.get(c.memberKey);
+      if (!held) return of();
+      this.#early.delete(c.memberKey);
+      return from(held);
+    }));
+    this.podEvents$ = merge(memberEvents$, released$).pipe(
       map((e) => this.#toPodEvent(e)),
       filter((e): e is PodEvent => e !== undefined),
     );
@@ -309,8 +328,13 @@ export class MemberPodProvider implements PodProvider {
   #toPodEvent(e: CoreV1Event): PodEvent | undefined {
     const io = e.involvedObject;
     if (!io?.namespace || !io.name) return undefined;
-    const ref = this.#member.delegates.hostRefOf(`${io.namespace}/${io.name}`);
-    if (!ref || (io.uid && this.#delegateUidMismatch(io.namespace, io.name, io.uid))) return undefined;
+    const memberKey = `${io.namespace}/${io.name}`;
+    const ref = this.#member.delegates.hostRefOf(memberKey);
+    if (!ref) {
+      if (this.#namespaces.has(io.namespace)) this.#early.set(memberKey, [...this.#early.get(memberKey) ?? [], e].slice(-EARLY_EVENTS_PER_POD));
+      return undefined;
+    }
+    if (io.uid && this.#delegateUidMismatch(io.namespace, io.name, io.uid)) return undefined;
     const at = new Date(eventTime(e));
     return {
       namespace: ref.namespace, name: ref.name, id: e.metadata?.uid ?? objectKey(e),

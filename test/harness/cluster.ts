@@ -30,6 +30,13 @@ export interface ClusterOptions {
   netPrefix: string;
   /** Where KWOK serves its nodes' kubelet endpoints, and their InternalIP (the run's test network). */
   nodeAddress?: string;
+  /**
+   * Only what a member needs for clusterlet's delegates, for runs of many members on one machine: the
+   * controller-manager runs the node lifecycle (it lifts the not-ready taint new nodes get), namespace,
+   * service-account and root CA controllers, and no garbage collector (nor does the API server, so that no deletion
+   * waits for one).
+   */
+  lean?: boolean;
 }
 
 export interface Credentials { cert: string; key: string }
@@ -99,6 +106,7 @@ export class LocalCluster {
       // As kubeadm does: node names need not resolve; every node reports its InternalIP.
       '--kubelet-preferred-address-types=InternalIP,Hostname',
       '--profiling=false', '--max-requests-inflight=1000', '--max-mutating-requests-inflight=500',
+      ...(this.opts.lean ? ['--enable-garbage-collector=false'] : []),
     ];
     this.#apiserverArgs = apiserverArgs;
     await this.startApiServer();
@@ -111,7 +119,9 @@ export class LocalCluster {
       '--bind-address=127.0.0.1', `--secure-port=${kcmPort}`, `--cert-dir=${pki}`,
       `--service-account-private-key-file=${sa.key}`, `--root-ca-file=${this.#ca.cert}`,
       `--cluster-signing-cert-file=${this.#ca.cert}`, `--cluster-signing-key-file=${this.#ca.key}`,
-      '--use-service-account-credentials=true', '--leader-elect=false', '--controllers=*',
+      '--use-service-account-credentials=true', '--leader-elect=false',
+      ...(this.opts.lean ? ['--controllers=node-lifecycle-controller,namespace-controller,serviceaccount-controller,root-ca-certificate-publisher-controller',
+        '--enable-garbage-collector=false'] : ['--controllers=*']),
       `--kube-api-qps=${qps}`, `--kube-api-burst=${Number(qps) * 2}`,
       '--concurrent-replicaset-syncs=10', '--concurrent-deployment-syncs=10', '--concurrent-gc-syncs=40',
       '--node-monitor-period=2s', '--node-monitor-grace-period=40s',

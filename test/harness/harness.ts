@@ -1,5 +1,5 @@
 // The local host + member clusters that tests, the demo and the benchmark run against.
-//   host:   etcd prefix /registry-host,   2 local KWOK nodes
+//   host:   etcd prefix /registry-host,   2 local KWOK nodes (and the benchmark's host-floor when asked)
 //   member: etcd prefix /registry-member, 3 KWOK nodes of different sizes (one with GPUs), zone/region labels
 // One etcd serves both. Everything lives in one temp dir, removed on stop; processes of a run whose
 // owner died (SIGKILL) are reaped by the next run. Node-like servers (KWOK's kubelet endpoints, clusterlet's
@@ -22,6 +22,9 @@ export const HOST_NODES: FakeNode[] = [
   { name: 'host-local-2', capacity: { cpu: '8', memory: '32Gi', pods: '110' } },
 ];
 
+/** A host node with room for the benchmark's 10,000 pods: its host-only runs, which the host's KWOK completes. */
+export const HOST_FLOOR_NODE: FakeNode = { name: 'host-floor', capacity: { cpu: '64', memory: '256Gi', pods: '12000' } };
+
 /** Member nodes: room for 12,000 pods in all, so the benchmark's 10,000 fit. */
 export function memberNodes(prefix: string): FakeNode[] {
   const region = { 'topology.kubernetes.io/region': 'local-1' };
@@ -39,6 +42,8 @@ export interface HarnessOptions {
   /** Progress lines (default: stderr). */
   log?: (line: string) => void;
   componentQPS?: number;
+  /** Give the host HOST_FLOOR_NODE as well (the benchmark's host-only runs). */
+  hostFloorNode?: boolean;
 }
 
 export class Harness {
@@ -64,7 +69,8 @@ export class Harness {
     this.network = network;
     this.#opts = opts;
     const nodeAddress = network.address;
-    this.host = new LocalCluster({ name: 'host', nodes: HOST_NODES, netPrefix: '10.10', componentQPS: opts.componentQPS, nodeAddress },
+    const hostNodes = opts.hostFloorNode ? [...HOST_NODES, HOST_FLOOR_NODE] : HOST_NODES;
+    this.host = new LocalCluster({ name: 'host', nodes: hostNodes, netPrefix: '10.10', componentQPS: opts.componentQPS, nodeAddress },
       bin, etcdURL, dir);
     this.member = new LocalCluster({ name: 'member', nodes: memberNodes('member'), netPrefix: '10.20',
       componentQPS: opts.componentQPS, nodeAddress }, bin, etcdURL, dir);
@@ -118,10 +124,10 @@ export class Harness {
     return h;
   }
 
-  /** Starts another member cluster (its own control plane and KWOK nodes) on the same etcd. */
-  async addMember(name: string, netPrefix: string): Promise<LocalCluster> {
+  /** Starts another member cluster (its own control plane and KWOK nodes) on the same etcd; `lean`: see ClusterOptions. */
+  async addMember(name: string, netPrefix: string, opts: { lean?: boolean } = {}): Promise<LocalCluster> {
     const c = new LocalCluster({ name, nodes: memberNodes(name), netPrefix, componentQPS: this.#opts.componentQPS,
-      nodeAddress: this.network.address },
+      nodeAddress: this.network.address, lean: opts.lean },
       this.bin, this.#etcdURL, this.dir);
     this.extraMembers.push(c);
     await c.start();

@@ -97,7 +97,7 @@ async function setUp(cluster: LocalCluster, side: Side, kubectlBin: string): Pro
 }
 
 /** Every verb of every rule bound to the ServiceAccount is allowed: the RBAC caches have the new objects. */
-async function waitAuthorized(cluster: LocalCluster, objects: KubernetesObject[], sa: { namespace: string; name: string }): Promise<void> {
+export async function waitAuthorized(cluster: LocalCluster, objects: KubernetesObject[], sa: { namespace: string; name: string }): Promise<void> {
   const authz = cluster.kubeConfig().makeApiClient(AuthorizationV1Api);
   const { name: user, groups } = saUser(sa);
   const checks: { namespace?: string; group: string; resource: string; subresource?: string; verb: string }[] = [];

@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { histogramQuantile, median, percentile } from '../../bench/bench.ts';
+import { deltas, histogramQuantile, median, modeOrder, pairMax, pairRatios, percentile, summarize, toMarkdown,
+  type OffloadedRun, type RunResult } from '../../bench/bench.ts';
 
 const h = (pairs: [number, number][]): Map<number, number> => new Map(pairs);
 
@@ -33,5 +34,98 @@ describe('median', () => {
     assert.equal(median([3, 1, 2]), 2);
     assert.equal(median([1.9, 1.47]), 1.685);
     assert.equal(median([]), 0);
+  });
+});
+
+describe('modeOrder', () => {
+  it('rotates the three modes each pair, so each runs first, second and third once in three pairs', () => {
+    assert.deepEqual(modeOrder(1), ['direct', 'offloaded', 'hostOnly']);
+    assert.deepEqual(modeOrder(2), ['offloaded', 'hostOnly', 'direct']);
+    assert.deepEqual(modeOrder(3), ['hostOnly', 'direct', 'offloaded']);
+    assert.deepEqual(modeOrder(4), modeOrder(1));
+  });
+});
+
+describe('deltas', () => {
+  it('is the time from one map to the other for the keys in both', () => {
+    const bound = new Map([['ns/a', 100], ['ns/b', 150], ['ns/c', 200]]);
+    const created = new Map([['ns/a', 130], ['ns/c', 450], ['ns/d', 500]]);
+    assert.deepEqual(deltas(bound, created), [30, 250]);
+  });
+});
+
+describe('pairRatios and pairMax', () => {
+  it('divide and compare pair by pair, only the pairs both sides have', () => {
+    const offloaded = new Map([[1, 30], [2, 20], [3, 50]]);
+    const direct = new Map([[1, 10], [2, 16]]);
+    const hostOnly = new Map([[1, 15], [2, 8], [3, 25]]);
+    assert.deepEqual(pairRatios(offloaded, direct), [3, 1.25]);
+    assert.deepEqual([...pairMax(direct, hostOnly)], [[1, 15], [2, 16]]);
+    assert.deepEqual(pairRatios(offloaded, pairMax(direct, hostOnly)), [2, 1.25]);
+  });
+});
+
+const plain = (mode: 'direct' | 'hostOnly', pair: number, readyMs: number, deleteMs: number): RunResult => ({
+  mode, n: 100, pair, readyMs, deleteMs, cpuToReady: { etcd: 1 }, stagesMs: { bound: readyMs / 2, ready: readyMs },
+});
+const offloaded = (pair: number, readyMs: number, deleteMs: number, cpuSeconds: number, boundToDelegate: [number, number]): OffloadedRun => ({
+  mode: 'offloaded', n: 100, pair, readyMs, deleteMs, cpuToReady: { etcd: 2, clusterlet: 0.5 }, cpuSeconds, cpuMsPerPod: (cpuSeconds * 1000) / 100,
+  proxyBoundToDelegateMs: { p50: boundToDelegate[0], p99: boundToDelegate[1] }, statusMirrorMs: { p50: 40, p99: 90 },
+  addedLatencyMs: { p50: 50, p99: 120, max: 130 }, peakRssMB: 120 + pair, requestsPerPod: { host: { create: 1 } },
+  hostWritesPerPod: 3, hostListsDuringRun: 0,
+});
+// Pair 1: direct 1.0 s, host-only 1.5 s, offloaded 3.0 s; pair 2: direct 2.0 s, host-only 1.0 s, offloaded 3.0 s;
+// pair 3 has its offloaded run only (a bench stopped there).
+const runs: (RunResult | OffloadedRun)[] = [
+  plain('direct', 1, 1000, 400), offloaded(1, 3000, 800, 0.3, [20, 150]), plain('hostOnly', 1, 1500, 500),
+  offloaded(2, 3000, 500, 0.5, [30, 250]), plain('hostOnly', 2, 1000, 300), plain('direct', 2, 2000, 500),
+  offloaded(3, 4000, 900, 0.4, [25, 200]),
+];
+
+describe('summarize', () => {
+  const [s] = summarize(runs, [100]);
+
+  it('reads offloaded against direct and against max(host-only, direct), pair by pair', () => {
+    assert.equal(s.directMedianMs, 1500);
+    assert.equal(s.hostOnlyMedianMs, 1250);
+    assert.equal(s.offloadedMedianMs, 3000);
+    assert.deepEqual(s.ratios, [3, 1.5]);
+    assert.equal(s.ratioMedian, 2.25);
+    assert.deepEqual(s.floorRatios, [2, 1.5]);
+    assert.equal(s.floorRatioMedian, 1.75);
+  });
+
+  it("gives clusterlet's CPU-ms per pod per run and its median", () => {
+    assert.deepEqual(s.cpuMsPerPod, [3, 5, 4]);
+    assert.equal(s.cpuMsPerPodMedian, 4);
+  });
+
+  it('gives the delete time of each mode and offloaded against direct per pair', () => {
+    assert.equal(s.deleteDirectMedianMs, 450);
+    assert.equal(s.deleteHostOnlyMedianMs, 400);
+    assert.equal(s.deleteOffloadedMedianMs, 800);
+    assert.deepEqual(s.deleteRatios, [2, 1]);
+    assert.equal(s.deleteRatioMedian, 1.5);
+  });
+
+  it("gives clusterlet's own path both ways and the host-only stages", () => {
+    assert.equal(s.proxyBoundToDelegateP50Ms, 25);
+    assert.equal(s.proxyBoundToDelegateP99Ms, 200);
+    assert.equal(s.statusMirrorP99Ms, 90);
+    assert.deepEqual(s.stagesHostOnlyMs, { bound: 625, ready: 1250 });
+    assert.equal(s.cpuToReadyHostOnly, 1);
+  });
+});
+
+describe('toMarkdown', () => {
+  const md = toMarkdown({ machine: { cores: 2, cpu: 'x', memoryGiB: 24, kernel: 'k', node: 'v24', kubernetes: 'v1.36' }, startedAt: 'T',
+    idleRss: { medianMB: 68.4, samplesMB: [68, 68.4, 69, 68.2, 70] }, runs, summary: summarize(runs, [100]) });
+
+  it('shows the idle RSS, then each table with its row', () => {
+    assert.match(md, /Idle RSS .*median of 5 samples.*\*\*68\.4 MB\*\*/);
+    assert.match(md, /^\| 100 \| 1\.50 s \| 1\.25 s \| 3\.00 s \| 3, 1\.5 \(median 2\.25\) \| 2, 1\.5 \(median 1\.75\) \| 3, 5, 4 \(median 4\) \| 123 MB \|$/m);
+    assert.match(md, /^\| 100 \| 0\.45 s \| 0\.40 s \| 0\.80 s \| 2, 1 \(median 1\.5\) \|$/m);
+    assert.match(md, /^\| 100 \| 25 \/ 200 ms \| 40 \/ 90 ms \| – \/ – ms \| 50 \/ 120 ms \|$/m);
+    assert.match(md, /^\| 100 \| 0\.8 → 1\.5 \| 0\.6 → 1\.3 \| /m);
   });
 });

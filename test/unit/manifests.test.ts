@@ -4,90 +4,22 @@
 // Also: every shell script parses. Needs the kubectl that hack/build-k8s.sh builds (or $KUBECTL).
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { NODE_FLAGS } from '../../src/nodeflags.ts';
 import {
-  loadAllYaml, loadYaml, type KubernetesObject, type V1ClusterRoleBinding, type V1ConfigMap, type V1Deployment,
-  type V1PodDisruptionBudget, type V1PolicyRule, type V1Service,
+  loadAllYaml, type KubernetesObject, type V1Deployment, type V1PodDisruptionBudget, type V1Service,
 } from '@kubernetes/client-node';
-
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-
-/** The kubectl of hack/build-k8s.sh's cache (same version defaults), or $KUBECTL. */
-function findKubectl(): string | undefined {
-  if (process.env.KUBECTL) return process.env.KUBECTL;
-  const script = readFileSync(join(ROOT, 'hack/build-k8s.sh'), 'utf8');
-  const k8s = /K8S_VERSION="\$\{K8S_VERSION:-([^}]+)\}"/.exec(script)?.[1];
-  const kwok = /KWOK_VERSION="\$\{KWOK_VERSION:-([^}]+)\}"/.exec(script)?.[1];
-  const cache = process.env.CLUSTERLET_CACHE ?? join(homedir(), '.cache/clusterlet');
-  const bin = join(cache, `k8s-${process.env.K8S_VERSION ?? k8s}-kwok-${process.env.KWOK_VERSION ?? kwok}`, 'bin', 'kubectl');
-  return existsSync(bin) ? bin : undefined;
-}
+import {
+  assertConfigMounted, assertLeastPrivilegeShape, findKubectl, kustomizeBuild, one, permissions, ROOT, selects,
+} from '../support/manifests.ts';
 
 const kubectl = findKubectl();
 const skip = kubectl ? false
   : 'kubectl not found (built by `make binaries` into ~/.cache/clusterlet, or set KUBECTL): the manifests are not checked';
 
-function build(dir: string): KubernetesObject[] {
-  const out = execFileSync(kubectl!, ['kustomize', join(ROOT, dir)], { encoding: 'utf8' });
-  return (loadAllYaml(out) as KubernetesObject[]).filter(Boolean);
-}
-
-const one = <T extends KubernetesObject>(objs: KubernetesObject[], kind: string, name?: string): T => {
-  const found = objs.filter((o) => o.kind === kind && (name === undefined || o.metadata?.name === name));
-  assert.equal(found.length, 1, `exactly one ${kind}${name ? ` ${name}` : ''}`);
-  return found[0] as T;
-};
-
-type Rules = KubernetesObject & { rules?: V1PolicyRule[] };
-
-/** A label selector (matchLabels) that is not empty and matches the Deployment's pod template. */
-const selects = (labels: Record<string, string> | undefined, d: V1Deployment): boolean =>
-  Object.keys(labels ?? {}).length > 0
-  && Object.entries(labels ?? {}).every(([k, v]) => d.spec!.template.metadata!.labels?.[k] === v);
-
-/** "group/resource" → sorted verbs, over every Role and ClusterRole (namespaced ones prefixed "ns:"). */
-function permissions(objs: KubernetesObject[]): Record<string, string[]> {
-  const out: Record<string, Set<string>> = {};
-  for (const o of objs) {
-    if (o.kind !== 'Role' && o.kind !== 'ClusterRole') continue;
-    const scope = o.kind === 'Role' ? `${o.metadata!.namespace}:` : '';
-    for (const r of (o as Rules).rules ?? []) {
-      for (const g of r.apiGroups ?? []) {
-        for (const res of r.resources ?? []) for (const v of r.verbs) (out[`${scope}${g || 'core'}/${res}`] ??= new Set()).add(v);
-      }
-    }
-  }
-  return Object.fromEntries(Object.entries(out).map(([k, v]): [string, string[]] => [k, [...v].sort()])
-    .sort(([a], [b]) => a.localeCompare(b)));
-}
-
-function assertLeastPrivilegeShape(objs: KubernetesObject[]): void {
-  for (const o of objs.filter((x) => x.kind === 'Role' || x.kind === 'ClusterRole')) {
-    const rules = (o as Rules).rules ?? [];
-    assert.ok(rules.length > 0, `${o.metadata!.name} has rules`);
-    for (const r of rules) {
-      for (const list of [r.verbs, r.resources ?? [], r.apiGroups ?? [], r.resourceNames ?? []]) {
-        assert.ok(!list.includes('*'), `${o.kind} ${o.metadata!.name}: no "*" in ${JSON.stringify(r)}`);
-      }
-      assert.equal(r.nonResourceURLs, undefined, `${o.metadata!.name}: no nonResourceURLs`);
-      for (const v of ['escalate', 'bind', 'impersonate', 'deletecollection']) {
-        assert.ok(!r.verbs.includes(v), `${o.metadata!.name}: no ${v}`);
-      }
-    }
-    assert.equal((o as KubernetesObject & { aggregationRule?: unknown }).aggregationRule, undefined);
-  }
-  // Every binding grants a role of these manifests to their ServiceAccount, and nothing else.
-  const sa = one(objs, 'ServiceAccount');
-  for (const b of objs.filter((x) => x.kind === 'RoleBinding' || x.kind === 'ClusterRoleBinding') as V1ClusterRoleBinding[]) {
-    assert.ok(objs.some((r) => r.kind === b.roleRef.kind && r.metadata?.name === b.roleRef.name), `${b.metadata!.name} binds a role defined here`);
-    assert.deepEqual(b.subjects?.map((s) => [s.kind, s.namespace, s.name]), [['ServiceAccount', sa.metadata!.namespace, sa.metadata!.name]]);
-  }
-}
+const build = (dir: string): KubernetesObject[] => kustomizeBuild(kubectl!, dir);
 
 /**
  * The permissions of a side's RBAC for --reflect-host-endpoints (manifests/<side>/rbac-host-endpoints.yaml), after
@@ -280,34 +212,6 @@ describe('shell scripts', () => {
     });
   }
 });
-
-interface ProviderConfig { members: { name: string; kubeconfig?: string }[] }
-
-/** The Deployment mounts the generated ConfigMap at /etc/clusterlet and every kubeconfig file it names. */
-function assertConfigMounted(objs: KubernetesObject[]): ProviderConfig {
-  const d = one<V1Deployment>(objs, 'Deployment');
-  const pod = d.spec!.template.spec!;
-  const mounts = pod.containers[0].volumeMounts ?? [];
-  const volumeAt = (path: string) => pod.volumes?.find((v) => v.name === mounts.find((m) => m.mountPath === path)?.name);
-  const cmName = volumeAt('/etc/clusterlet')?.configMap?.name;
-  assert.ok(cmName, 'a ConfigMap mounted at /etc/clusterlet');
-  const cm = one<V1ConfigMap>(objs, 'ConfigMap', cmName);
-  const cfg = loadYaml<ProviderConfig>(cm.data!['clusterlet.yaml']);
-  assert.ok(cfg.members.length > 0);
-  for (const m of cfg.members) {
-    if (!m.kubeconfig) continue;
-    const dir = m.kubeconfig.slice(0, m.kubeconfig.lastIndexOf('/'));
-    const file = m.kubeconfig.slice(dir.length + 1);
-    const v = volumeAt(dir);
-    assert.ok(v, `a volume mounted at ${dir} for member ${m.name}`);
-    const served = [
-      ...(v.projected?.sources ?? []).flatMap((s) => s.secret?.items?.map((i) => i.path) ?? []),
-      ...(v.secret?.items?.map((i) => i.path) ?? []),
-    ];
-    assert.ok(served.includes(file), `${file} of member ${m.name} is among ${served.join(', ')}`);
-  }
-  return cfg;
-}
 
 describe('node flags', () => {
   const flags = NODE_FLAGS.join(' ');

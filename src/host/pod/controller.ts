@@ -10,6 +10,7 @@ import { listWatch } from '../../kube/listwatch.ts';
 import { ignoreGone, toKubeError } from '../../kube/errors.ts';
 import { writeEvent, writeOwnEvent, type EventSubject } from '../../kube/events.ts';
 import { WorkQueue } from '../../util/workqueue.ts';
+import { backoffDelay } from '../../util/backoff.ts';
 import { isDaemonSetPod, isTerminal } from '../../forge/pod.ts';
 import { restartsAfterLoss } from '../../forge/status.ts';
 import { forgeProxyStatusForLostDelegate, proxyStatusUpdate, statusEqual } from './status.ts';
@@ -27,6 +28,9 @@ const STATUS_RECHECK_MS = [4_000, 10_000];
 
 /** How long the status of a pod still Pending in the back end waits for its next change, to be written once. */
 const PENDING_STATUS_DELAY_MS = 1000;
+
+/** Attempts at writing a mirrored member event onto the host, while the host answers with a transient error. */
+const EVENT_WRITE_ATTEMPTS = 5;
 
 export interface PodControllerOptions {
   nodeName: string;
@@ -65,6 +69,7 @@ export class PodController {
   #statusQueue: WorkQueue;
   #subs: Subscription[] = [];
   #timers: NodeJS.Timeout[] = [];
+  #stopped = false;
   /** When the latest delegate status change not yet written to its proxy was seen, by key (performance.now()). */
   #statusSeen = new Map<string, number>();
 
@@ -144,6 +149,7 @@ export class PodController {
   }
 
   stop(): void {
+    this.#stopped = true;
     for (const s of this.#subs.splice(0)) s.unsubscribe();
     for (const t of this.#timers.splice(0)) clearTimeout(t);
     this.#queue.shutdown();
@@ -355,11 +361,22 @@ export class PodController {
     const proxy = this.pods.get(`${e.namespace}/${e.name}`);
     if (!proxy) return;
     const source = { component: `${e.event.source?.component ?? 'member'} (member ${this.#opts.member})`, host: this.#opts.nodeName };
-    try {
-      await writeEvent(this.#host, proxyRef(e.namespace, e.name, proxy.metadata!.uid!), e.id, { ...e.event, source },
-        { bump: false, instance: this.#opts.nodeName });
-    } catch (err) {
-      this.#log.warn({ namespace: e.namespace, pod: e.name, err: toKubeError(err).message }, 'could not mirror a member event');
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await writeEvent(this.#host, proxyRef(e.namespace, e.name, proxy.metadata!.uid!), e.id, { ...e.event, source },
+          { bump: false, instance: this.#opts.nodeName });
+        return;
+      } catch (err) {
+        const k = toKubeError(err);
+        // A host that is briefly away or busy (or a concurrent write of the same event) is tried again, a few times.
+        const again = attempt < EVENT_WRITE_ATTEMPTS - 1 && !this.#stopped
+          && (k.kind === 'Unavailable' || k.kind === 'TooManyRequests' || k.kind === 'Conflict' || k.kind === 'Unknown');
+        if (!again) {
+          this.#log.warn({ namespace: e.namespace, pod: e.name, err: k.message }, 'could not mirror a member event');
+          return;
+        }
+        await new Promise((r) => setTimeout(r, backoffDelay(attempt, 500, 8_000)).unref());
+      }
     }
   }
 }

@@ -12,6 +12,8 @@ export class FakeHost {
   readonly events = new Map<string, CoreV1Event>();
   readonly statusPatches: { key: string; body: Record<string, unknown> }[] = [];
   readonly deletes: { key: string; grace?: number }[] = [];
+  /** Event creations still to refuse as a host that is away would (503). */
+  failEventCreates = 0;
   #rv = 1;
   #watchers = new Set<WatchHandlers>();
 
@@ -67,6 +69,7 @@ export class FakeHost {
         return pod;
       },
       createNamespacedEvent: async (p: { namespace: string; body: CoreV1Event }) => {
+        if (this.failEventCreates > 0 && this.failEventCreates--) throw new KubeError('Unavailable', 503, 'ServiceUnavailable', 'the host is away');
         const key = `${p.namespace}/${p.body.metadata!.name}`;
         if (this.events.has(key)) throw new KubeError('AlreadyExists', 409, 'AlreadyExists', 'exists');
         this.events.set(key, structuredClone(p.body));

@@ -4,7 +4,7 @@
 // the member answers again.
 import { describe, it, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { Subject } from 'rxjs';
+import { Observable, Subject } from 'rxjs';
 import type { CoreV1Event, V1Namespace, V1Pod, V1PodSpec } from '@kubernetes/client-node';
 import { MemberPodProvider, type MemberPodProviderOptions, type ProviderMember } from '../../../src/member/provider.ts';
 import type { ProbeResult } from '../../../src/member/cluster.ts';
@@ -14,6 +14,8 @@ import { HostObjects } from '../../../src/member/reflection/hostcache.ts';
 import { checkMemberNamespace, type MemberConfig } from '../../../src/config.ts';
 import { forgeDelegatePod } from '../../../src/forge/pod.ts';
 import { KubeError } from '../../../src/kube/errors.ts';
+import { Informer } from '../../../src/kube/informer.ts';
+import type { ListWatchEvent } from '../../../src/kube/listwatch.ts';
 import { PodRejectedError } from '../../../src/provider/errors.ts';
 import type { PodChange, PodEvent } from '../../../src/provider/pod.ts';
 import { createLogger } from '../../../src/log.ts';
@@ -39,15 +41,30 @@ const proxy = (name: string, spec: Partial<V1PodSpec> = {}, namespace = 'shop'):
 const forged = (p: V1Pod, memberNamespace = 'h-shop', restarts?: Record<string, number>): V1Pod =>
   forgeDelegatePod(p, { originCluster: HOST, nodeName: NODE, nodeLabels: config.labels, memberNamespace, restarts });
 
+type PodWatchVia = (w: Observable<ListWatchEvent<V1Pod>>) => Observable<ListWatchEvent<V1Pod>>;
+
+/** A pod watch the test can hold back, as a slow informer: what comes while held is delivered on release, in order. */
+function holdable() {
+  let held = false;
+  const queue: ListWatchEvent<V1Pod>[] = [];
+  const out = new Subject<ListWatchEvent<V1Pod>>();
+  const via: PodWatchVia = (w) => new Observable((sub) => {
+    const s = out.subscribe(sub);
+    s.add(w.subscribe((ev) => { if (held) queue.push(ev); else out.next(ev); }));
+    return s;
+  });
+  return { via, hold: () => { held = true; }, release: () => { held = false; for (const ev of queue.splice(0)) out.next(ev); } };
+}
+
 const stops: (() => void)[] = [];
 afterEach(() => { for (const s of stops.splice(0).reverse()) s(); });
 
 /** A member and a host, and the provider of virtual node NODE over them; the member answers (`reachable`). */
-function world(opts: Partial<MemberPodProviderOptions> = {}) {
+function world(opts: Partial<MemberPodProviderOptions> = {}, podWatch: PodWatchVia = (w) => w) {
   const member = new FakeMember();
   const host = new FakeObjects();
   const owner = { host: HOST, node: NODE };
-  const pods = member.objects.informer<V1Pod>('Pod');
+  const pods = new Informer<V1Pod>('fake-Pod', podWatch(member.objects.watch<V1Pod>('Pod')));
   const delegates = new DelegateIndex(pods, owner);
   const caches = {
     configMaps: new HostObjects('host-cm', host.watch('ConfigMap'), (ns, name) => host.read('ConfigMap', ns, name)),
@@ -399,8 +416,8 @@ describe('MemberPodProvider.podEvents$', () => {
   });
 
   /** A world with the delegate of proxy shop/web, and the events its provider passes on (subscribed now). */
-  async function watching(before: (web: { name: string; uid?: string }) => CoreV1Event[] = () => []) {
-    const w = world({ eventReplayWindowMs: 60_000 });
+  async function watching(before: (web: { name: string; uid?: string }) => CoreV1Event[] = () => [], podWatch?: PodWatchVia) {
+    const w = world({ eventReplayWindowMs: 60_000 }, podWatch);
     await w.provider.createPod(proxy('web'));
     const web = { name: 'web', uid: w.memberPod('h-shop', 'web')?.metadata?.uid };
     w.member.events.items = before(web);
@@ -439,6 +456,20 @@ describe('MemberPodProvider.podEvents$', () => {
     watch.send('ADDED', event('theirs', '10', { name: 'theirs' }));
     watch.send('ADDED', event('earlier', '11', { name: 'web', uid: 'uid-of-an-earlier-delegate' }));
     assert.deepEqual(seen, []);
+  });
+
+  it('holds an event that comes before the pod informer shows its delegate, and passes it on once it does', async () => {
+    // The member's scheduler can report on a new delegate (FailedScheduling) before clusterlet's informer shows it.
+    const pods = holdable();
+    const { provider, seen, watch, memberPod } = await watching(undefined, pods.via);
+    pods.hold();
+    await provider.createPod(proxy('greedy'));
+    const greedy = { name: 'greedy', uid: memberPod('h-shop', 'greedy')?.metadata?.uid };
+    watch.send('ADDED', event('ev-early', '20', greedy));
+    watch.send('ADDED', event('theirs', '21', { name: 'theirs' }));
+    assert.equal(seen.length, 0, 'not mapped before the informer shows the delegate');
+    pods.release();
+    assert.deepEqual(seen.map((e) => [e.namespace, e.name, e.id]), [['shop', 'greedy', 'ev-early']]);
   });
 
   it('on the first list, passes on only the events of the replay window', async () => {

@@ -299,6 +299,19 @@ describe('PodController', () => {
     assert.equal(ev.source?.component, 'kubelet (member eu)');
   });
 
+  it('mirrors an event the host first refused (away for a moment): the write is tried again', async () => {
+    const host = new FakeHost();
+    const provider = new FakeProvider();
+    host.put(proxy('a'));
+    start(host, provider);
+    await eventually('created', () => provider.count('create') === 1);
+    host.failEventCreates = 1;
+    provider.events.next({ namespace: NS, name: 'a', id: 'ev-1', event: { type: 'Warning', reason: 'FailedScheduling',
+      message: '0/3 nodes are available', count: 1, source: { component: 'default-scheduler' } } });
+    await eventually('event on the proxy', () => host.eventReasons().includes('FailedScheduling'), 5_000);
+    assert.equal(host.failEventCreates, 0, 'the first write was refused');
+  });
+
   it('does not write a Pending status that says nothing new, and writes the first informative one', async () => {
     const host = new FakeHost();
     const provider = new FakeProvider();

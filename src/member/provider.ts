@@ -65,6 +65,8 @@ export class MemberPodProvider implements PodProvider {
   #early = new LRUCache<string, CoreV1Event[]>({ max: 5_000, ttl: EARLY_EVENT_TTL_MS });
   /** Member namespaces known to exist → the host namespace they hold. */
   #namespaces = new Map<string, string>();
+  /** Creations of member namespaces under way: a burst of pods into a new namespace shares one (a failure is not kept). */
+  #creatingNamespaces = new Map<string, Promise<string>>();
   #mirror: ObjectMirror;
   /** Resizes the member refused, by host key: on the proxy as PodResizePending/Infeasible until its resources change. */
   #refusedResizes = new Map<string, Refusal>();
@@ -196,17 +198,25 @@ export class MemberPodProvider implements PodProvider {
   }
 
   async #ensureNamespace(ns: string, hostNamespace: string): Promise<void> {
-    let holder = this.#namespaces.get(ns);
-    if (holder === undefined) {
-      holder = await this.#createNamespace(ns, hostNamespace);
-      this.#namespaces.set(ns, holder);
-    }
+    const holder = this.#namespaces.get(ns) ?? await this.#createNamespaceOnce(ns, hostNamespace);
     if (holder !== hostNamespace) {
       throw new PodRejectedError('MemberNamespaceConflict',
         `host namespace "${hostNamespace}" maps to member namespace "${ns}" (namespace mapping of member `
         + `${this.#member.config.name}), which already holds host namespace "${holder}": two host namespaces cannot share one`,
       { retry: false });
     }
+  }
+
+  /** #createNamespace, joined by the callers that come while it runs; what it finds is kept in #namespaces. */
+  #createNamespaceOnce(ns: string, hostNamespace: string): Promise<string> {
+    let creating = this.#creatingNamespaces.get(ns);
+    if (!creating) {
+      creating = this.#createNamespace(ns, hostNamespace)
+        .then((holder) => { this.#namespaces.set(ns, holder); return holder; })
+        .finally(() => this.#creatingNamespaces.delete(ns));
+      this.#creatingNamespaces.set(ns, creating);
+    }
+    return creating;
   }
 
   /** Creates the member namespace for `hostNamespace` when missing; resolves with the host namespace it holds. */

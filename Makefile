@@ -25,7 +25,7 @@ binaries:
 	@bash hack/build-helm.sh >/dev/null
 
 build: deps
-	npx tsc -p tsconfig.build.json
+	npm run build
 
 typecheck: deps
 	npx tsc -p tsconfig.json --noEmit

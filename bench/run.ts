@@ -11,7 +11,7 @@ import { parseArgs } from 'node:util';
 import { HOST_FLOOR_NODE, Harness } from '../test/harness/harness.ts';
 import { freePort, pollUntil } from '../test/harness/net.ts';
 import { runBench, toMarkdown, type BenchResult } from './bench.ts';
-import { NODE_FLAGS } from '../src/nodeflags.ts';
+import { NODE_ENV_VARS, NODE_FLAGS } from '../src/nodeflags.ts';
 import { membersMarkdown, runMembers, type MembersResult } from './members.ts';
 
 const { values } = parseArgs({ options: {
@@ -43,7 +43,7 @@ const child = spawn(process.execPath, [...nodeFlags, cli, '--host-kubeconfig', h
   // Extra flags for experiments, e.g. CLUSTERLET_ARGS='--pod-sync-workers 50'.
   ...(process.env.CLUSTERLET_ARGS ?? '').split(' ').filter(Boolean)],
 // Straight into the file, not through this process: whatever clusterlet writes as it dies is kept.
-{ stdio: ['ignore', logFd, logFd] });
+{ stdio: ['ignore', logFd, logFd], env: { ...process.env, ...NODE_ENV_VARS } });
 closeSync(logFd);
 let stopping = false;
 // Rejects if clusterlet exits before the bench is done: the run in progress fails with this, not with a timeout.

@@ -9,7 +9,7 @@ import { Harness } from '../test/harness/harness.ts';
 import { ensureBinaries } from '../test/harness/binaries.ts';
 import { ClusterClient } from '../src/kube/client.ts';
 import { loadKubeconfigFile } from '../src/kube/kubeconfig.ts';
-import { NODE_FLAGS } from '../src/nodeflags.ts';
+import { NODE_ENV_VARS, NODE_FLAGS } from '../src/nodeflags.ts';
 import { waitUntil } from '../test/support/wait.ts';
 import { condition, isReady, job, jobsSpec } from '../test/support/objects.ts';
 import { execFileSync } from 'node:child_process';
@@ -30,7 +30,7 @@ say(`Step 3/4: starting clusterlet (logs: ${logFile}).`);
 // Its Leases (one per member: which replica leads it) live in namespace clusterlet, as manifests/host installs it.
 await h.createLeaseNamespace();
 const child = spawn(process.execPath, [...NODE_FLAGS, cli, '--host-kubeconfig', h.host.kubeconfig, '--member-kubeconfig', h.member.kubeconfig,
-  '--member-name', 'member', '--health-port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  '--member-name', 'member', '--health-port', '0'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...NODE_ENV_VARS } });
 const out = createWriteStream(logFile);
 child.stdout.pipe(out);
 child.stderr.pipe(out);

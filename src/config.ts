@@ -5,6 +5,7 @@ import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { V1Taint } from '@kubernetes/client-node';
 import { load as loadYaml } from 'js-yaml';
+import { PROFILE_NODE_NAME_ANNOTATION } from './forge/keys.ts';
 
 export class ConfigError extends Error {
   readonly field: string;
@@ -37,6 +38,20 @@ export interface MemberConfig {
   burst: number;
   /** This node's kubelet API port, when not --kubelet-port (lets direct scrapers tell the nodes apart). */
   kubeletPort?: number;
+  /** The host ClusterProfile this member comes from (its credentials come through the profile's access providers). */
+  clusterProfile?: { namespace: string; name: string };
+  /** The member's volumes: its host StorageClass and what its claims become in the member. */
+  storage: StorageConfig;
+}
+
+/** Persistent volumes in a member, provisioned through a host StorageClass of its own (src/host/storage/). */
+export interface StorageConfig {
+  /** The host StorageClass whose claims get their volume in the member (default clusterlet-<member>). */
+  className: string;
+  /** The member's StorageClass of the claims made there; undefined: the member's default class. */
+  memberClassName?: string;
+  /** What a deleted host claim does to its member claim: deleted with it, or kept. */
+  reclaimPolicy: 'Delete' | 'Retain';
 }
 
 export interface Config {
@@ -79,7 +94,44 @@ export interface Config {
   reflectHostEndpoints: boolean;
   /** Which replica leads each member (src/host/ha/); undefined with --leader-elect=false: this one leads every member. */
   leaderElection?: LeaderElectionConfig;
+  /** Members discovered from ClusterProfiles on the host (--member-source=clusterprofile), besides `members`. */
+  clusterProfiles?: ClusterProfileSource;
 }
+
+/** Where ClusterProfile members come from and how their credentials are obtained (see README, "ClusterProfile members"). */
+export interface ClusterProfileSource {
+  /** The host namespace watched for ClusterProfiles. */
+  namespace: string;
+  /** Label selector of the ClusterProfiles to offload to ('' = all in the namespace). */
+  selector: string;
+  /**
+   * The consumer's access providers, in preference order (the cluster-inventory-api's provider file,
+   * --clusterprofile-provider-file): a profile's first access provider named here is used.
+   */
+  providers: AccessProviderConfig[];
+  /** qps and burst of each profile member's client (--member-qps, --member-burst). */
+  qps: number;
+  burst: number;
+  /** Each profile member's storage but its class (clusterlet-<name>): --member-storage-class, --storage-reclaim-policy. */
+  storage: Omit<StorageConfig, 'className'>;
+}
+
+/**
+ * One entry of the provider file. With `execConfig`, the credentials come from that exec plugin (client-go's
+ * ExecConfig, as the cluster-inventory-api's pkg/access runs it); without, clusterlet reads them itself: only the
+ * built-in `kubeconfig-secretreader` (a kubeconfig Secret named in the profile), which is also the default.
+ */
+export interface AccessProviderConfig {
+  name: string;
+  execConfig?: Record<string, unknown>;
+  /** Whether the profile's exec/additional-args extension is appended to args (KEP-5339): Append | Ignore. */
+  profileSourcedCLIArgsPolicy: 'Append' | 'Ignore';
+  /** How the profile's exec/additional-envs extension joins env: AppendIfNotExists | Replace | Ignore. */
+  profileSourcedEnvVarsPolicy: 'AppendIfNotExists' | 'Replace' | 'Ignore';
+}
+
+/** The access provider clusterlet serves itself: the cluster-inventory-api's kubeconfig Secret reader convention. */
+export const KUBECONFIG_SECRET_PROVIDER = 'kubeconfig-secretreader';
 
 /** Leader election per member on host Leases, timed as kube-controller-manager's (--leader-elect-*). */
 export interface LeaderElectionConfig {
@@ -116,7 +168,25 @@ One member (flags):
 
 Several members:
   --provider-config FILE     YAML file listing members (see README: name, kubeconfig or kubeconfigSecret,
-                             nodeName, namespaceMapping, labels, taints, qps, burst)
+                             nodeName, namespaceMapping, labels, taints, qps, burst, storage)
+
+Storage (persistent volumes in the member, see README):
+  --storage-class NAME       the host StorageClass whose claims get their volume in the member (one member by
+                             flags; default clusterlet-<member-name>; in the config file: storage.storageClassName)
+  --member-storage-class NAME
+                             the member's StorageClass of those volumes (default: the member's default class)
+  --storage-reclaim-policy P Delete (default): a deleted claim's member claim is deleted too; Retain: it is kept
+
+Members from ClusterProfiles (multicluster.x-k8s.io/v1alpha1, SIG-Multicluster's cluster inventory; see README):
+  --member-source SOURCE     config (default): the members above only; clusterprofile: also one member per
+                             ClusterProfile on the host (the static members, if any, still run)
+  --clusterprofile-namespace NS
+                             host namespace of the ClusterProfiles (default: $POD_NAMESPACE, else clusterlet)
+  --clusterprofile-selector SELECTOR
+                             label selector of the ClusterProfiles to offload to (default: all in the namespace)
+  --clusterprofile-provider-file FILE
+                             the cluster-inventory-api's access provider file (JSON or YAML: providers, each a
+                             name and an execConfig); default: the built-in kubeconfig-secretreader only
 
 Export (member → host):
   --export-namespaces A,B    host namespaces that accept member objects labelled clusterlet.io/export=true,
@@ -185,7 +255,11 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
         'host-name': { type: 'string' }, 'host-qps': { type: 'string' }, 'host-burst': { type: 'string' },
         'member-kubeconfig': { type: 'string' }, 'member-name': { type: 'string' }, nodename: { type: 'string' },
         'member-qps': { type: 'string' }, 'member-burst': { type: 'string' },
+        'storage-class': { type: 'string' }, 'member-storage-class': { type: 'string' },
+        'storage-reclaim-policy': { type: 'string' },
         'provider-config': { type: 'string' }, 'export-namespaces': { type: 'string' },
+        'member-source': { type: 'string' }, 'clusterprofile-namespace': { type: 'string' },
+        'clusterprofile-selector': { type: 'string' }, 'clusterprofile-provider-file': { type: 'string' },
         'reflect-host-endpoints': { type: 'boolean' },
         'node-ip': { type: 'string' }, 'kubelet-port': { type: 'string' }, 'health-port': { type: 'string' },
         'serving-cert': { type: 'string' }, 'tls-cert-file': { type: 'string' }, 'tls-key-file': { type: 'string' },
@@ -218,22 +292,33 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
   const defaults = {
     qps: int('--member-qps', str('member-qps'), 200, 1),
     burst: int('--member-burst', str('member-burst'), 400, 1),
+    storage: storageDefaults(str),
   };
   let members: MemberConfig[];
   let fileSettings: FileSettings = {};
+  const clusterProfiles = clusterProfileSource(str, env, defaults);
   if (providerConfig) {
-    ({ members, settings: fileSettings } = loadProviderConfig(providerConfig, defaults));
+    if (str('storage-class') !== undefined) {
+      throw new ConfigError('--storage-class', 'names the class of the one member given by flags: with --provider-config, set storage.storageClassName per member');
+    }
+    ({ members, settings: fileSettings } = loadProviderConfig(providerConfig, defaults, { membersOptional: clusterProfiles !== undefined }));
   } else if (memberKubeconfig) {
     requireFile('--member-kubeconfig', memberKubeconfig);
     const name = str('member-name') ?? 'member';
     if (!DNS_LABEL.test(name)) throw new ConfigError('--member-name', `"${name}" is not a DNS-1123 label`);
     const nodeName = checkNodeName(str('nodename'), name, { name: '--member-name', nodeName: '--nodename' });
+    const { storage, ...limits } = defaults;
+    const className = str('storage-class') ?? `clusterlet-${name}`;
+    checkClassName('--storage-class', className);
     members = [{
       name, kubeconfig: memberKubeconfig, nodeName, namespaceMapping: { template: '{namespace}', overrides: {} },
-      labels: {}, taints: [], ...defaults,
+      labels: {}, taints: [], ...limits, storage: { ...storage, className },
     }];
+  } else if (clusterProfiles) {
+    members = [];
   } else {
-    throw new ConfigError('--member-kubeconfig', 'no member given: pass --member-kubeconfig or --provider-config (see --help)');
+    throw new ConfigError('--member-kubeconfig',
+      'no member given: pass --member-kubeconfig, --provider-config or --member-source=clusterprofile (see --help)');
   }
 
   const logLevel = str('log-level') ?? env.LOG_LEVEL ?? 'info';
@@ -263,7 +348,140 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
       probePeriodSeconds: int('--probe-period-seconds', str('probe-period-seconds'), 10, 1, 3600),
       probeFailureThreshold: int('--probe-failure-threshold', str('probe-failure-threshold'), 3, 1, 100),
       leaderElection: leaderElectionConfig(str, env),
+      clusterProfiles,
     },
+  };
+}
+
+/** What every member's storage is unless the config file says otherwise: --member-storage-class, --storage-reclaim-policy. */
+function storageDefaults(str: (k: string) => string | undefined): Omit<StorageConfig, 'className'> {
+  const memberClassName = str('member-storage-class');
+  if (memberClassName !== undefined) checkClassName('--member-storage-class', memberClassName);
+  return { memberClassName, reclaimPolicy: reclaimPolicy('--storage-reclaim-policy', str('storage-reclaim-policy') ?? 'Delete') };
+}
+
+const RECLAIM_POLICIES = ['Delete', 'Retain'];
+
+function reclaimPolicy(field: string, v: unknown, file?: string): StorageConfig['reclaimPolicy'] {
+  if (typeof v !== 'string' || !RECLAIM_POLICIES.includes(v)) {
+    throw new ConfigError(field, `${JSON.stringify(v)} is not one of ${RECLAIM_POLICIES.join(', ')}`, file);
+  }
+  return v as StorageConfig['reclaimPolicy'];
+}
+
+/** A StorageClass name: a DNS-1123 subdomain. */
+function checkClassName(field: string, v: unknown, file?: string): string {
+  if (typeof v !== 'string' || v.length > 253 || !DNS_SUBDOMAIN.test(v)) {
+    throw new ConfigError(field, `${JSON.stringify(v)} is not a StorageClass name (a DNS-1123 subdomain: lowercase letters, digits, "-" and ".")`, file);
+  }
+  return v;
+}
+
+const STORAGE_KEYS = ['storageClassName', 'memberStorageClassName', 'reclaimPolicy'];
+
+/** A member's `storage` map of the config file, over the flags' defaults. */
+function storageConfig(f: string, v: unknown, member: string, defaults: Omit<StorageConfig, 'className'>, file: string): StorageConfig {
+  if (v !== undefined && !isObj(v)) throw new ConfigError(f, 'must be a map (storageClassName, memberStorageClassName, reclaimPolicy)', file);
+  const s: Raw = isObj(v) ? v : {};
+  for (const k of Object.keys(s)) if (!STORAGE_KEYS.includes(k)) throw new ConfigError(`${f}.${k}`, 'unknown field', file);
+  return {
+    className: checkClassName(`${f}.storageClassName`, s.storageClassName ?? `clusterlet-${member}`, file),
+    memberClassName: s.memberStorageClassName === undefined ? defaults.memberClassName
+      : checkClassName(`${f}.memberStorageClassName`, s.memberStorageClassName, file),
+    reclaimPolicy: s.reclaimPolicy === undefined ? defaults.reclaimPolicy : reclaimPolicy(`${f}.reclaimPolicy`, s.reclaimPolicy, file),
+  };
+}
+
+function clusterProfileSource(str: (k: string) => string | undefined, env: NodeJS.ProcessEnv,
+  defaults: Pick<ClusterProfileSource, 'qps' | 'burst' | 'storage'>): ClusterProfileSource | undefined {
+  const source = str('member-source') ?? 'config';
+  if (source !== 'config' && source !== 'clusterprofile') {
+    throw new ConfigError('--member-source', `"${source}" is not one of config, clusterprofile`);
+  }
+  if (source === 'config') {
+    const stray = ['clusterprofile-namespace', 'clusterprofile-selector', 'clusterprofile-provider-file'].find((k) => str(k) !== undefined);
+    if (stray) throw new ConfigError(`--${stray}`, 'only used with --member-source=clusterprofile');
+    return undefined;
+  }
+  const namespace = str('clusterprofile-namespace') ?? env.POD_NAMESPACE ?? 'clusterlet';
+  if (!DNS_LABEL.test(namespace)) throw new ConfigError('--clusterprofile-namespace', `"${namespace}" is not a DNS-1123 label`);
+  const selector = (str('clusterprofile-selector') ?? '').trim();
+  // The API server judges the selector in full; what is caught here is what can never be one.
+  if (/[\s]/.test(selector.replace(/\s*(,|!=|==|=|\bin\b|\bnotin\b|\(|\))\s*/g, '$1'))) {
+    throw new ConfigError('--clusterprofile-selector', `"${selector}" is not a label selector (e.g. env=prod,tier!=gpu)`);
+  }
+  const file = str('clusterprofile-provider-file');
+  const providers = file === undefined ? [builtinProvider()] : loadAccessProviders(file);
+  return { namespace, selector, providers, ...defaults };
+}
+
+const builtinProvider = (): AccessProviderConfig =>
+  ({ name: KUBECONFIG_SECRET_PROVIDER, profileSourcedCLIArgsPolicy: 'Ignore', profileSourcedEnvVarsPolicy: 'Ignore' });
+
+const CLI_ARGS_POLICIES = ['Append', 'Ignore'];
+const ENV_POLICIES = ['AppendIfNotExists', 'Replace', 'Ignore'];
+
+/**
+ * The cluster-inventory-api's provider file (pkg/access Config: `{"providers": [{name, execConfig,
+ * profileSourcedCLIArgsPolicy, profileSourcedEnvVarsPolicy}]}`), JSON or YAML. The exec config itself is checked
+ * where it is used, with the kubeconfig's rules (src/kube/kubeconfig.ts). An entry without execConfig can only be
+ * the built-in kubeconfig-secretreader.
+ */
+export function loadAccessProviders(file: string): AccessProviderConfig[] {
+  requireFile('--clusterprofile-provider-file', file);
+  let doc: unknown;
+  try {
+    doc = loadYaml(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new ConfigError('(yaml)', `not valid JSON or YAML: ${(err as Error).message.split('\n')[0]}`, file);
+  }
+  if (!isObj(doc) || !Array.isArray(doc.providers) || doc.providers.length === 0) {
+    throw new ConfigError('providers', 'must be a non-empty list', file);
+  }
+  const names = new Set<string>();
+  return doc.providers.map((p: unknown, i: number): AccessProviderConfig => {
+    const f = `providers[${i}]`;
+    if (!isObj(p) || typeof p.name !== 'string' || p.name === '') throw new ConfigError(`${f}.name`, 'must be a non-empty string', file);
+    if (names.has(p.name)) throw new ConfigError(`${f}.name`, `duplicate provider "${p.name}"`, file);
+    names.add(p.name);
+    const exec = p.execConfig ?? undefined;
+    if (exec !== undefined && (!isObj(exec) || typeof exec.command !== 'string')) {
+      throw new ConfigError(`${f}.execConfig`, 'must be a map with a command (client-go ExecConfig)', file);
+    }
+    if (exec === undefined && p.name !== KUBECONFIG_SECRET_PROVIDER) {
+      throw new ConfigError(`${f}.execConfig`, `missing: only "${KUBECONFIG_SECRET_PROVIDER}" is built in`, file);
+    }
+    const args = p.profileSourcedCLIArgsPolicy ?? 'Ignore';
+    if (!CLI_ARGS_POLICIES.includes(args as string)) {
+      throw new ConfigError(`${f}.profileSourcedCLIArgsPolicy`, `must be one of ${CLI_ARGS_POLICIES.join(', ')}`, file);
+    }
+    const envs = p.profileSourcedEnvVarsPolicy ?? 'Ignore';
+    if (!ENV_POLICIES.includes(envs as string)) {
+      throw new ConfigError(`${f}.profileSourcedEnvVarsPolicy`, `must be one of ${ENV_POLICIES.join(', ')}`, file);
+    }
+    return { name: p.name, execConfig: exec as Record<string, unknown> | undefined,
+      profileSourcedCLIArgsPolicy: args as AccessProviderConfig['profileSourcedCLIArgsPolicy'],
+      profileSourcedEnvVarsPolicy: envs as AccessProviderConfig['profileSourcedEnvVarsPolicy'] };
+  });
+}
+
+/**
+ * The member a ClusterProfile stands for: named after the profile, its node `clusterlet-<name>` or the profile's
+ * clusterlet.io/node-name annotation, namespaces mapped one to one. Throws a ConfigError naming the field.
+ */
+export function profileMemberConfig(profile: { namespace: string; name: string; annotations: Record<string, string> },
+  source: Pick<ClusterProfileSource, 'qps' | 'burst' | 'storage'>): MemberConfig {
+  const { name } = profile;
+  if (!DNS_LABEL.test(name) || name.length > NAME_MAX) {
+    throw new ConfigError('metadata.name', `"${name}" is not a DNS-1123 label (${DNS_LABEL_RULE}, at most ${NAME_MAX}): `
+      + 'it names the member');
+  }
+  const given = profile.annotations[PROFILE_NODE_NAME_ANNOTATION];
+  const nodeName = checkNodeName(given, name,
+    { name: 'metadata.name', nodeName: `metadata.annotations[${PROFILE_NODE_NAME_ANNOTATION}]` });
+  return {
+    name, nodeName, clusterProfile: { namespace: profile.namespace, name }, namespaceMapping: { template: '{namespace}', overrides: {} },
+    labels: {}, taints: [], qps: source.qps, burst: source.burst, storage: { className: `clusterlet-${name}`, ...source.storage },
   };
 }
 
@@ -377,10 +595,15 @@ function stringMap(field: string, v: unknown, file: string): Record<string, stri
 }
 
 const MEMBER_KEYS = ['name', 'kubeconfig', 'kubeconfigSecret', 'nodeName', 'namespaceMapping', 'labels', 'taints', 'qps', 'burst',
-  'kubeletPort'];
+  'kubeletPort', 'storage'];
 
-/** Reads the provider config file: `hostName`, `podSyncWorkers`, `exportNamespaces`, `reflectHostEndpoints` and `members`. */
-export function loadProviderConfig(file: string, defaults: { qps: number; burst: number }):
+/**
+ * Reads the provider config file: `hostName`, `podSyncWorkers`, `exportNamespaces`, `reflectHostEndpoints` and
+ * `members` (which may be empty with `membersOptional`: the members come from ClusterProfiles).
+ */
+export function loadProviderConfig(file: string,
+  { storage: storageDefault = { reclaimPolicy: 'Delete' }, ...defaults }: { qps: number; burst: number; storage?: Omit<StorageConfig, 'className'> },
+  opts: { membersOptional?: boolean } = {}):
   { members: MemberConfig[]; settings: FileSettings } {
   requireFile('--provider-config', file);
   let doc: unknown;
@@ -404,12 +627,14 @@ export function loadProviderConfig(file: string, defaults: { qps: number; burst:
     exportNamespaces: doc.exportNamespaces === undefined ? undefined : namespaceList('exportNamespaces', doc.exportNamespaces, file),
     reflectHostEndpoints: doc.reflectHostEndpoints as boolean | undefined,
   };
-  if (!Array.isArray(doc.members) || doc.members.length === 0) {
-    throw new ConfigError('members', 'must be a non-empty list', file);
+  const members = doc.members ?? (opts.membersOptional ? [] : undefined);
+  if (!Array.isArray(members) || (members.length === 0 && !opts.membersOptional)) {
+    throw new ConfigError('members', opts.membersOptional ? 'must be a list' : 'must be a non-empty list', file);
   }
   const names = new Set<string>();
   const nodes = new Set<string>();
-  const members = doc.members.map((m: unknown, i: number): MemberConfig => {
+  const classes = new Set<string>();
+  return { members: members.map((m: unknown, i: number): MemberConfig => {
     const f = `members[${i}]`;
     if (!isObj(m)) throw new ConfigError(f, 'must be a map', file);
     for (const k of Object.keys(m)) if (!MEMBER_KEYS.includes(k)) throw new ConfigError(`${f}.${k}`, 'unknown field', file);
@@ -445,8 +670,13 @@ export function loadProviderConfig(file: string, defaults: { qps: number; burst:
         throw new ConfigError(`${f}.taints[${j}]`, `needs a key and an effect (${TAINT_EFFECTS.join(', ')})`, file);
       }
     });
+    const storage = storageConfig(`${f}.storage`, m.storage, name, storageDefault, file);
+    if (classes.has(storage.className)) {
+      throw new ConfigError(`${f}.storage.storageClassName`, `duplicate storage class "${storage.className}": each member has its own`, file);
+    }
+    classes.add(storage.className);
     return {
-      name, kubeconfig: hasFile ? m.kubeconfig as string : undefined, kubeconfigSecret, nodeName,
+      name, kubeconfig: hasFile ? m.kubeconfig as string : undefined, kubeconfigSecret, nodeName, storage,
       namespaceMapping,
       labels: stringMap(`${f}.labels`, m.labels, file),
       taints: taints as V1Taint[],
@@ -454,8 +684,7 @@ export function loadProviderConfig(file: string, defaults: { qps: number; burst:
       burst: int(`${f}.burst`, m.burst as number | undefined, defaults.burst, 1, 100_000, file),
       ...(m.kubeletPort !== undefined ? { kubeletPort: int(`${f}.kubeletPort`, m.kubeletPort as number, 0, 1, 65535, file) } : {}),
     };
-  });
-  return { members, settings };
+  }), settings };
 }
 
 // What can be told from the mapping alone: a template whose fixed part makes every name invalid, overrides

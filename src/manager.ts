@@ -5,8 +5,9 @@ import { ConfigError, type Config, type MemberConfig } from './config.ts';
 import { toKubeError } from './kube/errors.ts';
 import { ClusterClient } from './kube/client.ts';
 import { type ClusterAccess, inClusterAccess, loadKubeconfigFile } from './kube/kubeconfig.ts';
-import { MemberCluster, type MemberOptions } from './member/cluster.ts';
-import { followMemberAccess, memberAccessSource, type AccessWatcher } from './member/credentials.ts';
+import { MemberCluster, type MemberOptions, type ProbeResult } from './member/cluster.ts';
+import { followMemberAccess, memberAccessSource, type AccessSource, type AccessWatcher } from './member/credentials.ts';
+import { ProfileReconciler, hostProfileApi, type MemberState, type ProfileMembers } from './member/profiles.ts';
 import { NodeController, type NodeControllerOptions } from './host/node/controller.ts';
 import { MemberPodProvider } from './member/provider.ts';
 import { PodController, proxyInformer } from './host/pod/controller.ts';
@@ -20,8 +21,13 @@ import {
   ServiceReflector, endpointSliceTarget, hostEndpointSlices, hostServiceWarnings, hostServices, serviceTarget,
 } from './member/reflection/services.ts';
 import { ServiceExporter, serviceExportApi } from './member/reflection/serviceexports.ts';
+import { MemberVolumes, memberClaimsApi } from './member/storage/volumes.ts';
+import { VolumeController } from './host/storage/controller.ts';
+import { hostClaims, hostStorageApi, hostVolumes } from './host/storage/api.ts';
 import type { Informer } from './kube/informer.ts';
-import type { V1EndpointSlice, V1Pod, V1Service } from '@kubernetes/client-node';
+import type {
+  V1EndpointSlice, V1PersistentVolume, V1PersistentVolumeClaim, V1Pod, V1Service,
+} from '@kubernetes/client-node';
 import type { Subscription } from 'rxjs';
 import { hostClusterID } from './host/identity.ts';
 import { adoptLegacyObjects } from './member/adopt.ts';
@@ -32,6 +38,8 @@ import type { NodeDirectory, VirtualNode } from './host/api/nodes.ts';
 export interface ManagerOptions {
   member?: MemberOptions;
   node?: NodeControllerOptions;
+  /** How often a ClusterProfile's condition is judged again (default 5 s). */
+  profileStatusPeriodMs?: number;
 }
 
 /** What runs for a member: started once it is set up, stopped with the process. */
@@ -66,11 +74,19 @@ export interface MemberParts {
   setupError?: string;
   /** Re-reads the kubeconfig file or Secret and moves the member's client to new credentials. */
   credentials?: AccessWatcher;
+  /** Where a ClusterProfile member's access comes from (static members: their file or Secret). */
+  source?: AccessSource;
+  /** Its ClusterProfile went away: a setup still pending or retried does not go on. */
+  removed?: boolean;
+  /** A ClusterProfile member's last probe, for the profile's condition. */
+  probe?: ProbeResult;
+  probeSub?: Subscription;
 }
 
 export class Manager implements NodeDirectory {
   readonly config: Config;
   readonly host: ClusterClient;
+  /** Static members, then those of ClusterProfiles as they come (and leave). */
   readonly members: MemberParts[];
   #log: Logger;
   #opts: ManagerOptions;
@@ -83,8 +99,13 @@ export class Manager implements NodeDirectory {
   readonly hostServices: Informer<V1Service>;
   /** Every host EndpointSlice of a Service, shared likewise; only with --reflect-host-endpoints. */
   readonly hostEndpointSlices: Informer<V1EndpointSlice> | undefined;
+  /** Every host claim, and the host volumes clusterlet provisioned: one watch of each shared by every member. */
+  readonly hostClaims: Informer<V1PersistentVolumeClaim>;
+  readonly hostVolumes: Informer<V1PersistentVolume>;
   /** Which replica leads which member; undefined with --leader-elect=false (this one leads all). */
   readonly leadership: Leadership | undefined;
+  /** Members from the host's ClusterProfiles (--member-source=clusterprofile), started and stopped as they come and go. */
+  readonly profiles: ProfileReconciler | undefined;
   #stopped = false;
   /** The host's identity on member objects: --host-name, or its cluster ID once read. */
   #hostName: string | undefined;
@@ -110,6 +131,62 @@ export class Manager implements NodeDirectory {
     this.exportConsent = new ExportConsent(namespaceInformer(h, 'host-namespaces', undefined, log), config.exportNamespaces);
     this.hostServices = hostServices(h, log);
     this.hostEndpointSlices = config.reflectHostEndpoints ? hostEndpointSlices(h, log) : undefined;
+    this.hostClaims = hostClaims(h, log);
+    this.hostVolumes = hostVolumes(h, log);
+    const cp = config.clusterProfiles;
+    this.profiles = cp && new ProfileReconciler(hostProfileApi(h, cp, log, config.watchSilenceSeconds * 1000), this.#profileMembers(), cp, log,
+      { statusPeriodMs: opts.profileStatusPeriodMs });
+  }
+
+  /** The members' one start and stop path, as the ClusterProfile reconciler drives it. */
+  #profileMembers(): ProfileMembers {
+    return {
+      add: (config, source) => {
+        const m: MemberParts = { config, source, parts: [], term: 0 };
+        this.members.push(m);
+        void this.#startMember(m, 0);
+      },
+      remove: (name) => this.#removeMember(name),
+      has: (name) => this.members.some((m) => m.config.name === name),
+      state: (name) => {
+        const m = this.members.find((x) => x.config.name === name);
+        return m && this.#memberState(m);
+      },
+    };
+  }
+
+  #memberState(m: MemberParts): MemberState {
+    const ledElsewhere = this.leadership?.heldElsewhere(m.config.name) ?? false;
+    if (m.setupError !== undefined) return { phase: 'failed', error: m.setupError, ledElsewhere };
+    if (!m.cluster) return { phase: 'starting', ledElsewhere };
+    return { phase: 'running', leading: this.leadership ? m.elector?.leading === true : true, reachable: m.probe?.reachable,
+      reason: m.probe?.reason, nodeName: m.config.nodeName, replica: this.leadership?.identity };
+  }
+
+  /**
+   * Stops one member for good (its ClusterProfile went away): its Lease is written free, then its writers, credential
+   * watch and caches stop, as at process stop. Its node stays registered and turns NotReady once its lease expires;
+   * its proxies stay bound to it. Other members are not touched.
+   */
+  async #removeMember(name: string): Promise<void> {
+    const m = this.members.find((x) => x.config.name === name);
+    if (!m) return;
+    m.removed = true;
+    this.members.splice(this.members.indexOf(m), 1);
+    m.leading?.unsubscribe();
+    // Writers first (as a lost lead does), then the Lease is written free for whoever gets the member back.
+    this.#stopWriters(m);
+    await this.leadership?.remove(name);
+    this.#stopMemberCaches(m);
+    this.#log.info({ member: name, node: m.config.nodeName }, 'member removed');
+  }
+
+  /** What runs for a member on every replica: its credential watch, probe subscription, proxies and member caches. */
+  #stopMemberCaches(m: MemberParts): void {
+    m.credentials?.stop();
+    m.probeSub?.unsubscribe();
+    m.proxies?.stop();
+    m.cluster?.stop();
   }
 
   /**
@@ -139,12 +216,15 @@ export class Manager implements NodeDirectory {
     this.hostCaches.secrets.start();
     this.hostServices.start();
     this.hostEndpointSlices?.start();
+    this.hostClaims.start();
+    this.hostVolumes.start();
     void (async () => {
       this.#hostName = this.config.hostName ?? await hostClusterID(this.host, this.#log, () => this.#stopped);
       this.#log.info({ hostName: this.#hostName, configured: this.config.hostName !== undefined }, 'host identity');
       this.exportConsent.start();
       this.leadership?.start();
       for (const m of this.members) void this.#startMember(m, 0);
+      this.profiles?.start();
     })().catch((err: unknown) => { if (!this.#stopped) throw err; });
   }
 
@@ -153,10 +233,11 @@ export class Manager implements NodeDirectory {
    * pods, the node's proxies), kept warm. The writers start when this replica leads the member (#lead).
    */
   async #startMember(m: MemberParts, attempt: number): Promise<void> {
-    if (this.#stopped) return;
+    if (this.#stopped || m.removed) return;
     const log = this.#log.child({ member: m.config.name });
     try {
-      const access = await this.#memberAccess(m.config, m.access);
+      const access = await this.#memberAccess(m);
+      if (m.removed) return;
       // Writes for the member, to it and to the host, go out only while this replica surely leads it.
       const fence = this.leadership
         ? () => (m.elector?.mayWrite() ? undefined : `this replica does not lead member ${m.config.name}`) : undefined;
@@ -168,8 +249,10 @@ export class Manager implements NodeDirectory {
           probeFailureThreshold: this.config.probeFailureThreshold, ...this.#opts.member });
       m.proxies = proxyInformer(this.host, m.config.nodeName, log, silence);
       // A rewritten kubeconfig (file or Secret) is used from then on, without a restart.
-      m.credentials = followMemberAccess(m.config, this.host, client, log);
+      m.credentials = followMemberAccess(m.config, this.host, client, log, {}, m.source);
       m.setupError = undefined;
+      // A ClusterProfile member's reachability is shown on its profile.
+      if (m.source) m.probeSub = cluster.probe$.subscribe((p) => { m.probe = p; });
       cluster.start();
       m.proxies.start();
       if (!this.leadership) { this.#lead(m, log); return; }
@@ -201,13 +284,18 @@ export class Manager implements NodeDirectory {
       { endpoints: this.hostEndpointSlices && { hostSlices: this.hostEndpointSlices, copies: endpointSliceTarget(cluster, log) } });
     const serviceExports = new ServiceExporter({ name: m.config.name, owner: cluster.owner }, services.copies,
       serviceExportApi(cluster, log), log);
-    const provider = new MemberPodProvider(cluster, mirror, log, { nodeName: m.config.nodeName, hostIP: this.config.nodeIP });
+    // The member's volumes make the mapped namespace as the pod provider does, and gate its delegates.
+    const volumes = new MemberVolumes(cluster, memberClaimsApi(cluster.client, cluster.owner, log),
+      (ns, hostNs): Promise<void> => provider.ensureNamespace(ns, hostNs), this.hostClaims, log);
+    const storage = new VolumeController(hostStorageApi(host, { claims: this.hostClaims, volumes: this.hostVolumes }, m.config.nodeName),
+      volumes, { member: m.config.name, nodeName: m.config.nodeName, ...m.config.storage }, log);
+    const provider = new MemberPodProvider(cluster, mirror, log, { nodeName: m.config.nodeName, hostIP: this.config.nodeIP, volumes });
     const pods = m.pods = new PodController(host, provider, log, {
       nodeName: m.config.nodeName, member: m.config.name, workers: this.config.podSyncWorkers, watchSilenceMs: silence,
       proxies: m.proxies,
     });
     m.runtime = new MemberRuntime(cluster, pods.pods, { log: log.child({ component: 'kubelet-api' }) });
-    m.parts = [node, mirror, services, serviceExports, exporter, pods];
+    m.parts = [node, mirror, services, serviceExports, exporter, volumes, storage, pods];
     // The node registers, or shows this replica's address, whatever happens next.
     node.start();
     const over = (): boolean => this.#stopped || m.term !== term;
@@ -241,9 +329,9 @@ export class Manager implements NodeDirectory {
     return true;
   }
 
-  /** From the file, or from the Secret in the host cluster. */
-  async #memberAccess(m: MemberConfig, loaded: ClusterAccess | undefined): Promise<ClusterAccess> {
-    return loaded ?? memberAccessSource(m, this.host).read();
+  /** From the file, the Secret in the host cluster, or the ClusterProfile's access provider. */
+  async #memberAccess(m: MemberParts): Promise<ClusterAccess> {
+    return m.access ?? (m.source ?? memberAccessSource(m.config, this.host)).read();
   }
 
   /** The virtual nodes whose member and pod controller run, for the kubelet API. */
@@ -259,9 +347,12 @@ export class Manager implements NodeDirectory {
     return out;
   }
 
-  /** Every member set up (its caches running), led here or not. */
+  /**
+   * Every static member set up (its caches running), led here or not, and the ClusterProfiles listed. A profile
+   * member that cannot be set up says so on its profile, not here: the profiles are another team's objects.
+   */
   ready(): boolean {
-    return this.members.every((m) => m.cluster !== undefined);
+    return this.members.every((m) => m.cluster !== undefined || m.source !== undefined) && (this.profiles?.synced ?? true);
   }
 
   /**
@@ -270,21 +361,22 @@ export class Manager implements NodeDirectory {
    */
   async stop(opts: { handOver?: boolean } = {}): Promise<void> {
     this.#stopped = true;
+    this.profiles?.stop();
     for (const t of this.#retryTimers) clearTimeout(t);
     // Leadership first: losing it stops each led member's writers before anything else goes.
     if (opts.handOver) await this.leadership?.release();
     else this.leadership?.stop();
     for (const m of this.members) {
       m.leading?.unsubscribe();
-      m.credentials?.stop();
       this.#stopWriters(m);
-      m.proxies?.stop();
-      m.cluster?.stop();
+      this.#stopMemberCaches(m);
     }
     this.hostCaches.configMaps.stop();
     this.hostCaches.secrets.stop();
     this.hostServices.stop();
     this.hostEndpointSlices?.stop();
+    this.hostClaims.stop();
+    this.hostVolumes.stop();
     this.exportConsent.stop();
   }
 }

@@ -3,3 +3,9 @@
 // --optimize-for-size: peak RSS at 1,000 offloaded pods 264 MB → 127 MB, with no CPU cost the benchmark could see.
 // NODE_OPTIONS refuses it, so it goes on the command line.
 export const NODE_FLAGS: readonly string[] = ['--optimize-for-size'];
+
+// The environment clusterlet runs with, in the same places (the unit test keeps the Dockerfile's ENV and the
+// shebang in step). MALLOC_ARENA_MAX=2: glibc's malloc otherwise keeps an arena per thread that allocates (V8's
+// compiler and GC threads, libuv's pool), each holding on to what was freed in it. 1,000-pod bench, one run each:
+// peak RSS 119 -> 114 MB, clusterlet CPU 15.2 -> 13.8 s; idle RSS unchanged (73.4 vs 73.5 MB, 2 runs each).
+export const NODE_ENV_VARS: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' };

@@ -55,3 +55,17 @@ export const HOST_ENDPOINTSLICE_ANNOTATION = 'clusterlet.io/host-endpointslice';
 export const LEADER_ELECTION_LABEL = 'clusterlet.io/leader-election';
 /** On a replica's presence Lease: the members it is ready to lead, comma-separated (members are spread by it). */
 export const READY_MEMBERS_ANNOTATION = 'clusterlet.io/ready-members';
+
+// Storage (src/forge/volumes.ts). On a member claim clusterlet created: the UID of the host claim it holds the data of
+// (with clusterlet.io/proxy-namespace, the host claim's namespace; the name is the same).
+export const CLAIM_UID_ANNOTATION = 'clusterlet.io/claim-uid';
+// On such a member claim: the reclaim policy it was made under (Retain: never deleted for want of a host volume).
+export const RECLAIM_POLICY_ANNOTATION = 'clusterlet.io/reclaim-policy';
+// On a host PersistentVolume clusterlet provisioned: where its data is, `<member>/<member namespace>/<claim>`.
+export const MEMBER_CLAIM_ANNOTATION = 'clusterlet.io/member-claim';
+// On such a host volume with the Delete reclaim policy: its member claim is deleted before the volume goes.
+export const VOLUME_FINALIZER = 'clusterlet.io/member-claim';
+// On a ClusterProfile (--member-source=clusterprofile), set by users: the virtual node's name (default clusterlet-<name>).
+export const PROFILE_NODE_NAME_ANNOTATION = 'clusterlet.io/node-name';
+// The condition clusterlet writes on each ClusterProfile it watches: whether it offloads to that cluster.
+export const OFFLOADING_CONDITION = 'clusterlet.io/Offloading';

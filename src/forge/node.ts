@@ -5,6 +5,7 @@ import {
   VIRTUAL_NODE_TAINT_VALUE, VIRTUAL_NODE_TYPE, VIRTUAL_NODE_TYPE_LABEL,
 } from './keys.ts';
 import { VERSION } from '../version.ts';
+import { byCodeUnits } from '../util/order.ts';
 
 /**
  * What the virtual node should show right now: the member cluster behind it, as its node provider reports it.
@@ -157,7 +158,7 @@ export function stampConditions(desired: V1NodeCondition[], current: V1NodeCondi
 }
 
 const sortedEntries = (m: Record<string, string> | undefined): string =>
-  JSON.stringify(Object.entries(m ?? {}).sort(([a], [b]) => a.localeCompare(b)));
+  JSON.stringify(Object.entries(m ?? {}).sort(([a], [b]) => byCodeUnits(a, b)));
 
 /** Whether `current` already shows `desired` (timestamps ignored, order of conditions ignored). */
 export function nodeStatusMatches(desired: V1NodeStatus, current: V1NodeStatus | undefined): boolean {

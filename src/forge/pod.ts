@@ -32,6 +32,7 @@ import {
 } from './keys.ts';
 import { compact, nonEmpty } from './objects.ts';
 import { isQuantity, parseQuantity } from './quantity.ts';
+import { delegateVolumes } from './volumes.ts';
 
 export interface DelegateContext {
   /** Name of the host cluster, the value of our origin label. */
@@ -72,7 +73,7 @@ export function forgeDelegatePod(proxy: V1Pod, ctx: DelegateContext): V1Pod {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: delegateMetadata(proxy, ctx),
-    spec: withoutEphemeralContainers(forgeDelegateSpec(proxy.spec ?? { containers: [] }, virtualNodeIdentity(ctx))),
+    spec: withClaims(proxy.metadata?.name, withoutEphemeralContainers(forgeDelegateSpec(proxy.spec ?? { containers: [] }, virtualNodeIdentity(ctx)))),
   };
 }
 
@@ -95,6 +96,12 @@ function delegateMetadata(proxy: V1Pod, ctx: DelegateContext): V1ObjectMeta {
       ...(ctx.restarts && Object.keys(ctx.restarts).length > 0 ? { [RESTARTS_ANNOTATION]: JSON.stringify(ctx.restarts) } : {}),
     },
   };
+}
+
+// A generic ephemeral volume mounts the claim the host made for it (forge/volumes.ts delegateVolumes).
+function withClaims(podName: string | undefined, spec: V1PodSpec): V1PodSpec {
+  setOrDelete(spec, 'volumes', delegateVolumes(podName, spec.volumes));
+  return spec;
 }
 
 // Ephemeral containers cannot be set when a pod is created: they are added to the running delegate through its

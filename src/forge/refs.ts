@@ -1,6 +1,7 @@
 // What a pod spec refers to, and the mirrored copies of those objects. Pure functions.
 import type { V1ConfigMap, V1Container, V1ObjectMeta, V1PodSpec, V1Secret, V1ServiceAccount } from '@kubernetes/client-node';
 import { EXPORTED_FROM_ANNOTATION, EXPORT_LABEL, MEMBER_LABEL, NODE_LABEL, ORIGIN_LABEL, PROXY_NAMESPACE_ANNOTATION } from './keys.ts';
+import { byCodeUnits } from '../util/order.ts';
 
 export type RefKind = 'ConfigMap' | 'Secret' | 'ServiceAccount';
 
@@ -103,7 +104,7 @@ export function forgeServiceAccount(name: string, ctx: MirrorContext): V1Service
 /** JSON with object keys sorted: equal for equal content whatever the key order. */
 export const sortedJSON = (v: unknown): string => JSON.stringify(v, (_k, val: unknown) =>
   val && typeof val === 'object' && !Array.isArray(val)
-    ? Object.fromEntries(Object.entries(val as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b)))
+    ? Object.fromEntries(Object.entries(val as Record<string, unknown>).sort(([a], [b]) => byCodeUnits(a, b)))
     : val);
 
 /** Whether an existing copy already carries the desired content (data, type, labels, annotations). */

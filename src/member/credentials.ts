@@ -152,10 +152,9 @@ export class AccessWatcher {
   }
 }
 
-/** Follows a member's kubeconfig and moves its client to each new access; `stop()` it with the member. */
+/** Follows a member's kubeconfig (or `source`: a ClusterProfile's access) and moves its client to each new access; `stop()` it with the member. */
 export function followMemberAccess(m: MemberConfig, host: ClusterClient, client: ClusterClient, log: Logger,
-  opts: AccessWatcherOptions = {}): AccessWatcher {
-  const source = memberAccessSource(m, host);
+  opts: AccessWatcherOptions = {}, source: AccessSource = memberAccessSource(m, host)): AccessWatcher {
   return new AccessWatcher(source, client.access, {
     changed(access) {
       client.setAccess(access);

@@ -25,6 +25,8 @@ export interface MemberPodProviderOptions {
   hostIP: string;
   /** On the first list, member events older than this are not mirrored again (they were, before a restart). */
   eventReplayWindowMs?: number;
+  /** Why a proxy's claims have no volume in the member (member/storage/volumes.ts): it gets no delegate then. */
+  volumes?: { podRejection(proxy: V1Pod): Promise<PodRejectedError | undefined> };
 }
 
 /** What the provider uses of its member cluster (narrowed so that unit tests can stand in for one). */
@@ -53,7 +55,8 @@ export class MemberPodProvider implements PodProvider {
   readonly podEvents$: Observable<PodEvent>;
   readonly resync$: Observable<void>;
   #member: ProviderMember;
-  #opts: Required<MemberPodProviderOptions>;
+  #opts: Required<Omit<MemberPodProviderOptions, 'volumes'>>;
+  #volumes: MemberPodProviderOptions['volumes'];
   #log: Logger;
   /** Member events (uid and resourceVersion) already passed on, so that a relist does not repeat them. */
   #seenEvents = new LRUCache<string, true>(upTo(20_000));
@@ -77,7 +80,9 @@ export class MemberPodProvider implements PodProvider {
     this.#member = member;
     this.#mirror = mirror;
     this.#log = log;
-    this.#opts = { eventReplayWindowMs: 120_000, ...opts };
+    const { volumes, ...rest } = opts;
+    this.#opts = { eventReplayWindowMs: 120_000, ...rest };
+    this.#volumes = volumes;
     // A delegate changed, or an object a waiting pod needs appeared.
     this.podChanges$ = merge(member.delegates.changes$.pipe(map((c) => ({ key: c.hostKey, lifecycle: c.lifecycle }))),
       mirror.wake$.pipe(map((key) => ({ key, lifecycle: true }))), this.#resizeChanges);
@@ -139,6 +144,7 @@ export class MemberPodProvider implements PodProvider {
       proxyUID: d.metadata?.labels?.[PROXY_UID_LABEL] ?? '',
       terminating: d.metadata?.deletionTimestamp !== undefined,
       phase: d.status?.phase, reason: d.status?.reason, message: d.status?.message,
+      ready: d.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false,
       disruption: deletionDisruption(d),
     };
   }
@@ -156,7 +162,10 @@ export class MemberPodProvider implements PodProvider {
     // A namespace that cannot exist is a configuration matter: retrying changes nothing.
     if (check.error) throw new PodRejectedError(check.reason ?? 'InvalidNamespace', check.error, { retry: false });
     const ns = check.namespace;
-    await this.#ensureNamespace(ns, proxy.metadata!.namespace!);
+    // A delegate whose claims the member lacks would stay Pending: none is made (tried again while one may come).
+    const noVolume = await this.#volumes?.podRejection(proxy);
+    if (noVolume) throw noVolume;
+    await this.ensureNamespace(ns, proxy.metadata!.namespace!);
     // What the pod refers to goes first, so the delegate finds it when it starts.
     const prepared = await this.#mirror.prepare(proxy, ns);
     const rejected = rejection(prepared, proxy.metadata!.namespace!);
@@ -197,7 +206,8 @@ export class MemberPodProvider implements PodProvider {
     // Ours: this proxy's (the cache had not seen it yet) or an earlier proxy's, which the controller replaces.
   }
 
-  async #ensureNamespace(ns: string, hostNamespace: string): Promise<void> {
+  /** The member namespace `ns` exists and holds `hostNamespace` (MemberNamespaceConflict if not); also for the member's volumes. */
+  async ensureNamespace(ns: string, hostNamespace: string): Promise<void> {
     const holder = this.#namespaces.get(ns) ?? await this.#createNamespaceOnce(ns, hostNamespace);
     if (holder !== hostNamespace) {
       throw new PodRejectedError('MemberNamespaceConflict',

@@ -12,6 +12,8 @@ export interface ProviderPod {
   terminating: boolean;
   /** Its last phase, and why, as the back end reports them (for pods lost or evicted). */
   phase?: string;
+  /** Its Ready condition is True. */
+  ready?: boolean;
   /** The back end is removing it (pod GC of a lost node, eviction, preemption): a Failed phase is not the pod's end. */
   disruption?: string;
   reason?: string;

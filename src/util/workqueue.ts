@@ -1,6 +1,8 @@
-// A keyed work queue in the manner of client-go's: a key is queued once however often it is added,
-// a key added while being processed is processed again afterwards (never concurrently with itself),
-// failures are retried with capped exponential backoff, and at most `workers` keys run at once.
+// A keyed work queue in the manner of client-go's, with priorities: a key is queued once however often it is added
+// (at the highest priority it was added with), a key added while being processed waits in the queue and runs again
+// afterwards (never concurrently with itself), failures are retried with capped exponential backoff, and at most
+// `workers` keys run at once (plus `urgent.workers` for urgent keys). Keys of a higher priority run first; within one
+// priority, in the order they were added.
 import { backoffDelay } from './backoff.ts';
 import { metrics } from '../metrics.ts';
 import type { Logger } from '../log.ts';
@@ -14,22 +16,41 @@ export type Handler = (key: string) => Promise<HandlerResult | void>;
 export interface WorkQueueOptions {
   name: string;
   workers: number;
+  /**
+   * Workers only keys of `priority` or above run on, besides `workers` (which they may take too): urgent work that is
+   * mostly waiting on a request (a deletion) never waits for a worker that other work holds.
+   */
+  urgent?: { priority: Priority; workers: number };
   baseDelayMs?: number;
   maxDelayMs?: number;
   log?: Logger;
 }
 
+/** A key's priority: a small integer ≥ 0, higher runs first. */
+export type Priority = number;
+
+/** A queued key: its priority, and when it was first queued (a sequence number: earlier runs first). */
+interface Entry { key: string; priority: Priority; seq: number }
+
 export class WorkQueue {
   readonly name: string;
-  #queue: string[] = [];
-  #queued = new Set<string>();
-  #processing = new Set<string>();
-  #dirty = new Set<string>();
+  /** Queued keys, best first; an entry no longer in #queued (raised since) is skipped when it comes up. */
+  #heap = new EntryHeap();
+  #queued = new Map<string, Entry>();
+  /** Keys added while being processed: queued again, at their place, once that run ends. */
+  #waiting = new Map<string, Entry>();
+  /** Keys under way → the priority they run at. */
+  #processing = new Map<string, Priority>();
+  /** Keys queued, waiting or under way, by priority: what settled() waits on. */
+  #load: number[] = [];
+  #settledWaiters: { priority: Priority; resolve: () => void }[] = [];
+  /** How many of the keys under way are urgent (see WorkQueueOptions.urgent). */
+  #urgentRunning = 0;
+  #seq = 0;
   #failures = new Map<string, number>();
   #timers = new Map<string, NodeJS.Timeout>();
-  #due = new Map<string, number>();
+  #due = new Map<string, { at: number; priority: Priority }>();
   #handler: Handler | undefined;
-  #active = 0;
   #workers: number;
   #opts: WorkQueueOptions;
   #shutdown = false;
@@ -42,36 +63,68 @@ export class WorkQueue {
     this.#opts = opts;
   }
 
-  get depth(): number { return this.#queue.length; }
+  /** Keys waiting to be processed (those whose earlier run is still under way included). */
+  get depth(): number { return this.#queued.size + this.#waiting.size; }
 
   start(handler: Handler): void {
     this.#handler = handler;
     this.#pump();
   }
 
-  add(key: string): void {
+  /**
+   * Queues the key at `priority`, or raises it there if it waits at a lower one: it keeps its place among the keys
+   * of its priority, and never moves down.
+   */
+  add(key: string, priority: Priority = 0): void {
     if (this.#shutdown) return;
-    const t = this.#timers.get(key);
-    if (t) { clearTimeout(t); this.#timers.delete(key); this.#due.delete(key); }
-    if (this.#processing.has(key)) { this.#dirty.add(key); return; }
-    if (this.#queued.has(key)) return;
-    this.#queued.add(key);
-    this.#queue.push(key);
-    metrics.queueDepth.set({ queue: this.name }, this.#queue.length);
+    const due = this.#due.get(key);
+    if (due) {
+      clearTimeout(this.#timers.get(key));
+      this.#timers.delete(key);
+      this.#due.delete(key);
+      priority = Math.max(priority, due.priority);
+    }
+    const waiting = this.#waiting.get(key);
+    if (waiting) {
+      if (waiting.priority < priority) {
+        this.#count(waiting.priority, -1);
+        this.#count(priority, 1);
+        waiting.priority = priority;
+      }
+      return;
+    }
+    const queued = this.#queued.get(key);
+    if (queued && queued.priority >= priority) return;
+    if (queued) this.#count(queued.priority, -1);
+    this.#count(priority, 1);
+    const entry = { key, priority, seq: queued?.seq ?? this.#seq++ };
+    if (this.#processing.has(key)) {
+      this.#waiting.set(key, entry);
+      this.#reportDepth();
+      return;
+    }
+    this.#enqueue(entry);
     this.#pump();
   }
 
-  /** Adds the key after `ms`, unless it is added sooner. Of two pending deadlines the sooner wins. */
-  addAfter(key: string, ms: number): void {
-    if (this.#shutdown) return;
-    const due = Date.now() + ms;
+  /**
+   * Adds the key after `ms`, unless it is added sooner. Of two pending deadlines the sooner wins (with the higher of
+   * their priorities). A key queued already is left alone: it runs soon anyway.
+   */
+  addAfter(key: string, ms: number, priority: Priority = 0): void {
+    if (this.#shutdown || this.#queued.has(key) || this.#waiting.has(key)) return;
+    const at = Date.now() + ms;
     const pending = this.#due.get(key);
-    if (pending !== undefined && pending <= due) return;
-    clearTimeout(this.#timers.get(key));
-    const t = setTimeout(() => { this.#timers.delete(key); this.#due.delete(key); this.add(key); }, ms);
+    if (pending !== undefined) {
+      pending.priority = Math.max(pending.priority, priority);
+      if (pending.at <= at) return;
+      priority = pending.priority;
+      clearTimeout(this.#timers.get(key));
+    }
+    const t = setTimeout(() => this.add(key), ms);
     t.unref();
     this.#timers.set(key, t);
-    this.#due.set(key, due);
+    this.#due.set(key, { at, priority });
   }
 
   /** Number of consecutive failures of a key. */
@@ -79,52 +132,154 @@ export class WorkQueue {
 
   /** Resolves when nothing is queued or running (keys waiting on a retry timer do not count). */
   idle(): Promise<void> {
-    if (this.#queue.length === 0 && this.#active === 0) return Promise.resolve();
+    if (this.#isIdle()) return Promise.resolve();
     return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  /**
+   * Resolves once no key of `priority` or above is queued or running: for work that should give way to this queue's
+   * (keys waiting on a retry timer do not count). Never resolves after shutdown.
+   */
+  settled(priority: Priority): Promise<void> {
+    if (this.#shutdown) return new Promise(() => undefined);
+    if (this.#loadFrom(priority) === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#settledWaiters.push({ priority, resolve }));
   }
 
   shutdown(): void {
     this.#shutdown = true;
+    this.#settledWaiters = [];
+    this.#load = [];
+    for (const p of this.#processing.values()) this.#count(p, 1);
     for (const t of this.#timers.values()) clearTimeout(t);
     this.#timers.clear();
     this.#due.clear();
-    this.#queue = [];
+    this.#heap = new EntryHeap();
     this.#queued.clear();
+    this.#waiting.clear();
   }
 
+  #isIdle(): boolean { return this.depth === 0 && this.#processing.size === 0; }
+
+  #count(priority: Priority, delta: number): void {
+    this.#load[priority] = (this.#load[priority] ?? 0) + delta;
+  }
+
+  #loadFrom(priority: Priority): number {
+    let n = 0;
+    for (let p = Math.max(0, priority); p < this.#load.length; p++) n += this.#load[p] ?? 0;
+    return n;
+  }
+
+  #wakeSettled(): void {
+    if (this.#settledWaiters.length === 0) return;
+    const waiting = this.#settledWaiters;
+    this.#settledWaiters = waiting.filter((w) => this.#loadFrom(w.priority) > 0);
+    for (const w of waiting) if (!this.#settledWaiters.includes(w)) w.resolve();
+  }
+
+  #enqueue(entry: Entry): void {
+    this.#queued.set(entry.key, entry);
+    this.#heap.push(entry);
+    this.#reportDepth();
+  }
+
+  #reportDepth(): void { metrics.queueDepth.set({ queue: this.name }, this.depth); }
+
   #pump(): void {
-    while (this.#handler && this.#active < this.#workers && this.#queue.length > 0) {
-      const key = this.#queue.shift()!;
-      this.#queued.delete(key);
-      this.#processing.add(key);
-      this.#active++;
-      metrics.queueDepth.set({ queue: this.name }, this.#queue.length);
-      void this.#run(key);
+    while (this.#handler) {
+      const entry = this.#heap.peek();
+      if (!entry) break;
+      const urgent = this.#isUrgent(entry.priority);
+      if (!this.#hasWorkerFor(urgent)) break;
+      this.#heap.pop();
+      if (this.#queued.get(entry.key) !== entry) continue; // raised since: its newer entry stands
+      this.#queued.delete(entry.key);
+      this.#processing.set(entry.key, entry.priority);
+      if (urgent) this.#urgentRunning++;
+      this.#reportDepth();
+      void this.#run(entry.key, entry.priority);
     }
-    if (this.#queue.length === 0 && this.#active === 0) {
+    if (this.#isIdle()) {
       for (const w of this.#idleWaiters.splice(0)) w();
     }
   }
 
-  async #run(key: string): Promise<void> {
+  #isUrgent(priority: Priority): boolean {
+    return this.#opts.urgent !== undefined && priority >= this.#opts.urgent.priority;
+  }
+
+  /** Whether a key may start now: any on `workers`, an urgent one on its own workers too. */
+  #hasWorkerFor(urgent: boolean): boolean {
+    const all = this.#workers + (this.#opts.urgent?.workers ?? 0);
+    if (this.#processing.size >= all) return false;
+    return urgent || this.#processing.size - this.#urgentRunning < this.#workers;
+  }
+
+  async #run(key: string, priority: Priority): Promise<void> {
     const end = metrics.syncLatency.startTimer({ queue: this.name });
     try {
       const res = await this.#handler!(key);
       this.#failures.delete(key);
-      if (res?.requeueAfterMs !== undefined) this.addAfter(key, res.requeueAfterMs);
+      if (res?.requeueAfterMs !== undefined) this.addAfter(key, res.requeueAfterMs, priority);
     } catch (err) {
       const n = (this.#failures.get(key) ?? 0) + 1;
       this.#failures.set(key, n);
       const delay = backoffDelay(n - 1, this.#opts.baseDelayMs ?? 500, this.#opts.maxDelayMs ?? 60_000);
       this.#opts.log?.warn({ queue: this.name, key, attempt: n, retryInMs: delay, err: (err as Error).message },
         'sync failed; will retry');
-      this.addAfter(key, delay);
+      this.addAfter(key, delay, priority);
     } finally {
       end();
       this.#processing.delete(key);
-      this.#active--;
-      if (this.#dirty.delete(key)) this.add(key);
+      if (this.#isUrgent(priority)) this.#urgentRunning--;
+      this.#count(priority, -1);
+      const waiting = this.#waiting.get(key);
+      if (waiting) {
+        this.#waiting.delete(key);
+        this.#enqueue(waiting);
+      }
+      this.#wakeSettled();
       this.#pump();
     }
   }
 }
+
+/** A binary heap of entries: the highest priority first, then the lowest sequence number. */
+class EntryHeap {
+  #a: Entry[] = [];
+
+  push(e: Entry): void {
+    const a = this.#a;
+    let i = a.push(e) - 1;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (!before(a[i]!, a[parent]!)) break;
+      [a[i], a[parent]] = [a[parent]!, a[i]!];
+      i = parent;
+    }
+  }
+
+  peek(): Entry | undefined { return this.#a[0]; }
+
+  pop(): Entry | undefined {
+    const a = this.#a;
+    const top = a[0];
+    const last = a.pop();
+    if (a.length === 0 || !last) return top;
+    a[0] = last;
+    for (let i = 0; ;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let best = i;
+      if (l < a.length && before(a[l]!, a[best]!)) best = l;
+      if (r < a.length && before(a[r]!, a[best]!)) best = r;
+      if (best === i) break;
+      [a[i], a[best]] = [a[best]!, a[i]!];
+      i = best;
+    }
+    return top;
+  }
+}
+
+const before = (x: Entry, y: Entry): boolean => x.priority > y.priority || (x.priority === y.priority && x.seq < y.seq);

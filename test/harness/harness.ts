@@ -4,7 +4,10 @@
 // One etcd serves both. Everything lives in one temp dir, removed on stop; processes of a run whose
 // owner died (SIGKILL) are reaped by the next run. Node-like servers (KWOK's kubelet endpoints, clusterlet's
 // kubelet API in tests) listen on the run's own test network (testnet.ts), never on the machine's addresses.
+import { execFile } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -150,6 +153,17 @@ export class Harness {
    */
   async createLeaseNamespace(): Promise<void> {
     await this.host.kubeConfig().makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: 'clusterlet' } } });
+  }
+
+  /**
+   * The ClusterProfile CRD (SIG-Multicluster's cluster-inventory-api, vendored in crds/) in the host, established:
+   * for clusterlet's --member-source=clusterprofile. Applying it again is harmless.
+   */
+  async installClusterProfileCRD(): Promise<void> {
+    const crd = fileURLToPath(new URL('crds/multicluster.x-k8s.io_clusterprofiles.yaml', import.meta.url));
+    const kubectl = (...args: string[]) => promisify(execFile)(this.bin.kubectl, [`--kubeconfig=${this.host.kubeconfig}`, ...args]);
+    await kubectl('apply', '--server-side', '-f', crd);
+    await kubectl('wait', '--for=condition=Established', '--timeout=60s', 'crd/clusterprofiles.multicluster.x-k8s.io');
   }
 
   async stop(): Promise<void> {

@@ -112,6 +112,38 @@ describe('member outages', () => {
     });
   });
 
+  it('an outage past the member\'s node-monitor grace period: every proxy Ready again, as its delegate', async (t) => {
+    const ns = await namespaces(t, 'longout', [host]);
+    const apps = harness().host.kubeConfig().makeApiClient(AppsV1Api);
+    const N = 20;
+    await apps.createNamespacedDeployment({ namespace: ns, body: deployment('long', ns, N, { virtualNode: NODE }) });
+    await waitUntil(host, podsSpec(host, ns), (ps) => ps.length === N && ps.every(isReady), 120_000, `${N} proxies Ready`);
+    const stoppedAt = Date.now();
+    await harness().member.stopApiServer();
+    try {
+      await waitNode(host, NODE, (n) => condition(n, 'Ready')?.reason === 'MemberUnreachable', 'NotReady', 30_000);
+      // Longer than the member's own node-monitor grace period (40 s): its node-lifecycle controller finds its nodes'
+      // leases stale when the API server is back.
+      await new Promise((r) => setTimeout(r, Math.max(0, stoppedAt + 60_000 - Date.now())));
+    } finally {
+      await harness().member.startApiServer();
+    }
+    await waitNode(host, NODE, isReady, 'Ready again', 60_000);
+    const view = async (): Promise<{ proxiesReady: number; delegatesReady: number; differ: string[] }> => {
+      const [proxies, delegates] = await Promise.all([host.core.listNamespacedPod({ namespace: ns }), member.core.listNamespacedPod({ namespace: ns })]);
+      const delegateOf = new Map(delegates.items.map((d) => [d.metadata!.labels!['clusterlet.io/proxy-uid'], d]));
+      const differ = live(proxies.items).filter((p) => isReady(p) !== isReady(delegateOf.get(p.metadata!.uid!))).map((p) => p.metadata!.name!);
+      return { proxiesReady: proxies.items.filter(isReady).length, delegatesReady: delegates.items.filter(isReady).length, differ };
+    };
+    const end = Date.now() + 60_000;
+    let v = await view();
+    for (; (v.proxiesReady < N || v.differ.length > 0) && Date.now() < end; v = await view()) await new Promise((r) => setTimeout(r, 1000));
+    t.diagnostic(`proxies Ready ${v.proxiesReady}/${N}, delegates Ready ${v.delegatesReady}/${N}, differing ${v.differ.join(',')}`);
+    assert.deepEqual(v.differ, [], 'every proxy shows its delegate\'s readiness');
+    assert.deepEqual([v.proxiesReady, v.delegatesReady], [N, N], 'every delegate and every proxy Ready again');
+    await memberRecovered(member);
+  });
+
   it('past the pods\' eviction toleration, the evicted proxies\' delegates are removed when the member returns: only the replacements run', async (t) => {
     const ns = await namespaces(t, 'evict', [host]);
     const apps = harness().host.kubeConfig().makeApiClient(AppsV1Api);

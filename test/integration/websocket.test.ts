@@ -66,13 +66,17 @@ function rssMiB(pid: number): number {
   return Number(kb) / 1024;
 }
 
-/** Runs a local command with `input`; resolves with its stdout. */
+/**
+ * Runs a local command with `input`; resolves with its stdout. Without input its stdin is /dev/null: a command that
+ * reads none (tar cf) may be gone before a pipe is ended, which failed the write with EPIPE (seen in CI). It resolves
+ * on 'close', once its stdout is read to the end ('exit' can come before the last of it).
+ */
 async function local(cmd: string, args: string[], input?: Buffer): Promise<Buffer> {
-  const child = spawn(cmd, args, { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(cmd, args, { stdio: [input ? 'pipe' : 'ignore', 'pipe', 'inherit'] });
   const out: Buffer[] = [];
-  child.stdout.on('data', (d: Buffer) => out.push(d));
-  child.stdin.end(input ?? Buffer.alloc(0));
-  const [code] = await once(child, 'exit') as [number];
+  child.stdout!.on('data', (d: Buffer) => out.push(d));
+  child.stdin?.end(input);
+  const [code] = await once(child, 'close') as [number];
   assert.equal(code, 0, `${cmd} ${args.join(' ')}`);
   return Buffer.concat(out);
 }

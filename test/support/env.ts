@@ -3,7 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, readFileSync } from 'node:fs';
 import { once } from 'node:events';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { after, before, type TestContext } from 'node:test';
@@ -13,7 +13,7 @@ import { ClusterClient } from '../../src/kube/client.ts';
 import { loadKubeconfigFile } from '../../src/kube/kubeconfig.ts';
 import { toKubeError } from '../../src/kube/errors.ts';
 import { waitUntil } from './wait.ts';
-import { NODE_FLAGS } from '../../src/nodeflags.ts';
+import { NODE_ENV_VARS, NODE_FLAGS } from '../../src/nodeflags.ts';
 import { waitVirtualNodeSchedulable } from './objects.ts';
 import { freePort } from '../harness/net.ts';
 import { identity, identityKubeconfig, lastingDenials, rbacDenials } from './identity.ts';
@@ -66,14 +66,15 @@ export interface ClusterletProcess {
 }
 
 const spawned = new Set<ClusterletProcess>();
-const CLI = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
+// CLUSTERLET_CLI=dist/cli.js runs the suite against the build (`npm run build` first) instead of the sources.
+const CLI = process.env.CLUSTERLET_CLI ? resolve(process.env.CLUSTERLET_CLI) : fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
 
 /** Runs clusterlet as a process (as a user would), its output captured to a file in the harness dir. */
 export function startClusterlet(args: string[], env: NodeJS.ProcessEnv = {}): ClusterletProcess {
   const logFile = join(harness().dir, `${uniqueName('clusterlet')}.log`);
   const out = createWriteStream(logFile);
   const child = spawn(process.execPath, [...NODE_FLAGS, CLI, ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_LEVEL: 'debug', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...NODE_ENV_VARS, LOG_LEVEL: 'debug', ...env },
   });
   child.stdout!.pipe(out);
   child.stderr!.pipe(out);

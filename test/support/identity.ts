@@ -1,5 +1,5 @@
 // clusterlet's identities in the local clusters, as manifests/ define them: the RBAC objects of
-// manifests/host (on the host) and manifests/member (on each member), plus their rbac-host-endpoints.yaml, are
+// manifests/host (on the host) and manifests/member (on each member), plus their rbac-host-endpoints.yaml (and the host's rbac-clusterprofiles.yaml), are
 // applied once per run, a token is minted for each ServiceAccount with the TokenRequest API, and clusterlet
 // processes in tests get kubeconfigs with those tokens (not the admin's), so a permission missing from the
 // manifests fails a test.
@@ -29,9 +29,13 @@ export async function kustomize(kubectlBin: string, dir: string): Promise<Kubern
   return (loadAllYaml(stdout) as KubernetesObject[]).filter((o) => o !== null && o !== undefined);
 }
 
-/** The side's RBAC for --reflect-host-endpoints, outside its kustomization: granted too, so one identity serves every test. */
+/**
+ * The side's RBAC outside its kustomization (--reflect-host-endpoints; on the host also --member-source=clusterprofile):
+ * granted too, so one identity serves every test.
+ */
 const optionalRbac = (side: Side): KubernetesObject[] =>
-  (loadAllYaml(readFileSync(join(MANIFESTS, side, 'rbac-host-endpoints.yaml'), 'utf8')) as KubernetesObject[]).filter(Boolean);
+  (side === 'host' ? ['rbac-host-endpoints.yaml', 'rbac-clusterprofiles.yaml'] : ['rbac-host-endpoints.yaml'])
+    .flatMap((f) => (loadAllYaml(readFileSync(join(MANIFESTS, side, f), 'utf8')) as KubernetesObject[]).filter(Boolean));
 
 async function rbacOf(kubectlBin: string, side: Side): Promise<Rbac> {
   const objects = [...await kustomize(kubectlBin, join(MANIFESTS, side)), ...optionalRbac(side)].filter((o) => RBAC_KINDS.has(o.kind ?? ''));

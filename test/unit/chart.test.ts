@@ -18,7 +18,7 @@ import {
   permissions, ROOT, selects,
 } from '../support/manifests.ts';
 import { DASHBOARD } from '../support/dashboard.ts';
-import { loadProviderConfig } from '../../src/config.ts';
+import { loadAccessProviders, loadProviderConfig } from '../../src/config.ts';
 
 const helm = findHelm();
 const kubectl = findKubectl();
@@ -179,6 +179,28 @@ members:
     assertLeastPrivilegeShape(o);
   });
 
+  it('clusterProfiles: the flags, the provider file, and manifests/host/rbac-clusterprofiles.yaml\'s Role in the profiles\' namespace', () => {
+    using v = valuesFile('members: []\nclusterProfiles:\n  enabled: true\n  namespace: fleet\n  selector: env=prod\n'
+      + '  providers:\n  - name: secretreader\n    execConfig: { apiVersion: client.authentication.k8s.io/v1, command: /plugins/secretreader }\n');
+    const o = helmTemplate(helm!, { values: [v.path] });
+    const args = one<V1Deployment>(o, 'Deployment').spec!.template.spec!.containers[0].args!;
+    for (const a of ['--member-source=clusterprofile', '--clusterprofile-namespace=fleet', '--clusterprofile-selector=env=prod',
+      '--clusterprofile-provider-file=/etc/clusterlet/clusterprofile-providers.json']) assert.ok(args.includes(a), `${a} in ${args.join(' ')}`);
+    const cm = one<V1ConfigMap>(o, 'ConfigMap', 'clusterlet-config');
+    assert.deepEqual(providerConfig(o).members, []);
+    // The provider file is the cluster-inventory-api's format, read by clusterlet's own parser.
+    using d = tempDir();
+    const file = join(d.path, 'providers.json');
+    writeFileSync(file, cm.data!['clusterprofile-providers.json']);
+    assert.deepEqual(loadAccessProviders(file).map((p) => [p.name, p.execConfig?.command]), [['secretreader', '/plugins/secretreader']]);
+    // The Role of manifests/host/rbac-clusterprofiles.yaml, in the profiles' namespace.
+    const extra = (loadAllYaml(readFileSync(join(ROOT, 'manifests/host/rbac-clusterprofiles.yaml'), 'utf8')) as KubernetesObject[])
+      .filter(Boolean).map((x) => ({ ...x, metadata: { ...x.metadata, namespace: 'fleet' } }));
+    assert.deepEqual(permissions(o), permissions([...base, ...extra]));
+    assertLeastPrivilegeShape(o);
+    assert.equal(objs.filter((x) => x.metadata?.name?.endsWith('-clusterprofiles')).length, 0, 'off by default');
+  });
+
   it('leader election timings, a single replica without election, extra flags and env', () => {
     const args = (o: KubernetesObject[]) => one<V1Deployment>(o, 'Deployment').spec!.template.spec!.containers[0].args;
     assert.ok(args(render(['leaderElection.leaseDuration=30s']))?.includes('--leader-elect-lease-duration=30s'));
@@ -207,7 +229,7 @@ members:
       ['members: [{ name: a, secret: { name: x }, taints: [{ key: k, effect: Never }] }]', /at '\/members\/0\/taints\/0\/effect': value must be one of/],
       ['members: [{ name: a, secret: { name: x }, nodename: n }]', /at '\/members\/0': additional properties 'nodename' not allowed/],
       ['extraArgs: [probe-period-seconds=5]', /at '\/extraArgs\/0': 'probe-period-seconds=5' does not match pattern '\^--'/],
-      ['members: []', /at '\/members': minItems/],
+      ['members: []', /members: give at least one member, or enable clusterProfiles/],
       // What the schema cannot say, the templates do.
       ['members: [{ name: a, secret: { name: x }, kubeconfigSecret: { name: other } }]',
         /members\[0\] \(a\): give exactly one of secret \(mounted\) or kubeconfigSecret \(read from the host API\)/],

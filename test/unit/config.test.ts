@@ -201,3 +201,49 @@ describe('leader election flags', () => {
     assert.equal(configError(() => run(['--leader-elect-namespace', 'Not_A_Name'])).field, '--leader-elect-namespace');
   });
 });
+
+describe('storage', () => {
+  const flags = (...extra: string[]) => parseConfig(['--member-kubeconfig', kubeconfig, '--member-name', 'eu', ...extra], {});
+  const storage = (r: ReturnType<typeof parseConfig>) => (r.kind === 'run' ? r.config.members.map((m) => m.storage) : []);
+  const file = (yaml: string, ...extra: string[]) => parseConfig(['--provider-config', providerFile(yaml), ...extra], {});
+
+  it('by default: the host class clusterlet-<member>, the member\'s default class, Delete', () => {
+    assert.deepEqual(storage(flags()), [{ className: 'clusterlet-eu', memberClassName: undefined, reclaimPolicy: 'Delete' }]);
+  });
+
+  it('flags: --storage-class, --member-storage-class, --storage-reclaim-policy', () => {
+    assert.deepEqual(storage(flags('--storage-class', 'eu-disks', '--member-storage-class', 'fast-ssd', '--storage-reclaim-policy', 'Retain')),
+      [{ className: 'eu-disks', memberClassName: 'fast-ssd', reclaimPolicy: 'Retain' }]);
+  });
+
+  it('bad values exit 2 naming the flag', () => {
+    assert.equal(configError(() => flags('--storage-reclaim-policy', 'Recycle')).field, '--storage-reclaim-policy');
+    assert.equal(configError(() => flags('--storage-class', 'Disks_1')).field, '--storage-class');
+    assert.equal(configError(() => flags('--member-storage-class', 'a..b')).field, '--member-storage-class');
+    const both = configError(() => file('', '--storage-class', 'x'));
+    assert.equal(both.field, '--storage-class');
+    assert.match(both.message, /set storage.storageClassName per member/);
+  });
+
+  it('in the file, per member, over the flags\' defaults', () => {
+    const yaml = `  storage:\n    storageClassName: a-disks\n    reclaimPolicy: Retain\n- name: b\n  kubeconfig: ${kubeconfig}\n`
+      + `- name: c\n  kubeconfig: ${kubeconfig}\n  storage:\n    memberStorageClassName: slow\n`;
+    assert.deepEqual(storage(file(yaml, '--member-storage-class', 'fast', '--storage-reclaim-policy', 'Delete')), [
+      { className: 'a-disks', memberClassName: 'fast', reclaimPolicy: 'Retain' },
+      { className: 'clusterlet-b', memberClassName: 'fast', reclaimPolicy: 'Delete' },
+      { className: 'clusterlet-c', memberClassName: 'slow', reclaimPolicy: 'Delete' },
+    ]);
+  });
+
+  it('bad values in the file name the field', () => {
+    const cases: [string, string][] = [
+      ['  storage: yes\n', 'members[0].storage'],
+      ['  storage:\n    className: x\n', 'members[0].storage.className'],
+      ['  storage:\n    reclaimPolicy: delete\n', 'members[0].storage.reclaimPolicy'],
+      ['  storage:\n    memberStorageClassName: Fast\n', 'members[0].storage.memberStorageClassName'],
+      [`  storage:\n    storageClassName: shared\n- name: b\n  kubeconfig: ${kubeconfig}\n  storage:\n    storageClassName: shared\n`,
+        'members[1].storage.storageClassName'],
+    ];
+    for (const [yaml, field] of cases) assert.equal(configError(() => file(yaml)).field, field, yaml);
+  });
+});

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { NODE_FLAGS } from '../../src/nodeflags.ts';
+import { NODE_ENV_VARS, NODE_FLAGS } from '../../src/nodeflags.ts';
 import {
   loadAllYaml, type KubernetesObject, type V1Deployment, type V1PodDisruptionBudget, type V1Service,
 } from '@kubernetes/client-node';
@@ -22,14 +22,14 @@ const skip = kubectl ? false
 const build = (dir: string): KubernetesObject[] => kustomizeBuild(kubectl!, dir);
 
 /**
- * The permissions of a side's RBAC for --reflect-host-endpoints (manifests/<side>/rbac-host-endpoints.yaml), after
- * checking it has the least-privilege shape for the side's ServiceAccount and is off by default: none of its
- * objects is in the kustomization (`objs`).
+ * The permissions of a side's optional RBAC (`file`: rbac-host-endpoints.yaml for --reflect-host-endpoints,
+ * rbac-clusterprofiles.yaml for --member-source=clusterprofile), after checking it has the least-privilege shape for
+ * the side's ServiceAccount and is off by default: none of its objects is in the kustomization (`objs`).
  */
-function hostEndpointsPermissions(side: 'host' | 'member', objs: KubernetesObject[]): Record<string, string[]> {
-  const extra = (loadAllYaml(readFileSync(join(ROOT, `manifests/${side}/rbac-host-endpoints.yaml`), 'utf8')) as KubernetesObject[])
+function optionalRbacPermissions(side: 'host' | 'member', objs: KubernetesObject[], file = 'rbac-host-endpoints.yaml'): Record<string, string[]> {
+  const extra = (loadAllYaml(readFileSync(join(ROOT, `manifests/${side}/${file}`), 'utf8')) as KubernetesObject[])
     .filter(Boolean);
-  assert.ok(extra.length > 0, `manifests/${side}/rbac-host-endpoints.yaml has objects`);
+  assert.ok(extra.length > 0, `manifests/${side}/${file} has objects`);
   assertLeastPrivilegeShape([...extra, one(objs, 'ServiceAccount')]);
   for (const o of extra) {
     const name = o.metadata!.name;
@@ -131,16 +131,27 @@ describe('manifests/host', { skip }, () => {
       'core/namespaces': ['get', 'list', 'watch'],
       'core/nodes': ['create', 'get', 'list', 'patch', 'watch'],
       'core/nodes/status': ['patch'],
+      'core/persistentvolumeclaims': ['list', 'patch', 'watch'],
+      'core/persistentvolumeclaims/status': ['patch'],
+      'core/persistentvolumes': ['create', 'delete', 'list', 'patch', 'watch'],
       'core/pods': ['delete', 'list', 'watch'],
       'core/pods/status': ['patch'],
       'core/secrets': ['create', 'delete', 'get', 'list', 'update', 'watch'],
       'core/services': ['list', 'watch'],
       'kube-node-lease:coordination.k8s.io/leases': ['create', 'patch'],
+      'storage.k8s.io/storageclasses': ['create', 'delete', 'get', 'update'],
     });
   });
 
   it('--reflect-host-endpoints: its extra RBAC, outside the kustomization, reads the host\'s EndpointSlices only', () => {
-    assert.deepEqual(hostEndpointsPermissions('host', objs), { 'discovery.k8s.io/endpointslices': ['list', 'watch'] });
+    assert.deepEqual(optionalRbacPermissions('host', objs), { 'discovery.k8s.io/endpointslices': ['list', 'watch'] });
+  });
+
+  it('--member-source=clusterprofile: its extra RBAC, outside the kustomization, watches the ClusterProfiles of one namespace and patches their status', () => {
+    assert.deepEqual(optionalRbacPermissions('host', objs, 'rbac-clusterprofiles.yaml'), {
+      'clusterlet:multicluster.x-k8s.io/clusterprofiles': ['list', 'watch'],
+      'clusterlet:multicluster.x-k8s.io/clusterprofiles/status': ['patch'],
+    });
   });
 });
 
@@ -155,6 +166,7 @@ describe('manifests/member', { skip }, () => {
       'core/namespaces': ['create', 'list', 'update', 'watch'],
       'core/nodes': ['list', 'watch'],
       'core/nodes/proxy': ['get'],
+      'core/persistentvolumeclaims': ['create', 'delete', 'get', 'list', 'patch', 'watch'],
       'core/pods': ['create', 'delete', 'get', 'list', 'update', 'watch'],
       'core/pods/attach': ['create', 'get'],
       'core/pods/ephemeralcontainers': ['patch'],
@@ -167,11 +179,12 @@ describe('manifests/member', { skip }, () => {
       'core/services': ['create', 'delete', 'get', 'list', 'update', 'watch'],
       'metrics.k8s.io/pods': ['list'],
       'multicluster.x-k8s.io/serviceexports': ['create', 'delete', 'get', 'list', 'update', 'watch'],
+      'storage.k8s.io/storageclasses': ['get'],
     });
   });
 
   it('--reflect-host-endpoints: its extra RBAC, outside the kustomization, writes EndpointSlices', () => {
-    assert.deepEqual(hostEndpointsPermissions('member', objs),
+    assert.deepEqual(optionalRbacPermissions('member', objs),
       { 'discovery.k8s.io/endpointslices': ['create', 'delete', 'get', 'list', 'update', 'watch'] });
   });
 
@@ -221,6 +234,11 @@ describe('node flags', () => {
   });
   it('the clusterlet bin runs with them', () => {
     const shebang = readFileSync(new URL('../../src/cli.ts', import.meta.url), 'utf8').split('\n')[0];
-    assert.equal(shebang, `#!/usr/bin/env -S node ${flags}`);
+    const env = Object.entries(NODE_ENV_VARS).map(([k, v]) => `${k}=${v}`).join(' ');
+    assert.equal(shebang, `#!/usr/bin/env -S ${env} node ${flags}`);
+  });
+  it('the image sets their environment', () => {
+    const dockerfile = readFileSync(new URL('../../Dockerfile', import.meta.url), 'utf8');
+    for (const [k, v] of Object.entries(NODE_ENV_VARS)) assert.match(dockerfile, new RegExp(`^ENV ${k}=${v}$`, 'm'));
   });
 });

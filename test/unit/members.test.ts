@@ -1,7 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
-import { byGroup, memberNames, membersMarkdown, othersAgainstBaseline, podCounts, type ManyMembersRun, type MembersResult } from '../../bench/members.ts';
+import { byGroup, memberNames, membersMarkdown, othersAgainstBaseline, podCounts, withRest, type ManyMembersRun, type MembersResult }
+  from '../../bench/members.ts';
 
 const run = (times: (number | undefined)[], extra: Partial<ManyMembersRun> = {}): ManyMembersRun => ({
   readyMs: 30_000, members: times.map((readyMs, i) => ({ member: `m0${i + 1}`, readyMs })), peakRssMB: 200,
@@ -14,7 +15,7 @@ const faulted = run([20_000, 40_000, 26_000], {
   fault: { member: 'm02', stoppedAtMs: 9_000, readyAtStop: 2, restartedAtMs: 27_000, restartedBecause: 'others all Ready',
     beforeRestart: { node: 'Unknown (NodeStatusUnknown)', taints: ['node.kubernetes.io/unreachable:NoExecute'], pods: 4, ready: 0,
       phases: { Running: 2, Pending: 2 } },
-    after: view, recoveredMs: 13_000 },
+    after: view, delegatesReadyAfter: 4, recoveredMs: 13_000 },
 });
 
 describe('memberNames', () => {
@@ -35,6 +36,13 @@ describe('byGroup', () => {
 
   it('leaves out a process that was gone at the end (NaN)', () => {
     assert.deepEqual(byGroup({ 'm01/kube-apiserver': NaN, 'm01/kwok': 2 }, ['m01']), { members: 2 });
+  });
+});
+
+describe('withRest', () => {
+  it('adds what the machine spent besides the groups, never below zero', () => {
+    assert.deepEqual(withRest({ clusterlet: 2, host: 3.5 }, 10.04), { clusterlet: 2, host: 3.5, 'rest of the machine': 4.5 });
+    assert.equal(withRest({ clusterlet: 2 }, 1.9)['rest of the machine'], 0);
   });
 });
 
@@ -77,6 +85,6 @@ describe('membersMarkdown', () => {
     assert.match(md, /slowest 30\.0 s → 26\.0 s \(×0\.87\), median 26\.0 s → 23\.0 s \(×0\.88\)/);
     assert.match(md, /stopped at 9\.0 s with 2\/4 pods Ready on the host, restarted when the others were all Ready, answering again at 27\.0 s/);
     assert.match(md, /before the restart: node Ready=Unknown \(NodeStatusUnknown\), taints node\.kubernetes\.io\/unreachable:NoExecute; 0\/4 pods Ready \(Running 2, Pending 2\)/);
-    assert.match(md, /all Ready 13\.0 s after the restart: node Ready=True; 4\/4 pods Ready \(Running 4\)/);
+    assert.match(md, /all Ready 13\.0 s after the restart: node Ready=True; 4\/4 pods Ready \(Running 4\); in the member, 4\/4 delegates Ready/);
   });
 });

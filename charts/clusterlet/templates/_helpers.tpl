@@ -46,6 +46,9 @@ the `kubeconfig` path where the Deployment mounts it, its `kubeconfigSecret` nam
 release's. Checks what the schema cannot: one kubeconfig source per member, distinct member names.
 */}}
 {{- define "clusterlet.providerConfig" -}}
+{{- if and (not .Values.members) (not .Values.clusterProfiles.enabled) }}
+{{- fail "members: give at least one member, or enable clusterProfiles" }}
+{{- end }}
 {{- $members := list }}
 {{- $names := dict }}
 {{- range $i, $m := .Values.members }}
@@ -75,4 +78,9 @@ release's. Checks what the schema cannot: one kubeconfig source per member, dist
 {{/* Non-empty when a member's kubeconfig is mounted from a Secret (members[].secret). */}}
 {{- define "clusterlet.mountedMembers" -}}
 {{- range .Values.members }}{{ if .secret }}{{ .name }} {{ end }}{{ end }}
+{{- end }}
+
+{{/* The namespace of the ClusterProfiles (clusterProfiles.namespace, else the release's). */}}
+{{- define "clusterlet.clusterProfileNamespace" -}}
+{{- .Values.clusterProfiles.namespace | default .Release.Namespace }}
 {{- end }}

@@ -6,11 +6,12 @@
 import type { ServerResponse } from 'node:http';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { VirtualNode } from './nodes.ts';
+import { byCodeUnits } from '../../util/order.ts';
 
 export function podList(node: VirtualNode, running: boolean): { apiVersion: string; kind: string; metadata: object; items: V1Pod[] } {
   const pods = (running ? node.running() : node.proxies.list())
     .filter((p) => !running || (p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed'))
-    .sort((a, b) => `${a.metadata?.namespace}/${a.metadata?.name}`.localeCompare(`${b.metadata?.namespace}/${b.metadata?.name}`));
+    .sort((a, b) => byCodeUnits(`${a.metadata?.namespace}/${a.metadata?.name}`, `${b.metadata?.namespace}/${b.metadata?.name}`));
   return { apiVersion: 'v1', kind: 'PodList', metadata: {}, items: pods.map((p) => ({ apiVersion: 'v1', kind: 'Pod', ...p })) };
 }
 

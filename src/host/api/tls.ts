@@ -6,7 +6,7 @@
 // - the client CA that verifies client certificates: from a file, or the host's
 //   kube-system/extension-apiserver-authentication ConfigMap (key client-ca-file), re-read periodically
 //   (every 5 min; every 10 s while it is not loaded), so a rotated CA is used without a restart.
-import { readFile, stat } from 'node:fs/promises';
+import { readFile, stat } from '../../util/files.ts';
 import { X509Certificate } from 'node:crypto';
 import type { V1CertificateSigningRequest } from '@kubernetes/client-node';
 import type { Subscription } from 'rxjs';

@@ -99,6 +99,28 @@ export class Leadership {
     return elector;
   }
 
+  /**
+   * No longer elects for `member` (its ClusterProfile went away): a leader stops leading and writes the Lease
+   * free, so that the member, if it comes back, is taken at once by whichever replica is ready for it.
+   */
+  async remove(member: string): Promise<void> {
+    const m = this.#members.get(member);
+    if (!m) return;
+    this.#members.delete(member);
+    await m.elector.release('member removed').finally(() => m.elector.stop());
+    metrics.leader.remove({ member });
+  }
+
+  /**
+   * Whether another replica leads `member` now: its Lease names another holder and was renewed within its duration
+   * (on this replica's clock). Known even where the member is not set up here, from the shared Lease watch.
+   */
+  heldElsewhere(member: string): boolean {
+    const spec = this.leases.get(`${this.#cfg.namespace}/${memberLeaseName(member)}`)?.spec;
+    if (!spec?.holderIdentity || spec.holderIdentity === this.identity || !spec.renewTime) return false;
+    return this.#now() < new Date(spec.renewTime).getTime() + (spec.leaseDurationSeconds ?? 0) * 1000;
+  }
+
   start(): void {
     this.#started = true;
     // Subscribed before the informer starts: the replicas are counted from its very first list.

@@ -7,9 +7,9 @@ import type { V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node
 import { PATCH, type ClusterClient } from '../../kube/client.ts';
 import { Informer, splitKey } from '../../kube/informer.ts';
 import { listWatch } from '../../kube/listwatch.ts';
-import { ignoreGone, toKubeError } from '../../kube/errors.ts';
+import { ignoreGone, KubeError, toKubeError } from '../../kube/errors.ts';
 import { writeEvent, writeOwnEvent, type EventSubject } from '../../kube/events.ts';
-import { WorkQueue } from '../../util/workqueue.ts';
+import { WorkQueue, type HandlerResult, type Priority } from '../../util/workqueue.ts';
 import { backoffDelay } from '../../util/backoff.ts';
 import { isDaemonSetPod, isTerminal } from '../../forge/pod.ts';
 import { restartsAfterLoss } from '../../forge/status.ts';
@@ -26,11 +26,34 @@ const FAILURES_BEFORE_REPORT = 3;
 /** After a start or an outage, every proxy's status is compared again this long after (see #recheckStatusLater). */
 const STATUS_RECHECK_MS = [4_000, 10_000];
 
+/**
+ * How soon a sync whose write the replica's fence refused (kube/client.ts: it could not be sure it still led the member,
+ * its Lease renewal late) runs again. Not a failure of the pod: no backoff, which would hold every pod written during
+ * the blip for up to a minute after the next renewal reopens the fence. Leadership lost for good stops the controller.
+ */
+const FENCED_RETRY_MS = 1000;
+
 /** How long the status of a pod still Pending in the back end waits for its next change, to be written once. */
 const PENDING_STATUS_DELAY_MS = 1000;
 
 /** Attempts at writing a mirrored member event onto the host, while the host answers with a transient error. */
 const EVENT_WRITE_ATTEMPTS = 5;
+
+/** The longest a mirrored event waits for the status writes under way (see the podEvents$ subscription). */
+const EVENT_YIELD_MAX_MS = 5_000;
+
+/**
+ * The status queue's priorities: first what the user waits for (the proxy's phase or readiness about to change: a
+ * pod becoming Ready, or finishing), then any other change, then the rechecks of every proxy (start, outage, resync).
+ */
+const STATUS = { recheck: 0, change: 1, visible: 2 } as const satisfies Record<string, Priority>;
+
+/**
+ * The lifecycle queue's priorities: first the deletion protocol (a pod being deleted is awaited by whoever deletes
+ * it, and holds its place in the member until it is gone), its first step before its last so that the member
+ * removes delegates while proxies are removed; then creations and updates; then the periodic resyncs.
+ */
+const LIFECYCLE = { resync: 0, change: 1, removeProxy: 2, deleteDelegate: 3 } as const satisfies Record<string, Priority>;
 
 export interface PodControllerOptions {
   nodeName: string;
@@ -43,6 +66,8 @@ export interface PodControllerOptions {
    * yet); the controller then neither starts nor stops it. Default: its own.
    */
   proxies?: Informer<V1Pod>;
+  /** The longest a mirrored event waits for the status writes under way (default 5 s). */
+  eventYieldMs?: number;
 }
 
 /** The proxy pods bound to a node: a watch of the host's pods with spec.nodeName=<node>. */
@@ -79,7 +104,9 @@ export class PodController {
     this.#opts = opts;
     this.#log = log;
     this.pods = opts.proxies ?? proxyInformer(host, opts.nodeName, log, opts.watchSilenceMs);
-    this.#queue = new WorkQueue({ name: `pods-${opts.nodeName}`, workers: opts.workers, log, maxDelayMs: 60_000 });
+    // A step of the deletion protocol is one request: it has workers of its own, and never waits behind creations.
+    this.#queue = new WorkQueue({ name: `pods-${opts.nodeName}`, workers: opts.workers, log, maxDelayMs: 60_000,
+      urgent: { priority: LIFECYCLE.removeProxy, workers: 2 * opts.workers } });
     // Status writes wait on the host API server rather than on us: twice the workers keep them flowing.
     this.#statusQueue = new WorkQueue({ name: `pod-status-${opts.nodeName}`, workers: 2 * opts.workers, log, maxDelayMs: 10_000 });
   }
@@ -109,16 +136,22 @@ export class PodController {
     this.#subs.push(
       this.pods.events$.subscribe((ev) => {
         // Status-only changes (most of them our own writes) are no business of the lifecycle.
-        if (!ev.old || ev.type === 'DELETED' || !onlyStatusChanged(ev.old, ev.object)) this.#queue.add(ev.key);
+        if (!ev.old || ev.type === 'DELETED' || !onlyStatusChanged(ev.old, ev.object)) this.#queue.add(ev.key, this.#lifecyclePriority(ev.key));
         // Someone else changed the proxy's status: set it back to what the provider reports.
-        if (ev.old && !statusEqual(ev.object.status, ev.old.status)) this.#statusQueue.add(ev.key);
+        if (ev.old && !statusEqual(ev.object.status, ev.old.status)) this.#statusQueue.add(ev.key, this.#statusPriority(ev.key));
       }),
       this.#provider.podChanges$.subscribe((change) => {
         this.#statusSeen.set(change.key, performance.now());
-        if (change.lifecycle) this.#queue.add(change.key);
+        if (change.lifecycle) this.#queue.add(change.key, this.#lifecyclePriority(change.key));
         this.#queueStatus(change.key);
       }),
-      this.#provider.podEvents$.pipe(mergeMap((e) => this.#mirrorEvent(e), 4)).subscribe(),
+      // Events give way to status writes, which the user waits for more: both go to the host API server, and a burst
+      // of pods becoming Ready comes with the member's events about them (Scheduled, Pulled, Started…). For a while
+      // only: under a status queue that never drains (thousands of pods changing), events still go, late.
+      this.#provider.podEvents$.pipe(mergeMap(async (e) => {
+        await this.#yieldToStatus();
+        await this.#mirrorEvent(e);
+      }, 4)).subscribe(),
       // The back end is back after an outage: every proxy is checked against it again, whatever wrote it meanwhile.
       this.#provider.resync$.subscribe(() => {
         this.#log.info({ proxies: this.pods.size }, 'member reachable again; syncing every pod');
@@ -142,10 +175,17 @@ export class PodController {
    */
   #recheckStatusLater(): void {
     for (const ms of STATUS_RECHECK_MS) {
-      const t = setTimeout(() => { for (const k of this.pods.keys()) this.#statusQueue.add(k); }, ms);
+      const t = setTimeout(() => { for (const k of this.pods.keys()) this.#statusQueue.add(k, STATUS.recheck); }, ms);
       t.unref();
       this.#timers.push(t);
     }
+  }
+
+  /** Resolves once no status change is queued or under way, or after EVENT_YIELD_MAX_MS at most. */
+  #yieldToStatus(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const most = new Promise<void>((resolve) => { timer = setTimeout(resolve, this.#opts.eventYieldMs ?? EVENT_YIELD_MAX_MS).unref(); });
+    return Promise.race([this.#statusQueue.settled(STATUS.change), most]).finally(() => clearTimeout(timer));
   }
 
   stop(): void {
@@ -159,28 +199,51 @@ export class PodController {
 
   /**
    * A pod still Pending in the back end usually changes again within moments (scheduled, then running):
-   * its status is written a little later, as one patch. Anything else is written at once.
+   * its status is written a little later, as one patch. Anything else is written at once, before other status work
+   * if the proxy's phase or readiness is about to change.
    */
   #queueStatus(key: string): void {
     const { namespace, name } = splitKey(key);
-    if (this.#provider.getPod(namespace, name)?.phase === 'Pending') this.#statusQueue.addAfter(key, PENDING_STATUS_DELAY_MS);
-    else this.#statusQueue.add(key);
+    if (this.#provider.getPod(namespace, name)?.phase === 'Pending') {
+      this.#statusQueue.addAfter(key, PENDING_STATUS_DELAY_MS, STATUS.change);
+    } else {
+      this.#statusQueue.add(key, this.#statusPriority(key));
+    }
+  }
+
+  /** Visible when the proxy's phase or readiness is not the delegate's: a pod becoming Ready, or marked NotReady by someone else. */
+  #statusPriority(key: string): Priority {
+    const { namespace, name } = splitKey(key);
+    const running = this.#provider.getPod(namespace, name);
+    const proxy = this.pods.get(key);
+    const visible = running && proxy && (running.phase !== proxy.status?.phase || !!running.ready !== isReady(proxy));
+    return visible ? STATUS.visible : STATUS.change;
+  }
+
+  /** Where the key's next sync stands in the deletion protocol (its proxy gone or being deleted), if it does. */
+  #lifecyclePriority(key: string): Priority {
+    const proxy = this.pods.get(key);
+    if (proxy && !proxy.metadata?.deletionTimestamp) return LIFECYCLE.change;
+    const { namespace, name } = splitKey(key);
+    const delegate = this.#provider.getPod(namespace, name);
+    return delegate && !delegate.terminating ? LIFECYCLE.deleteDelegate : LIFECYCLE.removeProxy;
   }
 
   #enqueueAll(): void {
     for (const k of this.pods.keys()) {
-      this.#queue.add(k);
-      this.#statusQueue.add(k);
+      this.#queue.add(k, LIFECYCLE.resync);
+      this.#statusQueue.add(k, STATUS.recheck);
     }
-    for (const k of this.#provider.listPodKeys()) this.#queue.add(k);
+    for (const k of this.#provider.listPodKeys()) this.#queue.add(k, LIFECYCLE.resync);
   }
 
-  async #sync(key: string): Promise<void> {
+  async #sync(key: string): Promise<HandlerResult | void> {
     if (!this.pods.hasSynced || !this.#provider.hasSynced()) return;
     const proxy = this.pods.get(key);
     try {
       await this.#syncLifecycle(key, proxy);
     } catch (err) {
+      if (refusedByFence(err)) return { requeueAfterMs: FENCED_RETRY_MS };
       // A sync that keeps failing shows on the proxy, not only in the log.
       if (proxy && !proxy.metadata?.deletionTimestamp && !(err instanceof PodRejectedError)
         && this.#queue.failures(key) + 1 >= FAILURES_BEFORE_REPORT) {
@@ -279,7 +342,7 @@ export class PodController {
     }
   }
 
-  async #syncStatusKey(key: string): Promise<void> {
+  async #syncStatusKey(key: string): Promise<HandlerResult | void> {
     if (!this.pods.hasSynced || !this.#provider.hasSynced()) return;
     // An unreachable back end's last word is not the truth: the host's view (the node-lifecycle controller marks
     // the pods NotReady) stands until it answers again, then resync$ brings every proxy back in line.
@@ -299,6 +362,7 @@ export class PodController {
       wrote = await this.#syncStatus(proxy, running);
     } catch (err) {
       if (seen !== undefined && !this.#statusSeen.has(key)) this.#statusSeen.set(key, seen); // retried
+      if (refusedByFence(err)) return { requeueAfterMs: FENCED_RETRY_MS };
       throw err;
     }
     if (wrote && seen !== undefined) metrics.statusMirror.observe({ member: this.#opts.member }, (performance.now() - seen) / 1000);
@@ -392,6 +456,10 @@ function onlyStatusChanged(a: V1Pod, b: V1Pod): boolean {
     && JSON.stringify(ma?.annotations) === JSON.stringify(mb?.annotations)
     && JSON.stringify(a.spec) === JSON.stringify(b.spec);
 }
+
+const refusedByFence = (err: unknown): boolean => err instanceof KubeError && err.reason === 'NotLeader';
+
+const isReady = (pod: V1Pod): boolean => pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 
 /** Whether the proxy once had a running delegate (only a delegate's status sets these). */
 function hadDelegate(proxy: V1Pod): boolean {

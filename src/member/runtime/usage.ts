@@ -18,6 +18,7 @@ import type { Informer } from '../../kube/informer.ts';
 import type { Logger } from '../../log.ts';
 import type { MeasuredContainerUsage, MeasuredNodeUsage, MeasuredPodUsage } from '../../provider/runtime.ts';
 import { parsePrometheus, type Sample } from '../../util/prom.ts';
+import { byCodeUnits } from '../../util/order.ts';
 import type { MemberCluster } from '../cluster.ts';
 import { memberGet } from './api.ts';
 
@@ -94,7 +95,7 @@ export function usageFromResourceMetrics(samples: Sample[], delegates: DelegateR
       .map(([name, r]) => ({
         name, startTime: r.start, cpuSeconds: r.cpuSeconds ?? 0, memoryWorkingSetBytes: r.memory ?? 0, timestamp: r.timestamp ?? now,
       }))
-      .sort((a, b) => a.name.localeCompare(b.name));
+      .sort((a, b) => byCodeUnits(a.name, b.name));
     out.push(podUsage(d, list, p, now));
   }
   return out;
@@ -206,7 +207,7 @@ export class MemberUsage {
     };
     await Promise.all(Array.from({ length: Math.min(this.#opts.concurrency, queue.length) }, worker));
     if (missing.length) pods.push(...await this.#fromMetricsApi(missing, now));
-    pods.sort((a, b) => `${a.namespace}/${a.name}`.localeCompare(`${b.namespace}/${b.name}`));
+    pods.sort((a, b) => byCodeUnits(`${a.namespace}/${a.name}`, `${b.namespace}/${b.name}`));
     for (const p of pods) this.#rates(p);
     const rated = pods.filter((p) => p.cpuCores !== undefined);
     return {

@@ -14,6 +14,9 @@ export class FakeHost {
   readonly deletes: { key: string; grace?: number }[] = [];
   /** Event creations still to refuse as a host that is away would (503). */
   failEventCreates = 0;
+  /** While set, status patches wait for it (a slow host): `statusWaiting` counts those waiting. */
+  statusGate: Promise<void> | undefined;
+  statusWaiting = 0;
   #rv = 1;
   #watchers = new Set<WatchHandlers>();
 
@@ -51,6 +54,11 @@ export class FakeHost {
         return { items, metadata: { resourceVersion: String(this.#rv) } };
       },
       patchNamespacedPodStatus: async (p: { namespace: string; name: string; body: { status: Record<string, unknown> } }) => {
+        if (this.statusGate) {
+          this.statusWaiting++;
+          await this.statusGate;
+          this.statusWaiting--;
+        }
         const key = `${p.namespace}/${p.name}`;
         const pod = this.pods.get(key);
         if (!pod) throw notFound(`pod ${key}`);

@@ -37,7 +37,10 @@ export class FakeProvider implements PodProvider {
   available(): boolean { return this.reachable; }
   listPodKeys(): string[] { return [...this.pods.keys()]; }
   podCount(): number { return this.pods.size; }
-  getPod(namespace: string, name: string): ProviderPod | undefined { return this.pods.get(`${namespace}/${name}`); }
+  getPod(namespace: string, name: string): ProviderPod | undefined {
+    const p = this.pods.get(`${namespace}/${name}`);
+    return p && { ...p, ready: p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false };
+  }
   getPodStatus(namespace: string, name: string): V1PodStatus | undefined {
     return structuredClone(this.pods.get(`${namespace}/${name}`)?.status);
   }

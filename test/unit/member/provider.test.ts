@@ -29,6 +29,7 @@ const log = createLogger('silent');
 
 const config: MemberConfig = {
   name: 'm1', nodeName: NODE, labels: { zone: 'z1' }, taints: [], qps: 50, burst: 100,
+  storage: { className: 'clusterlet-m1', reclaimPolicy: 'Delete' },
   namespaceMapping: { template: 'h-{namespace}', overrides: { legacy: 'shared', other: 'shared', bad: 'Not_A_Label' } },
 };
 
@@ -244,6 +245,22 @@ describe('MemberPodProvider.createPod', () => {
     assert.ok(memberPod('h-shop', 'cm-opt') && memberPod('h-shop', 'secret-opt'), 'created without the optional object');
   });
 
+  it('a pod whose claims have no volume in the member is rejected as the volumes say: no namespace, no delegate', async () => {
+    const asked: string[] = [];
+    const { member, provider } = world({ volumes: { podRejection: async (p) => {
+      asked.push(p.metadata!.name!);
+      return p.metadata!.name === 'db' ? new PodRejectedError('VolumeNotInMember', 'claim of another class', { retry: false }) : undefined;
+    } } });
+    const err = await provider.createPod(proxy('db')).then(() => undefined, (e: unknown) => e);
+    assert.ok(err instanceof PodRejectedError);
+    assert.equal(err.reason, 'VolumeNotInMember');
+    assert.equal(err.retry, false);
+    assert.deepEqual(member.objects.writes(), []);
+    await provider.createPod(proxy('web'));
+    assert.deepEqual(asked, ['db', 'web']);
+    assert.equal(member.objects.writes('create', 'Pod').length, 1);
+  });
+
   it('makes the member namespace again when it went away under the provider', async () => {
     const { member, provider, memberPod } = world();
     await provider.createPod(proxy('web'));
@@ -331,7 +348,7 @@ describe('MemberPodProvider: delete, update, read', () => {
       conditions: [{ type: 'DisruptionTarget', status: 'True', reason: 'EvictionByEvictionAPI' }],
     } });
     assert.deepEqual(provider.getPod('shop', 'web'), { proxyUID: 'uid-web', terminating: false, phase: 'Running',
-      reason: undefined, message: undefined, disruption: 'EvictionByEvictionAPI' });
+      ready: false, reason: undefined, message: undefined, disruption: 'EvictionByEvictionAPI' });
     const status = provider.getPodStatus('shop', 'web');
     assert.deepEqual([status?.phase, status?.hostIP, status?.hostIPs, status?.podIP],
       ['Running', HOST_IP, [{ ip: HOST_IP }], '10.244.0.5']);

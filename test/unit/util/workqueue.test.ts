@@ -72,6 +72,17 @@ class Gate {
   }
 }
 
+/** What one worker does with keys added as (key, priority) before it starts: the order it processes them in, and how many were queued. */
+async function processing(adds: [string, number?][]): Promise<{ order: string[]; depth: number }> {
+  const q = new WorkQueue({ name: 'order', workers: 1 });
+  const order: string[] = [];
+  for (const [key, priority] of adds) q.add(key, priority);
+  const depth = q.depth;
+  q.start(async (key) => { order.push(key); });
+  await q.idle();
+  return { order, depth };
+}
+
 describe('WorkQueue', () => {
   it('rejects fewer than one worker', () => {
     assert.throws(() => new WorkQueue({ name: 'q', workers: 0 }), /workers/);
@@ -117,7 +128,7 @@ describe('WorkQueue', () => {
     q.add('a');
     await flush();
     assert.deepEqual(gate.calls, ['a'], 'a must not run twice at once');
-    assert.equal(q.depth, 0);
+    assert.equal(q.depth, 1, 'a waits for its run to end');
     gate.release('a');
     await gate.waiting(1);
     assert.deepEqual(gate.calls, ['a', 'a']);
@@ -149,12 +160,190 @@ describe('WorkQueue', () => {
   });
 
   it('keeps keys in FIFO order with one worker', async () => {
-    const q = new WorkQueue({ name: 'fifo', workers: 1 });
-    const calls: string[] = [];
-    q.start(async (key) => { calls.push(key); });
-    for (const k of ['c', 'a', 'b']) q.add(k);
-    await q.idle();
-    assert.deepEqual(calls, ['c', 'a', 'b']);
+    assert.deepEqual((await processing([['c'], ['a'], ['b']])).order, ['c', 'a', 'b']);
+  });
+
+  describe('priorities', () => {
+    it('runs keys of a higher priority first, each priority in the order added', async () => {
+      const { order } = await processing([['low1', 0], ['mid1', 1], ['low2', 0], ['high', 2], ['mid2', 1]]);
+      assert.deepEqual(order, ['high', 'mid1', 'mid2', 'low1', 'low2']);
+    });
+
+    it('raises a queued key added again at a higher priority, keeping it queued once; a lower one never demotes it', async () => {
+      const { order, depth } = await processing([['a', 1], ['b', 1], ['c', 0], ['c', 2], ['a', 0]]);
+      assert.equal(depth, 3);
+      assert.deepEqual(order, ['c', 'a', 'b']);
+    });
+
+    it('a key added while it runs keeps its place: it runs, once that run ends, before keys added after it', async () => {
+      const q = new WorkQueue({ name: 'prio-running', workers: 2 });
+      const gate = new Gate();
+      q.start(gate.handler);
+      q.add('a');
+      q.add('x');
+      await gate.waiting(2);
+      q.add('a');
+      q.add('b');
+      q.add('c');
+      gate.release('x');
+      await gate.waiting(2);
+      assert.deepEqual(gate.pending, ['a', 'b'], 'a still runs: b takes the free worker');
+      gate.release('a');
+      await gate.waiting(2);
+      assert.deepEqual(gate.pending, ['b', 'a'], 'a, added again before c, goes first');
+      gate.release('b');
+      gate.release('a');
+      await gate.waiting(1);
+      gate.release('c');
+      await q.idle();
+      assert.deepEqual(gate.calls, ['a', 'x', 'b', 'a', 'c']);
+      assert.equal(gate.maxSameKey, 1);
+    });
+
+    it('a key raised while it runs runs next, at that priority', async () => {
+      const q = new WorkQueue({ name: 'prio-running-raise', workers: 1 });
+      const gate = new Gate();
+      q.start(gate.handler);
+      q.add('a');
+      await gate.waiting(1);
+      q.add('c', 1);
+      q.add('a', 2);
+      gate.release('a');
+      await gate.waiting(1);
+      gate.release('a');
+      await gate.waiting(1);
+      gate.release('c');
+      await q.idle();
+      assert.deepEqual(gate.calls, ['a', 'a', 'c']);
+    });
+
+    it('runs urgent keys on their own workers when the others are taken, and only them', async () => {
+      const q = new WorkQueue({ name: 'prio-urgent', workers: 1, urgent: { priority: 2, workers: 1 } });
+      const gate = new Gate();
+      q.start(gate.handler);
+      q.add('a');
+      await gate.waiting(1);
+      q.add('b', 1);
+      q.add('u', 2);
+      await gate.waiting(2);
+      q.add('v', 3);
+      await flush();
+      assert.deepEqual(gate.pending, ['a', 'u'], 'b waits for a worker; u takes the urgent one; v waits for one');
+      gate.release('a');
+      await gate.waiting(2);
+      assert.deepEqual(gate.pending, ['u', 'v']);
+      gate.release('u');
+      await gate.waiting(2);
+      assert.deepEqual(gate.pending, ['v', 'b']);
+      gate.release('v');
+      gate.release('b');
+      await q.idle();
+      assert.equal(gate.maxRunning, 2);
+    });
+
+    it('retries a failed key at the priority it ran with', async (t) => {
+      t.mock.timers.enable({ apis: ['setTimeout'] });
+      const q = new WorkQueue({ name: 'prio-retry', workers: 1, baseDelayMs: 100, maxDelayMs: 100 });
+      const gate = new Gate();
+      q.start(gate.handler);
+      q.add('a', 2);
+      await gate.waiting(1);
+      gate.release('a', new Error('once'));
+      q.add('x');
+      await gate.waiting(1);
+      q.add('b', 1);
+      t.mock.timers.tick(200);
+      gate.release('x');
+      await gate.waiting(1);
+      assert.deepEqual(gate.pending, ['a'], 'the retry of a goes before b, queued earlier at a lower priority');
+      gate.release('a');
+      await gate.waiting(1);
+      gate.release('b');
+      await q.idle();
+      assert.deepEqual(gate.calls, ['a', 'x', 'a', 'b']);
+    });
+
+    it('addAfter: the key comes at its priority once due, ahead of lower ones queued earlier', async (t) => {
+      t.mock.timers.enable({ apis: ['setTimeout'] });
+      const q = new WorkQueue({ name: 'prio-after', workers: 1 });
+      const calls: string[] = [];
+      q.addAfter('later', 100, 1);
+      q.add('early', 0);
+      t.mock.timers.tick(100);
+      q.start(async (key) => { calls.push(key); });
+      await q.idle();
+      assert.deepEqual(calls, ['later', 'early']);
+    });
+  });
+
+  describe('settled', () => {
+    it('resolves once no key of that priority or above is queued or running; lower ones do not count', async () => {
+      const q = new WorkQueue({ name: 'settled', workers: 1 });
+      const gate = new Gate();
+      await q.settled(0);
+      q.add('low', 0);
+      q.add('high', 2);
+      q.start(gate.handler);
+      await gate.waiting(1);
+      let settled = false;
+      const done = q.settled(1).then(() => { settled = true; });
+      q.add('low2', 0);
+      q.add('mid', 1);
+      gate.release('high');
+      await gate.waiting(1);
+      await flush();
+      assert.deepEqual([gate.pending, settled], [['mid'], false], 'mid holds it, running');
+      q.add('mid', 2);
+      gate.release('mid');
+      await gate.waiting(1);
+      assert.deepEqual(gate.pending, ['mid'], 'added again while it ran, at a higher priority: runs again');
+      await flush();
+      assert.equal(settled, false);
+      gate.release('mid');
+      await done;
+      await gate.waiting(1);
+      assert.deepEqual(gate.pending, ['low'], 'the low keys remain');
+      await q.settled(1);
+      gate.release('low');
+      await gate.waiting(1);
+      gate.release('low2');
+      await q.idle();
+    });
+
+    it('a key raised into the range holds it, one raised within it still counts once', async () => {
+      const q = new WorkQueue({ name: 'settled-raise', workers: 1 });
+      const gate = new Gate();
+      q.add('a', 0);
+      q.add('a', 1);
+      q.add('a', 2);
+      let settled = false;
+      void q.settled(1).then(() => { settled = true; });
+      q.start(gate.handler);
+      await gate.waiting(1);
+      await flush();
+      assert.equal(settled, false);
+      gate.release('a');
+      await q.idle();
+      await flush();
+      assert.equal(settled, true);
+    });
+
+    it('never resolves once shut down, not even when the key under way ends', async () => {
+      const q = new WorkQueue({ name: 'settled-shutdown', workers: 1 });
+      const gate = new Gate();
+      q.add('a', 1);
+      q.add('b', 1);
+      q.start(gate.handler);
+      await gate.waiting(1);
+      let settled = 0;
+      void q.settled(1).then(() => { settled++; });
+      q.shutdown();
+      void q.settled(0).then(() => { settled++; });
+      gate.release('a');
+      await q.idle();
+      await flush();
+      assert.equal(settled, 0);
+    });
   });
 
   it('retries a failing key with backoff and counts failures until it succeeds', async () => {

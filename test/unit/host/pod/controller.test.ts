@@ -312,6 +312,24 @@ describe('PodController', () => {
     assert.equal(host.failEventCreates, 0, 'the first write was refused');
   });
 
+  it('a mirrored event gives way to the status writes under way, for a while only', async () => {
+    const host = new FakeHost();
+    const provider = new FakeProvider();
+    const p = host.put(proxy('a'));
+    let open!: () => void;
+    host.statusGate = new Promise((resolve) => { open = resolve; });
+    provider.pods.set(`${NS}/a`, { proxyUID: p.metadata!.uid!, terminating: false, phase: 'Running', status: { ...ready(), phase: 'Running' } });
+    start(host, provider, 2, { eventYieldMs: 100 });
+    await eventually('a status write under way (the host is slow)', () => host.statusWaiting > 0);
+    provider.changes.next({ key: `${NS}/a`, lifecycle: false });
+    provider.events.next({ namespace: NS, name: 'a', id: 'ev-1', event: { type: 'Normal', reason: 'Started', message: 'started', count: 1,
+      source: { component: 'kubelet' } } });
+    await eventually('the event on the proxy while the status write still waits', () => host.eventReasons().includes('Started'), 2_000);
+    assert.ok(host.statusWaiting > 0);
+    open();
+    await eventually('the status written', () => isReadyOnHost(host, 'a'));
+  });
+
   it('does not write a Pending status that says nothing new, and writes the first informative one', async () => {
     const host = new FakeHost();
     const provider = new FakeProvider();

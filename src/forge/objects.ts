@@ -1,7 +1,13 @@
 // Small shape helpers the forge functions share (no undefined keys, no empty lists, API-precision times). Pure.
 
 export function compact<T extends object>(value: T): T {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+  // A loop, not entries → filter → fromEntries: status forging calls this on every sync of every pod.
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) {
+    const v = (value as Record<string, unknown>)[key];
+    if (v !== undefined) out[key] = v;
+  }
+  return out as T;
 }
 
 export function nonEmpty<T>(items: T[] | undefined): T[] | undefined {

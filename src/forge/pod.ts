@@ -9,6 +9,7 @@ import type {
   V1NodeSelector,
   V1NodeSelectorRequirement,
   V1NodeSelectorTerm,
+  V1ObjectMeta,
   V1Pod,
   V1PodSpec,
   V1Toleration,
@@ -68,28 +69,32 @@ const DEFAULT_TOLERATION_SECONDS = 300;
 
 /** The delegate to create in the member for a proxy. */
 export function forgeDelegatePod(proxy: V1Pod, ctx: DelegateContext): V1Pod {
-  const meta = proxy.metadata ?? {};
   return {
     apiVersion: 'v1',
     kind: 'Pod',
-    // Everything else in the metadata (uid, resourceVersion, owners, finalizers, managedFields…) is the host's.
-    metadata: {
-      name: meta.name,
-      namespace: ctx.memberNamespace,
-      labels: {
-        ...meta.labels,
-        [ORIGIN_LABEL]: ctx.originCluster,
-        [PROXY_UID_LABEL]: meta.uid ?? '',
-        [NODE_LABEL]: ctx.nodeName,
-      },
-      annotations: {
-        ...meta.annotations,
-        [PROXY_NAMESPACE_ANNOTATION]: meta.namespace ?? '',
-        [PROXY_NAME_ANNOTATION]: meta.name ?? '',
-        ...(ctx.restarts && Object.keys(ctx.restarts).length > 0 ? { [RESTARTS_ANNOTATION]: JSON.stringify(ctx.restarts) } : {}),
-      },
+    metadata: delegateMetadata(proxy, ctx),
+    spec: withClaims(proxy.metadata?.name, withoutEphemeralContainers(forgeDelegateSpec(proxy.spec ?? { containers: [] }, virtualNodeIdentity(ctx)))),
+  };
+}
+
+// Everything else in the metadata (uid, resourceVersion, owners, finalizers, managedFields…) is the host's.
+function delegateMetadata(proxy: V1Pod, ctx: DelegateContext): V1ObjectMeta {
+  const meta = proxy.metadata ?? {};
+  return {
+    name: meta.name,
+    namespace: ctx.memberNamespace,
+    labels: {
+      ...meta.labels,
+      [ORIGIN_LABEL]: ctx.originCluster,
+      [PROXY_UID_LABEL]: meta.uid ?? '',
+      [NODE_LABEL]: ctx.nodeName,
     },
-    spec: withClaims(meta.name, withoutEphemeralContainers(forgeDelegateSpec(proxy.spec ?? { containers: [] }, virtualNodeIdentity(ctx)))),
+    annotations: {
+      ...meta.annotations,
+      [PROXY_NAMESPACE_ANNOTATION]: meta.namespace ?? '',
+      [PROXY_NAME_ANNOTATION]: meta.name ?? '',
+      ...(ctx.restarts && Object.keys(ctx.restarts).length > 0 ? { [RESTARTS_ANNOTATION]: JSON.stringify(ctx.restarts) } : {}),
+    },
   };
 }
 
@@ -125,14 +130,20 @@ export function ephemeralContainersToAdd(proxy: V1Pod, delegate: V1Pod, ctx: Del
   return forged.filter((c) => !present.has(c.name));
 }
 
+// A shallow copy: what differs from the proxy's is replaced, never written into, so the rest is shared with the
+// proxy (the informer's object), which is never changed here.
 function forgeDelegateSpec(proxySpec: V1PodSpec, node: VirtualNodeIdentity): V1PodSpec {
-  const spec = structuredClone(proxySpec);
+  const spec = { ...proxySpec };
   for (const field of HOST_ONLY_SPEC_FIELDS) delete spec[field];
-  setOrDelete(spec, 'tolerations', nonEmpty(spec.tolerations?.filter((t) => !isHostOnlyToleration(t))));
+  setOrDelete(spec, 'tolerations', delegateTolerations(proxySpec));
   setOrDelete(spec, 'nodeSelector', stripNodeSelector(spec.nodeSelector, node.labels));
   setOrDelete(spec, 'affinity', stripAffinity(spec.affinity, node));
   stripHostToken(spec);
   return spec;
+}
+
+function delegateTolerations(proxySpec: V1PodSpec): V1Toleration[] | undefined {
+  return nonEmpty(proxySpec.tolerations?.filter((t) => !isHostOnlyToleration(t)));
 }
 
 function isHostOnlyToleration(t: V1Toleration): boolean {
@@ -265,9 +276,15 @@ function stripHostToken(spec: V1PodSpec): void {
     return;
   }
   setOrDelete(spec, 'volumes', nonEmpty(spec.volumes?.filter((v) => !removed.has(v.name))));
-  for (const container of [...spec.containers, ...(spec.initContainers ?? []), ...(spec.ephemeralContainers ?? [])]) {
-    setOrDelete(container, 'volumeMounts', nonEmpty(container.volumeMounts?.filter((m) => !removed.has(m.name))));
-  }
+  // Copies of the containers (the spec is a shallow copy of the proxy's).
+  const strip = <C extends V1Container | V1EphemeralContainer>(container: C): C => {
+    const copy = { ...container };
+    setOrDelete(copy, 'volumeMounts', nonEmpty(container.volumeMounts?.filter((m) => !removed.has(m.name))));
+    return copy;
+  };
+  spec.containers = spec.containers.map(strip);
+  if (spec.initContainers) spec.initContainers = spec.initContainers.map(strip);
+  if (spec.ephemeralContainers) spec.ephemeralContainers = spec.ephemeralContainers.map(strip);
 }
 
 /**
@@ -277,58 +294,55 @@ function stripHostToken(spec: V1PodSpec): void {
  * annotations removed from the proxy are not detected here.
  */
 export function delegateUpdate(proxy: V1Pod, delegate: V1Pod, ctx: DelegateContext): V1Pod | undefined {
-  const desired = forgeDelegatePod(proxy, ctx);
+  if (!delegate.spec) return undefined;
+  // What the delegate should have of the fields compared, straight from the proxy (forging keeps images, the deadline
+  // and the tolerations but the host's): compared first, copied only when something differs, as this runs on every
+  // lifecycle sync of a running pod.
+  const want = proxy.spec ?? { containers: [] };
+  const meta = delegateMetadata(proxy, ctx);
+  const spec = delegate.spec;
+  const labels = merged(delegate.metadata?.labels, meta.labels);
+  const annotations = merged(delegate.metadata?.annotations, meta.annotations);
+  const containers = withImages(spec.containers, want.containers);
+  const initContainers = withImages(spec.initContainers, want.initContainers);
+  const deadline = want.activeDeadlineSeconds;
+  const deadlineChanged = deadline !== undefined && deadline !== spec.activeDeadlineSeconds;
+  const tolerations = withTolerations(spec.tolerations, delegateTolerations(want));
+  if (!labels && !annotations && !containers && !initContainers && !deadlineChanged && !tolerations) return undefined;
   const next = structuredClone(delegate);
-  if (!next.spec || !desired.spec) return undefined;
   next.metadata ??= {};
-  const changes = [
-    mergeInto(next.metadata, 'labels', desired.metadata?.labels),
-    mergeInto(next.metadata, 'annotations', desired.metadata?.annotations),
-    updateImages(next.spec.containers, desired.spec.containers),
-    updateImages(next.spec.initContainers, desired.spec.initContainers),
-    updateDeadline(next.spec, desired.spec.activeDeadlineSeconds),
-    addTolerations(next.spec, desired.spec.tolerations),
-  ];
-  return changes.includes(true) ? next : undefined;
+  if (labels) next.metadata.labels = labels;
+  if (annotations) next.metadata.annotations = annotations;
+  if (containers) next.spec!.containers = containers;
+  if (initContainers) next.spec!.initContainers = initContainers;
+  // The API only lets the deadline be set or lowered; the proxy is under the same rule, so copying it is allowed.
+  if (deadlineChanged) next.spec!.activeDeadlineSeconds = deadline;
+  if (tolerations) next.spec!.tolerations = tolerations;
+  return next;
 }
 
-function mergeInto<K extends 'labels' | 'annotations'>(
-  meta: { [P in K]?: Record<string, string> },
-  field: K,
-  desired: Record<string, string> | undefined,
-): boolean {
-  const actual = meta[field] ?? {};
-  const missing = Object.entries(desired ?? {}).filter(([key, value]) => actual[key] !== value);
-  if (missing.length === 0) return false;
-  meta[field] = { ...actual, ...Object.fromEntries(missing) };
-  return true;
+/** `actual` with what `desired` sets that it lacks or has otherwise; undefined when nothing is missing. */
+function merged(actual: Record<string, string> | undefined, desired: Record<string, string> | undefined): Record<string, string> | undefined {
+  const have = actual ?? {};
+  const missing = Object.entries(desired ?? {}).filter(([key, value]) => have[key] !== value);
+  return missing.length === 0 ? undefined : { ...have, ...Object.fromEntries(missing) };
 }
 
-function updateImages(actual: V1Container[] | undefined, desired: V1Container[] | undefined): boolean {
-  let changed = false;
-  for (const container of actual ?? []) {
-    const image = desired?.find((d) => d.name === container.name)?.image;
-    if (image !== undefined && image !== container.image) {
-      container.image = image;
-      changed = true;
-    }
-  }
-  return changed;
+/** The containers with the images `desired` names for them; undefined when every image is the same. */
+function withImages<C extends V1Container>(actual: C[] | undefined, desired: V1Container[] | undefined): C[] | undefined {
+  const image = (c: C): string | undefined => desired?.find((d) => d.name === c.name)?.image;
+  if (!actual?.some((c) => image(c) !== undefined && image(c) !== c.image)) return undefined;
+  return actual.map((c) => {
+    const want = image(c);
+    return want !== undefined && want !== c.image ? { ...c, image: want } : c;
+  });
 }
 
-// The API only lets the deadline be set or lowered; the proxy is under the same rule, so copying it is allowed.
-function updateDeadline(spec: V1PodSpec, desired: number | undefined): boolean {
-  if (desired === undefined || desired === spec.activeDeadlineSeconds) return false;
-  spec.activeDeadlineSeconds = desired;
-  return true;
-}
-
-function addTolerations(spec: V1PodSpec, desired: V1Toleration[] | undefined): boolean {
-  const actual = spec.tolerations ?? [];
-  const missing = (desired ?? []).filter((d) => !actual.some((a) => tolerationEqual(a, d)));
-  if (missing.length === 0) return false;
-  spec.tolerations = [...actual, ...missing];
-  return true;
+/** The tolerations with those `desired` has and they lack added; undefined when none is missing. */
+function withTolerations(actual: V1Toleration[] | undefined, desired: V1Toleration[] | undefined): V1Toleration[] | undefined {
+  const have = actual ?? [];
+  const missing = (desired ?? []).filter((d) => !have.some((a) => tolerationEqual(a, d)));
+  return missing.length === 0 ? undefined : [...have, ...missing];
 }
 
 function tolerationEqual(a: V1Toleration, b: V1Toleration): boolean {

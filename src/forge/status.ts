@@ -1,7 +1,7 @@
 // Status forge: a delegate's status in host coordinates (the virtual node's address, restarts of lost predecessors
 // carried, only the conditions the member's kubelet and scheduler own). Merging it with the proxy's own status, and
 // deciding what to write, is the host's (host/pod/status.ts). See docs/ARCHITECTURE.md.
-import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import type { V1ContainerStatus, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { RESTARTS_ANNOTATION } from './keys.ts';
 import { isScheduled, isTerminal } from './pod.ts';
 import { compact, nonEmpty } from './objects.ts';
@@ -25,20 +25,17 @@ export const HOST_SHARED_CONDITIONS = new Set(['PodScheduled', 'DisruptionTarget
  * the delegate is scheduled in the member (or terminal); hostIP is the virtual node's; the member's pod IPs as they are.
  */
 export function forgeHostStatus(delegate: V1Pod, hostIP: string): V1PodStatus {
-  const source = structuredClone(delegate.status ?? {});
+  // The result shares what it does not change with the delegate (the informer's object): it is built anew on
+  // every status sync, and nobody writes into it.
+  const source = delegate.status ?? {};
   const earlier = delegateRestarts(delegate);
-  if (earlier) {
-    for (const list of [source.containerStatuses, source.initContainerStatuses]) {
-      for (const cs of list ?? []) cs.restartCount = (cs.restartCount ?? 0) + (earlier[cs.name] ?? 0);
-    }
-  }
   return compact({
     phase: proxyPhase(delegate),
     conditions: nonEmpty(delegateConditions(source.conditions ?? [])),
     message: source.message,
     reason: source.reason,
-    containerStatuses: source.containerStatuses,
-    initContainerStatuses: source.initContainerStatuses,
+    containerStatuses: withRestarts(source.containerStatuses, earlier),
+    initContainerStatuses: withRestarts(source.initContainerStatuses, earlier),
     ephemeralContainerStatuses: source.ephemeralContainerStatuses,
     hostIP,
     hostIPs: [{ ip: hostIP }],
@@ -81,6 +78,12 @@ function delegateRestarts(delegate: V1Pod): Record<string, number> | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** Container statuses with the restarts of earlier delegates added (copies: the delegate's are left as they are). */
+function withRestarts(statuses: V1ContainerStatus[] | undefined, earlier: Record<string, number> | undefined): V1ContainerStatus[] | undefined {
+  if (!earlier || !statuses) return statuses;
+  return statuses.map((cs) => ({ ...cs, restartCount: (cs.restartCount ?? 0) + (earlier[cs.name] ?? 0) }));
 }
 
 /**

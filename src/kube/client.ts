@@ -7,8 +7,10 @@
 // importing the library costs about 85 MB of RSS (its index loads 2,700 generated modules) and its
 // ObjectSerializer was ~10% of clusterlet's CPU. Responses are parsed JSON with timestamps revived (revive.ts).
 import { Agent as HttpsAgent, request as httpsRequest, type RequestOptions as HttpsRequestOptions } from 'node:https';
-import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
+import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage, type RequestOptions as HttpRequestOptions } from 'node:http';
+import { urlToHttpOptions } from 'node:url';
 import { StringDecoder } from 'node:string_decoder';
+import { createSecureContext } from 'node:tls';
 import type {
   AuthenticationV1Api, AuthorizationV1Api, CertificatesV1Api, CoordinationV1Api, CoreV1Api, EventsV1Api,
 } from '@kubernetes/client-node';
@@ -31,6 +33,8 @@ export interface ClientOptions {
    * clock of that moment, so a process resumed after a pause never sends what it meant to write before.
    */
   fence?: () => string | undefined;
+  /** Upper bound of one request (not a watch) from sending it to the end of its response (default 60 s). */
+  requestTimeoutMs?: number;
 }
 
 /** Content types of the three patch kinds. */
@@ -44,14 +48,27 @@ export interface RequestOptions {
   /** For patches: one of PATCH (default: JSON patch, as client-node). */
   contentType?: string;
   signal?: AbortSignal;
+  /**
+   * The caller has no use for the answer: its body is not parsed, and the call resolves with nothing. A write's
+   * answer is the whole object written; a controller that only needs to know the write succeeded saves decoding it.
+   */
+  discard?: boolean;
 }
+
+/** Options of a call whose answer is not wanted (see RequestOptions.discard). */
+export type Discarding = RequestOptions & { discard: true };
 
 type WithOptions<A extends unknown[]> =
   A extends [infer P, ...unknown[]] ? [param: P, options?: RequestOptions]
     : A extends [(infer P)?, ...unknown[]] ? [param?: P, options?: RequestOptions] : [options?: RequestOptions];
+type WithDiscard<A extends unknown[]> =
+  A extends [infer P, ...unknown[]] ? [param: P, options: Discarding]
+    : A extends [(infer P)?, ...unknown[]] ? [param: P | undefined, options: Discarding] : [options: Discarding];
+/** One method: with `discard`, it resolves with nothing. */
+type Method<A extends unknown[], R> = { (...args: WithDiscard<A>): Promise<void>; (...args: WithOptions<A>): Promise<R> };
 /** client-node's object-parameter API of one group, with our request options in place of its Configuration. */
 export type Api<T> = {
-  [K in keyof T]: T[K] extends (...args: infer A) => Promise<infer R> ? (...args: WithOptions<A>) => Promise<R> : never;
+  [K in keyof T]: T[K] extends (...args: infer A) => Promise<infer R> ? Method<A, R> : never;
 };
 
 interface Kind { plural: string; namespaced: boolean }
@@ -78,20 +95,37 @@ const METHODS: Record<string, string> = {
 };
 const PATH_PARAMS = new Set(['name', 'namespace', 'body']);
 
-/** A client-node method name → HTTP method and path, e.g. patchNamespacedPodStatus → PATCH …/pods/{name}/status. */
-export function route(group: Group, method: string, param: Record<string, unknown>): { method: string; path: string } {
+/** What a method name says of its requests: the HTTP method, and the path around the name and namespace. */
+interface Shape { method: string; prefix: string; namespaced: boolean; plural: string; sub: string }
+
+/** Shapes by group and method name: parsed once per name, not on every call. */
+const shapes = new WeakMap<Group, Map<string, Shape>>();
+
+function shapeOf(group: Group, method: string): Shape {
+  let byName = shapes.get(group);
+  if (!byName) shapes.set(group, byName = new Map());
+  let shape = byName.get(method);
+  if (shape) return shape;
   const m = /^(create|read|replace|patch|deleteCollection|delete|list)(Namespaced)?(.+?)(ForAllNamespaces)?$/.exec(method);
   const rest = m?.[3] ?? '';
   const kindName = Object.keys(group.kinds).filter((k) => rest.startsWith(k)).sort((a, b) => b.length - a.length)[0];
   if (!m || !kindName) throw new Error(`ClusterClient: no route for ${method}`);
   const kind = group.kinds[kindName as keyof typeof group.kinds] as Kind;
-  const sub = rest.slice(kindName.length).toLowerCase();
-  let path = group.prefix;
-  if (kind.namespaced && m[2]) path += `/namespaces/${encodeURIComponent(String(param.namespace))}`;
-  path += `/${kind.plural}`;
+  shape = { method: METHODS[m[1]], prefix: group.prefix, namespaced: kind.namespaced && !!m[2], plural: kind.plural,
+    sub: rest.slice(kindName.length).toLowerCase() };
+  byName.set(method, shape);
+  return shape;
+}
+
+/** A client-node method name → HTTP method and path, e.g. patchNamespacedPodStatus → PATCH …/pods/{name}/status. */
+export function route(group: Group, method: string, param: Record<string, unknown>): { method: string; path: string } {
+  const shape = shapeOf(group, method);
+  let path = shape.prefix;
+  if (shape.namespaced) path += `/namespaces/${encodeURIComponent(String(param.namespace))}`;
+  path += `/${shape.plural}`;
   if (param.name !== undefined) path += `/${encodeURIComponent(String(param.name))}`;
-  if (sub) path += `/${sub}`;
-  return { method: METHODS[m[1]], path };
+  if (shape.sub) path += `/${shape.sub}`;
+  return { method: shape.method, path };
 }
 
 /** Query string of a client-node parameter object: everything but name, namespace and body. */
@@ -105,8 +139,10 @@ export function queryOf(param: Record<string, unknown>): string {
   return s ? `?${s}` : '';
 }
 
-/** Upper bound of one request (not a watch) from sending it to the end of its response. */
 const REQUEST_TIMEOUT_MS = 60_000;
+/** Connections per pool, and how long one may sit unused in it. */
+const MAX_SOCKETS = 128;
+const IDLE_SOCKET_MS = 30_000;
 
 export interface WatchHandlers {
   /** Each event line, parsed (not revived). */
@@ -133,12 +169,14 @@ export class ClusterClient {
   #agent: HttpsAgent | HttpAgent | undefined;
   #agentCert: Buffer | undefined;
   #fence: (() => string | undefined) | undefined;
+  #requestTimeoutMs: number;
 
   constructor(access: ClusterAccess, opts: ClientOptions) {
     this.name = opts.cluster;
     this.#access = access;
     this.limiter = opts.limiter ?? new TokenBucket(opts.qps, opts.burst);
     this.#fence = opts.fence;
+    this.#requestTimeoutMs = opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
     this.core = this.#api(GROUPS.core);
     this.coordination = this.#api(GROUPS.coordination);
     this.events = this.#api(GROUPS.events);
@@ -154,7 +192,8 @@ export class ClusterClient {
    * e.g. the host writes made for one member, sent only while this replica leads it.
    */
   fenced(fence: () => string | undefined): ClusterClient {
-    return new ClusterClient(this.#access, { cluster: this.name, qps: 0, burst: 0, limiter: this.limiter, fence });
+    return new ClusterClient(this.#access, { cluster: this.name, qps: 0, burst: 0, limiter: this.limiter, fence,
+      requestTimeoutMs: this.#requestTimeoutMs });
   }
   get server(): string { return this.#access.server; }
 
@@ -177,21 +216,22 @@ export class ClusterClient {
       metrics.fencedWrites.inc({ cluster: this.name });
       throw new KubeError('Unavailable', 0, 'NotLeader', `${method} ${path} not sent: ${refused}`);
     }
-    const verb = verbOf(method, this.#access.server + path);
+    const verb = verbOf(method, path);
     metrics.apiRequests.inc({ cluster: this.name, verb });
     const end = metrics.apiLatency.startTimer({ cluster: this.name, verb });
     const body = opts.body === undefined ? undefined : JSON.stringify(opts.body);
     const contentType = method === 'PATCH' ? (opts.contentType ?? PATCH.json) : 'application/json';
-    let res = await this.#send(method, path, body, contentType, opts.signal);
+    let res = await this.#send(method, path, body, contentType, opts.signal, opts.discard);
     if (res.status === 401) {
       res.access.invalidate();
-      res = await this.#send(method, path, body, contentType, opts.signal);
+      res = await this.#send(method, path, body, contentType, opts.signal, opts.discard);
     }
     end();
     if (res.status >= 400) {
       metrics.apiErrors.inc({ cluster: this.name, code: String(res.status) });
       throw statusError(res.status, res.text);
     }
+    if (opts.discard) return undefined as T;
     if (!res.json) return res.text as T;
     return parseObject<T>(res.text);
   }
@@ -261,17 +301,19 @@ export class ClusterClient {
     }) as Api<T>;
   }
 
-  async #send(method: string, path: string, body: string | undefined, contentType: string, signal?: AbortSignal):
+  /** One request; with `discard`, the body of a success is read but not kept (an error's is, for its message). */
+  async #send(method: string, path: string, body: string | undefined, contentType: string, signal?: AbortSignal, discard?: boolean):
     Promise<{ status: number; text: string; json: boolean; access: ClusterAccess }> {
-    // A request never waits forever on a server that went away without closing the connection.
-    const timeout = AbortSignal.timeout(REQUEST_TIMEOUT_MS);
-    const { res, access } = await this.#open(method, path, body, contentType, signal ? AbortSignal.any([signal, timeout]) : timeout);
-    const text = await readBody(res);
+    const { res, access } = await this.#open(method, path, body, contentType, signal, this.#requestTimeoutMs);
+    const text = discard && (res.statusCode ?? 0) < 400 ? await drain(res) : await readBody(res);
     return { status: res.statusCode ?? 0, text, json: String(res.headers['content-type'] ?? '').includes('json'), access };
   }
 
-  /** Sends one request on the current access; resolves with the response head and the access it went with. */
-  async #open(method: string, path: string, body: string | undefined, contentType: string, signal?: AbortSignal):
+  /**
+   * Sends one request on the current access; resolves with the response head and the access it went with. With
+   * `timeoutMs`, the request is destroyed if it has not ended (its response read) by then.
+   */
+  async #open(method: string, path: string, body: string | undefined, contentType: string, signal?: AbortSignal, timeoutMs?: number):
     Promise<{ req: ClientRequest; res: IncomingMessage; access: ClusterAccess }> {
     let access: ClusterAccess;
     let creds: Credentials;
@@ -285,14 +327,24 @@ export class ClusterClient {
     }
     const agent = this.#agent;
     const url = access.server + path;
+    const target = targetOf(access);
     const headers: Record<string, string> = { accept: 'application/json', ...authHeaders(creds) };
     if (body !== undefined) {
       headers['content-type'] = contentType;
       headers['content-length'] = String(Buffer.byteLength(body));
     }
-    const send = url.startsWith('https:') ? httpsRequest : httpRequest;
+    const send = target.secure ? httpsRequest : httpRequest;
+    const opts: HttpRequestOptions = { ...target.origin, path: target.prefix + path, method, headers, agent };
+    if (signal) opts.signal = signal;
     return new Promise((resolve, reject) => {
-      const req = send(url, { method, headers, agent, signal }, (res) => resolve({ req, res, access }));
+      const req = send(opts, (res) => resolve({ req, res, access }));
+      if (timeoutMs !== undefined) {
+        // A request never waits forever on a server that went away without closing the connection. A plain timer:
+        // AbortSignal.timeout (and AbortSignal.any with the caller's) cost more per request than the rest of its work.
+        const timer = setTimeout(() => req.destroy(Object.assign(new Error(`no answer within ${timeoutMs} ms`),
+          { name: 'TimeoutError', code: 'ETIMEDOUT' })), timeoutMs);
+        req.once('close', () => clearTimeout(timer));
+      }
       req.on('error', (err) => reject(new KubeError('Unavailable', 0, (err as NodeJS.ErrnoException).code ?? err.name,
         `${method} ${url}: ${err.message}`, { cause: err })));
       req.end(body);
@@ -301,8 +353,15 @@ export class ClusterClient {
 
   #newAgent(access: ClusterAccess, creds: Credentials): HttpsAgent | HttpAgent {
     this.#agentCert = creds.cert;
-    const opts = { keepAlive: true, maxSockets: 128, maxFreeSockets: 32 };
-    return access.server.startsWith('https:') ? new HttpsAgent({ ...opts, ...tlsOptions(access, creds) }) : new HttpAgent(opts);
+    // Every connection the pool opened stays for reuse while it is wanted (a TLS handshake costs more CPU than the
+    // requests it serves in a burst: with fewer free slots than workers, each burst closed connections the next
+    // one opened again); one unused for IDLE_SOCKET_MS is closed.
+    const opts = { keepAlive: true, maxSockets: MAX_SOCKETS, maxFreeSockets: MAX_SOCKETS, timeout: IDLE_SOCKET_MS };
+    if (!access.server.startsWith('https:')) return new HttpAgent(opts);
+    // One TLS context for all the agent's connections, instead of the CA, certificate and key as options: the agent
+    // would make a context of them for each connection, and turn them into its pool's name on every request.
+    const { ca, cert, key, ...rest } = tlsOptions(access, creds);
+    return new HttpsAgent({ ...opts, ...rest, secureContext: createSecureContext({ ca, cert, key }) });
   }
 
   /** Stops using the pool: its idle connections are closed now, the busy ones when their request ends. */
@@ -313,6 +372,23 @@ export class ClusterClient {
     old.keepSocketAlive = () => false;
     for (const sockets of Object.values(old.freeSockets)) for (const s of sockets ?? []) s.destroy();
   }
+}
+
+/** Where an access's requests go: its server's origin as request options (a URL string is parsed on every request). */
+interface Target { secure: boolean; origin: HttpRequestOptions; prefix: string }
+
+const targets = new WeakMap<ClusterAccess, Target>();
+
+function targetOf(access: ClusterAccess): Target {
+  let t = targets.get(access);
+  if (!t) {
+    const u = new URL(access.server);
+    const { protocol, hostname, port, auth } = urlToHttpOptions(u);
+    const origin: HttpRequestOptions = { protocol, hostname, ...(port !== undefined ? { port } : {}), ...(auth ? { auth } : {}) };
+    t = { secure: u.protocol === 'https:', origin, prefix: u.pathname.replace(/\/+$/, '') };
+    targets.set(access, t);
+  }
+  return t;
 }
 
 interface TLSOptions { ca?: Buffer; cert?: Buffer; key?: Buffer; servername?: string; rejectUnauthorized: boolean }
@@ -328,6 +404,15 @@ function authHeaders(c: Credentials): Record<string, string> {
   if (c.token) return { authorization: `Bearer ${c.token}` };
   if (c.basic) return { authorization: `Basic ${Buffer.from(`${c.basic.username}:${c.basic.password}`).toString('base64')}` };
   return {};
+}
+
+/** Reads a response to its end, keeping nothing; resolves with ''. */
+function drain(res: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    res.on('end', () => resolve(''));
+    res.on('error', reject);
+    res.resume();
+  });
 }
 
 function readBody(res: IncomingMessage): Promise<string> {
@@ -350,21 +435,25 @@ function parseObject<T>(text: string): T {
   return revive<T>(o);
 }
 
-/** The Kubernetes verb of a request: get/list/watch/create/update/patch/delete/deletecollection. */
-export function verbOf(method: string, url: string): string {
-  const u = new URL(url);
+/** The Kubernetes verb of a request (a path, or a URL): get/list/watch/create/update/patch/delete/deletecollection. */
+export function verbOf(method: string, pathOrURL: string): string {
   const m = method.toUpperCase();
   if (m === 'POST') return 'create';
   if (m === 'PUT') return 'update';
   if (m === 'PATCH') return 'patch';
-  const segs = u.pathname.split('/').filter(Boolean);
+  // Parsed by hand: this runs for every request, and a URL object costs more than the request's own JSON.
+  const scheme = pathOrURL.indexOf('://');
+  const slash = scheme < 0 ? 0 : pathOrURL.indexOf('/', scheme + 3);
+  const path = slash < 0 ? '' : pathOrURL.slice(slash);
+  const q = path.indexOf('?');
+  const segs = (q < 0 ? path : path.slice(0, q)).split('/').filter(Boolean);
   // Drop the group/version prefix: /api/v1/... or /apis/<group>/<version>/...
   const rest = segs[0] === 'api' ? segs.slice(2) : segs.slice(3);
   // namespaces/<ns>/<resource>..., but not a Namespace's own subresources (namespaces/<ns>/status|finalize).
   const namespaced = rest[0] === 'namespaces' && rest.length >= 3 && !(rest.length === 3 && ['status', 'finalize'].includes(rest[2]));
   const isCollection = namespaced ? rest.length === 3 : rest.length === 1;
   if (m === 'DELETE') return isCollection ? 'deletecollection' : 'delete';
-  const watch = u.searchParams.get('watch');
+  const watch = q < 0 ? null : new URLSearchParams(path.slice(q + 1)).get('watch');
   if (watch === 'true' || watch === '1') return 'watch';
   return isCollection ? 'list' : 'get';
 }

@@ -26,7 +26,7 @@ export async function writeEvent(client: ClusterClient, about: EventSubject, id:
   try {
     await client.core.createNamespacedEvent({ namespace, body: {
       metadata: { name, namespace }, involvedObject: about, ...ev, reportingComponent: 'clusterlet', reportingInstance: opts.instance,
-    } });
+    } }, { discard: true });
   } catch (err) {
     const k = toKubeError(err);
     if (k.kind !== 'AlreadyExists') throw k;

@@ -33,6 +33,9 @@ export interface MemberPodProviderOptions {
 export type ProviderMember = Pick<MemberCluster,
   'client' | 'config' | 'hostName' | 'owner' | 'pods' | 'delegates' | 'probe$' | 'reachable'>;
 
+/** Writes whose answer (the whole pod) nothing reads: not decoded (see RequestOptions.discard). */
+const discard = { discard: true } as const;
+
 /** How long an event about a pod not (yet) known as a delegate waits for it, and how many wait per pod. */
 const EARLY_EVENT_TTL_MS = 120_000;
 const EARLY_EVENTS_PER_POD = 20;
@@ -67,6 +70,8 @@ export class MemberPodProvider implements PodProvider {
   #justCreated = new LRUCache<string, true>({ max: 20_000, ttl: EARLY_EVENT_TTL_MS });
   /** Member namespaces known to exist → the host namespace they hold. */
   #namespaces = new Map<string, string>();
+  /** Creations of member namespaces under way: a burst of pods into a new namespace shares one (a failure is not kept). */
+  #creatingNamespaces = new Map<string, Promise<string>>();
   #mirror: ObjectMirror;
   /** Resizes the member refused, by host key: on the proxy as PodResizePending/Infeasible until its resources change. */
   #refusedResizes = new Map<string, Refusal>();
@@ -177,7 +182,7 @@ export class MemberPodProvider implements PodProvider {
     try {
       // Marked before the create: the member's scheduler may report on the delegate before the create returns.
       this.#justCreated.set(`${ns}/${body.metadata!.name}`, true);
-      await this.#member.client.core.createNamespacedPod({ namespace: ns, body });
+      await this.#member.client.core.createNamespacedPod({ namespace: ns, body }, discard);
       created = true;
       this.#log.debug({ namespace: ns, pod: body.metadata?.name }, 'delegate created');
       return prepared.notices;
@@ -207,17 +212,25 @@ export class MemberPodProvider implements PodProvider {
 
   /** The member namespace `ns` exists and holds `hostNamespace` (MemberNamespaceConflict if not); also for the member's volumes. */
   async ensureNamespace(ns: string, hostNamespace: string): Promise<void> {
-    let holder = this.#namespaces.get(ns);
-    if (holder === undefined) {
-      holder = await this.#createNamespace(ns, hostNamespace);
-      this.#namespaces.set(ns, holder);
-    }
+    const holder = this.#namespaces.get(ns) ?? await this.#createNamespaceOnce(ns, hostNamespace);
     if (holder !== hostNamespace) {
       throw new PodRejectedError('MemberNamespaceConflict',
         `host namespace "${hostNamespace}" maps to member namespace "${ns}" (namespace mapping of member `
         + `${this.#member.config.name}), which already holds host namespace "${holder}": two host namespaces cannot share one`,
       { retry: false });
     }
+  }
+
+  /** #createNamespace, joined by the callers that come while it runs; what it finds is kept in #namespaces. */
+  #createNamespaceOnce(ns: string, hostNamespace: string): Promise<string> {
+    let creating = this.#creatingNamespaces.get(ns);
+    if (!creating) {
+      creating = this.#createNamespace(ns, hostNamespace)
+        .then((holder) => { this.#namespaces.set(ns, holder); return holder; })
+        .finally(() => this.#creatingNamespaces.delete(ns));
+      this.#creatingNamespaces.set(ns, creating);
+    }
+    return creating;
   }
 
   /** Creates the member namespace for `hostNamespace` when missing; resolves with the host namespace it holds. */
@@ -321,7 +334,7 @@ export class MemberPodProvider implements PodProvider {
       await this.#member.client.core.deleteNamespacedPod({
         namespace: d.metadata!.namespace!, name: d.metadata!.name!, gracePeriodSeconds,
         body: { gracePeriodSeconds, preconditions: { uid: d.metadata!.uid } },
-      });
+      }, discard);
     } catch (err) {
       // Gone already, or replaced by another pod of that name (the UID precondition): nothing of ours to delete.
       ignoreGone(err);

@@ -78,7 +78,9 @@ export function proxyInformer(host: ClusterClient, nodeName: string, log: Logger
   }, { log, silenceMs: watchSilenceMs }));
 }
 
-const strategic = { contentType: PATCH.strategic };
+// Writes whose answer (the whole pod) the controller has no use for: not decoded (see RequestOptions.discard).
+const strategic = { contentType: PATCH.strategic, discard: true } as const;
+const discard = { discard: true } as const;
 
 export class PodController {
   readonly pods: Informer<V1Pod>;
@@ -318,7 +320,7 @@ export class PodController {
       await this.#host.core.deleteNamespacedPod({
         namespace: proxy.metadata!.namespace!, name: proxy.metadata!.name!, gracePeriodSeconds: 0,
         body: { gracePeriodSeconds: 0, preconditions: { uid: proxy.metadata!.uid } },
-      });
+      }, discard);
       metrics.podSyncs.inc({ member: this.#opts.member, result: 'deleted' });
     } catch (err) {
       ignoreGone(err);

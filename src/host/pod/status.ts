@@ -1,7 +1,6 @@
 // The proxy's status policy, decided here and only here: the delegate's status (forge/status.ts, from the provider)
 // merged with what the host owns on the proxy (its own conditions, PodScheduled and DisruptionTarget while the
 // delegate has none, readiness gates), whether it is worth a write, and the patch that writes it.
-import { isDeepStrictEqual } from 'node:util';
 import type { V1Container, V1ContainerStatus, V1Pod, V1PodCondition, V1PodReadinessGate, V1PodStatus } from '@kubernetes/client-node';
 import { OFFLOADED_CONDITION } from '../../forge/keys.ts';
 import { isTerminal } from '../../forge/pod.ts';
@@ -67,7 +66,8 @@ export function proxyStatusUpdate(proxy: V1Pod, running: ProviderPod, fromDelega
 
 function proxyConditions(fromDelegate: V1PodCondition[], proxy: V1Pod | undefined): V1PodCondition[] {
   const types = new Set(fromDelegate.map((c) => c.type));
-  const fromHost = structuredClone(proxy?.status?.conditions ?? []).filter(
+  // The proxy's own condition objects, shared: the desired status is only read (compared, serialized).
+  const fromHost = (proxy?.status?.conditions ?? []).filter(
     (c) => !types.has(c.type) && (!DELEGATE_CONDITIONS.has(c.type) || HOST_SHARED_CONDITIONS.has(c.type)),
   );
   return applyReadinessGates([...fromDelegate, ...fromHost], proxy?.spec?.readinessGates ?? []);
@@ -195,10 +195,11 @@ export function proxyStatusPatch(desired: V1PodStatus, current: V1PodStatus | un
 /**
  * Whether writing `b` over `a` would change nothing that matters: conditions compare by type and container
  * statuses by name whatever their order, timestamps by the second whether Date or string, and null, undefined
- * and empty arrays are all "absent".
+ * and empty arrays are all "absent". It runs on every proxy change and every status sync: it compares in place,
+ * building nothing.
  */
 export function statusEqual(a: V1PodStatus | undefined, b: V1PodStatus | undefined): boolean {
-  return isDeepStrictEqual(normalize(a ?? {}), normalize(b ?? {}));
+  return same(a ?? {}, b ?? {}, '');
 }
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
@@ -209,27 +210,44 @@ const SORT_KEYS: Record<string, string> = {
   ephemeralContainerStatuses: 'name',
 };
 
-function normalize(value: unknown, field = ''): unknown {
-  if (value === null || value === undefined) return undefined;
-  if (value instanceof Date) return Math.floor(value.getTime() / 1000);
-  if (typeof value === 'string' && RFC3339.test(value)) return Math.floor(Date.parse(value) / 1000);
-  if (Array.isArray(value)) {
-    if (value.length === 0) return undefined;
-    const items = value.map((v) => normalize(v));
-    const key = SORT_KEYS[field];
-    return key ? items.sort((x, y) => compareBy(x, y, key)) : items;
+const absent = (v: unknown): boolean => v === null || v === undefined || (Array.isArray(v) && v.length === 0);
+
+/** A timestamp's whole seconds (a Date, or a string in RFC 3339), else undefined. */
+function seconds(v: unknown): number | undefined {
+  if (v instanceof Date) return Math.floor(v.getTime() / 1000);
+  if (typeof v === 'string' && RFC3339.test(v)) return Math.floor(Date.parse(v) / 1000);
+  return undefined;
+}
+
+/** `a` and `b` (the value of `field`) alike, as statusEqual tells. */
+function same(a: unknown, b: unknown, field: string): boolean {
+  if (a === b) return true;
+  if (absent(a) || absent(b)) return absent(a) && absent(b);
+  const ta = seconds(a), tb = seconds(b);
+  if (ta !== undefined || tb !== undefined) return ta === tb;
+  if (typeof a !== 'object' || typeof b !== 'object') return Object.is(a, b);
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b)) return false;
+    return sameItems(a, b) || (SORT_KEYS[field] !== undefined && sameItems(sortedBy(a, SORT_KEYS[field]), sortedBy(b, SORT_KEYS[field])));
   }
-  if (typeof value === 'object') {
-    const entries = Object.entries(value)
-      .map(([k, v]) => [k, normalize(v, k)] as const)
-      .filter(([, v]) => v !== undefined);
-    return Object.fromEntries(entries);
-  }
-  return value;
+  const x = a as Record<string, unknown>, y = b as Record<string, unknown>;
+  for (const k in x) if (!same(x[k], y[k], k)) return false;
+  for (const k in y) if (!Object.hasOwn(x, k) && !absent(y[k])) return false;
+  return true;
+}
+
+function sameItems(a: unknown[], b: unknown[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (!same(a[i], b[i], '')) return false;
+  return true;
+}
+
+function sortedBy(items: unknown[], key: string): unknown[] {
+  return [...items].sort((x, y) => compareBy(x, y, key));
 }
 
 function compareBy(x: unknown, y: unknown, key: string): number {
-  const a = String((x as Record<string, unknown>)[key]);
-  const b = String((y as Record<string, unknown>)[key]);
+  const a = String((x as Record<string, unknown> | null)?.[key]);
+  const b = String((y as Record<string, unknown> | null)?.[key]);
   return a < b ? -1 : a > b ? 1 : 0;
 }

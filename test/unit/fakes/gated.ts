@@ -32,10 +32,11 @@ export class GatedHost extends FakeHost {
   override client(): ClusterClient {
     const c = super.client();
     const patch = c.core.patchNamespacedPodStatus.bind(c.core);
-    c.core.patchNamespacedPodStatus = async (...args) => {
+    // Cast: the client's overloads (RequestOptions.discard) cannot be spread into.
+    c.core.patchNamespacedPodStatus = (async (...args: Parameters<typeof patch>) => {
       await this.patches.wait();
       return patch(...args);
-    };
+    }) as typeof patch;
     return c;
   }
 }

@@ -348,12 +348,15 @@ describe('forgeDelegatePod', () => {
   }
 
   it('removes the token mounts from containers and init containers, and drops ephemeral containers', () => {
-    const spec = forgedSpec({
+    const proxy = specWith({
       volumes: [tokenVolume, { name: 'data', emptyDir: {} }],
       initContainers: [{ name: 'init', image: 'i', volumeMounts: [tokenMount] }],
       containers: [{ name: 'c', image: 'i', volumeMounts: [tokenMount, { name: 'data', mountPath: '/data' }] }],
       ephemeralContainers: [{ name: 'dbg', image: 'busybox', volumeMounts: [tokenMount] }],
     });
+    const before = structuredClone(proxy);
+    const spec = forgeDelegatePod(proxy, ctx).spec;
+    assert.deepEqual(proxy, before, 'the proxy is not mutated');
     assert.deepEqual(spec, {
       volumes: [{ name: 'data', emptyDir: {} }],
       initContainers: [{ name: 'init', image: 'i' }],

@@ -214,7 +214,9 @@ async function fakeServer(name: string, opts: { token?: string } = {}): Promise<
       res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ kind: 'Status', code: 401, reason: 'Unauthorized', message: 'Unauthorized' }));
       return;
     }
+    if (req.url!.includes('hang')) return; // never answered
     res.writeHead(200, { 'content-type': 'application/json' });
+    if (req.url!.includes('garbled')) { res.end('{not json'); return; }
     if (req.url!.includes('watch=true')) {
       res.flushHeaders();
       const waiter = waiters.shift();
@@ -304,6 +306,27 @@ describe('ClusterClient#setAccess', { timeout: 10_000 }, () => {
     w.end(`${JSON.stringify({ type: 'ADDED', object: { metadata: { name: 'p2' } } })}\n`);
     await again;
     assert.deepEqual(events, ['ADDED p1', 'ADDED p2']);
+  });
+});
+
+describe('ClusterClient requests', { timeout: 10_000 }, () => {
+  let a: FakeServer;
+  before(async () => { a = await fakeServer('a'); });
+  after(() => { a.close(); });
+
+  it('gives up on a request the server does not answer within the request timeout', async () => {
+    const c = new ClusterClient(access(a, { token: 't' }), { cluster: 'm', qps: 100, burst: 100, requestTimeoutMs: 50 });
+    const started = performance.now();
+    await assert.rejects(c.request('GET', '/api/v1/namespaces/hang'), (err: KubeError) => err.kind === 'Unavailable' && /within 50 ms/.test(err.message));
+    assert.ok(performance.now() - started < 5_000);
+    // The client still works.
+    assert.equal((await list(c)).metadata.resourceVersion, 'a');
+  });
+
+  it('with discard, resolves with nothing and does not decode the answer', async () => {
+    const c = new ClusterClient(access(a, { token: 't' }), { cluster: 'm', qps: 100, burst: 100 });
+    await assert.rejects(c.core.readNamespace({ name: 'garbled' }), SyntaxError);
+    assert.equal(await c.core.deleteNamespace({ name: 'garbled' }, { discard: true }), undefined);
   });
 });
 

@@ -112,6 +112,19 @@ describe('MemberPodProvider.createPod', () => {
     assert.equal(provider.podCount(), 2);
   });
 
+  it('a burst of pods into a new namespace creates it once; a failed creation is tried again by the next pod', async () => {
+    const { member, provider, memberPod } = world();
+    const namespaceCalls = () => member.calls.filter((c) => c.endsWith('Namespace'));
+    member.failNext('createNamespace', new KubeError('Unavailable', 503, 'ServiceUnavailable', 'etcd is away'));
+    await assert.rejects(Promise.all(Array.from({ length: 5 }, (_, i) => provider.createPod(proxy(`early-${i}`)))),
+      { kind: 'Unavailable' }, 'those waiting for the failed creation fail with it');
+    assert.deepEqual(namespaceCalls(), ['createNamespace'], 'one creation tried for the five');
+    const names = Array.from({ length: 20 }, (_, i) => `web-${i}`);
+    await Promise.all(names.map((n) => provider.createPod(proxy(n))));
+    assert.deepEqual(namespaceCalls(), ['createNamespace', 'createNamespace'], 'the failure was not kept: one more, for the twenty');
+    for (const n of names) assert.ok(memberPod('h-shop', n), n);
+  });
+
   it('uses a member namespace of the member\'s own (or another host\'s) that is there already', async () => {
     const { member, provider, memberPod } = world();
     member.objects.put('Namespace', { metadata: { name: 'h-shop' } });

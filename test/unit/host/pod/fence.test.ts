@@ -26,11 +26,12 @@ class RefusingHost extends FakeHost {
   override client(): ClusterClient {
     const c = super.client();
     const patch = c.core.patchNamespacedPodStatus.bind(c.core);
-    c.core.patchNamespacedPodStatus = async (...args) => {
+    // Cast: the client's overloads (RequestOptions.discard) cannot be spread into.
+    c.core.patchNamespacedPodStatus = (async (...args: Parameters<typeof patch>) => {
       this.attempts++;
       if (this.refusals-- > 0) throw refused();
       return patch(...args);
-    };
+    }) as typeof patch;
     return c;
   }
 }

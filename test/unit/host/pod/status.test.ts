@@ -2,6 +2,7 @@
 // (host/pod/status.ts: merge with what the host owns, whether to write, the patch).
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { isDeepStrictEqual } from 'node:util';
 import type { V1ContainerStatus, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { deletionDisruption, forgeHostStatus, restartsAfterLoss } from '../../../../src/forge/status.ts';
 import {
@@ -271,6 +272,77 @@ describe('statusEqual', () => {
       assert.equal(statusEqual(c.b, c.a), c.equal);
     });
   }
+});
+
+describe('statusEqual against its definition', () => {
+  // What statusEqual means, written plainly: both sides normalized (absent values dropped, timestamps to whole
+  // seconds, keyed lists sorted), then deep-equal.
+  const SORT_KEYS: Record<string, string> = { conditions: 'type', containerStatuses: 'name', initContainerStatuses: 'name', ephemeralContainerStatuses: 'name' };
+  const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+  const normalize = (v: unknown, field = ''): unknown => {
+    if (v === null || v === undefined) return undefined;
+    if (v instanceof Date) return Math.floor(v.getTime() / 1000);
+    if (typeof v === 'string' && RFC3339.test(v)) return Math.floor(Date.parse(v) / 1000);
+    if (Array.isArray(v)) {
+      if (v.length === 0) return undefined;
+      const items = v.map((x) => normalize(x));
+      const key = SORT_KEYS[field];
+      const of = (x: unknown): string => String((x as Record<string, unknown>)[key!]);
+      return key ? items.sort((x, y) => (of(x) < of(y) ? -1 : of(x) > of(y) ? 1 : 0)) : items;
+    }
+    if (typeof v === 'object') {
+      return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, normalize(x, k)] as const).filter(([, x]) => x !== undefined));
+    }
+    return v;
+  };
+  const reference = (a: V1PodStatus | undefined, b: V1PodStatus | undefined): boolean => isDeepStrictEqual(normalize(a ?? {}), normalize(b ?? {}));
+
+  // Random statuses from a small vocabulary, so that equal pairs come up often.
+  const pick = <T>(xs: T[]): T => xs[Math.floor(Math.random() * xs.length)]!;
+  const time = (): unknown => pick([T0, T1, new Date(T0.getTime() + 300), T0.toISOString(), T1.toISOString().replace('.000Z', 'Z'), null, undefined]);
+  const maybe = <T>(x: T): T | undefined | null => pick([x, x, undefined, null]);
+  const shuffled = <T>(xs: T[]): T[] => [...xs].sort(() => Math.random() - 0.5);
+  const status = (): V1PodStatus => ({
+    phase: maybe(pick(['Pending', 'Running'])),
+    startTime: time(),
+    podIPs: pick([undefined, [], [{ ip: 'a' }], [{ ip: 'a' }, { ip: 'b' }]]),
+    conditions: pick([undefined, [], shuffled(['Ready', 'PodScheduled', 'Initialized'].slice(0, 1 + Math.floor(Math.random() * 3)).map((type) => ({
+      type, status: pick(['True', 'True', 'False']), lastTransitionTime: time(), lastProbeTime: maybe(T0),
+    })))]),
+    containerStatuses: pick([undefined, shuffled(['a', 'b'].map((name) => ({
+      name, image: 'i', imageID: '', ready: pick([true, true, false]), restartCount: 0, state: pick([{}, { running: { startedAt: time() } }, undefined]),
+    })))]),
+  } as V1PodStatus);
+
+  // `s` rewritten the ways statusEqual ignores (order of keyed lists, Date or string, null or undefined or empty),
+  // and now and then changed for real.
+  const variant = (s: V1PodStatus): V1PodStatus => {
+    const rewrite = (v: unknown, field: string): unknown => {
+      if (v instanceof Date) return pick([v, v.toISOString(), new Date(Math.floor(v.getTime() / 1000) * 1000 + 999), v.getTime() === T0.getTime() && Math.random() < 0.1 ? T1 : v]);
+      if (v === null || v === undefined) return pick([null, undefined, v]);
+      if (Array.isArray(v)) {
+        const items = v.map((x) => rewrite(x, ''));
+        return SORT_KEYS[field] ? shuffled(items) : items;
+      }
+      if (typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, rewrite(x, k)]));
+      if (typeof v === 'string' && RFC3339.test(v)) return pick([v, new Date(v)]);
+      return Math.random() < 0.03 ? `${String(v)}!` : v;
+    };
+    return rewrite(s, '') as V1PodStatus;
+  };
+
+  it('agrees with it on random pairs', () => {
+    let equal = 0;
+    for (let i = 0; i < 3000; i++) {
+      const a = status();
+      const b = Math.random() < 0.2 ? status() : variant(a);
+      const want = reference(a, b);
+      equal += want ? 1 : 0;
+      assert.equal(statusEqual(a, b), want, JSON.stringify({ a, b }));
+      assert.equal(statusEqual(b, a), want, JSON.stringify({ b, a }));
+    }
+    assert.ok(equal > 1000 && equal < 2700, `both answers come up (${equal} equal of 3000)`);
+  });
 });
 
 describe('forgeProxyStatusForLostDelegate', () => {

@@ -291,12 +291,14 @@ export function claimStatusUpdate(claim: V1PersistentVolumeClaim, v: VolumeState
 /** A claim a pod mounts: by name (`persistentVolumeClaim`), or the one the host made for a generic ephemeral volume. */
 export interface PodClaim { volume: string; claimName: string }
 
+/** The claim the host's ephemeral volume controller makes for a generic ephemeral volume: `<pod>-<volume>`. */
+const ephemeralClaimName = (podName: string | undefined, volume: string): string => `${podName}-${volume}`;
+
 /** The claims a pod mounts, in its namespace. */
 export function podClaims(pod: V1Pod): PodClaim[] {
   return (pod.spec?.volumes ?? []).flatMap((v): PodClaim[] => {
     if (v.persistentVolumeClaim) return [{ volume: v.name, claimName: v.persistentVolumeClaim.claimName }];
-    // The ephemeral volume controller names the claim `<pod>-<volume>`.
-    if (v.ephemeral) return [{ volume: v.name, claimName: `${pod.metadata?.name}-${v.name}` }];
+    if (v.ephemeral) return [{ volume: v.name, claimName: ephemeralClaimName(pod.metadata?.name, v.name) }];
     return [];
   });
 }
@@ -307,7 +309,7 @@ export function podClaims(pod: V1Pod): PodClaim[] {
  */
 export function delegateVolumes(podName: string | undefined, volumes: V1Volume[] | undefined): V1Volume[] | undefined {
   if (!volumes?.some((v) => v.ephemeral)) return volumes;
-  return volumes.map((v) => v.ephemeral ? { name: v.name, persistentVolumeClaim: { claimName: `${podName}-${v.name}` } } : v);
+  return volumes.map((v) => v.ephemeral ? { name: v.name, persistentVolumeClaim: { claimName: ephemeralClaimName(podName, v.name) } } : v);
 }
 
 /** What the pod gate sees of a claim: the host's, and the member's volume for it. */

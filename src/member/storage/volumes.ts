@@ -14,7 +14,7 @@ import { ignoreGone, ignoreNotFound, toKubeError } from '../../kube/errors.ts';
 import { NODE_LABEL, ORIGIN_LABEL } from '../../forge/keys.ts';
 import { ownedBy, type Owner } from '../../forge/owner.ts';
 import {
-  claimRejection, forgeMemberClaim, hostClaimKeyOf, memberVolumeState, type ClaimRequest, type VolumeState,
+  claimRejection, forgeMemberClaim, hostClaimKeyOf, memberVolumeState, podClaims, type ClaimRequest, type VolumeState,
 } from '../../forge/volumes.ts';
 import { PodRejectedError } from '../../provider/errors.ts';
 import { VolumeRejectedError, type VolumeProvider } from '../../provider/volume.ts';
@@ -224,7 +224,7 @@ export class MemberVolumes implements VolumeProvider {
    */
   async podRejection(proxy: V1Pod): Promise<PodRejectedError | undefined> {
     const hostNs = proxy.metadata!.namespace!;
-    if (!proxy.spec?.volumes?.some((v) => v.persistentVolumeClaim || v.ephemeral)) return undefined;
+    if (podClaims(proxy).length === 0) return undefined;
     await this.#listed();
     const r = claimRejection(proxy, {
       hostClaim: (n) => this.#hostClaims.get(`${hostNs}/${n}`), memberVolume: (n) => this.getVolume(hostNs, n),

@@ -6,7 +6,7 @@
 // `PersistentVolumeClaim/<namespace>/<name>` and `PersistentVolume/<name>`.
 import type { Subscription } from 'rxjs';
 import type { V1PersistentVolume, V1PersistentVolumeClaim, V1PersistentVolumeClaimCondition } from '@kubernetes/client-node';
-import { ignoreGone, toKubeError } from '../../kube/errors.ts';
+import { ignoreGone, ignoreNotFound, toKubeError } from '../../kube/errors.ts';
 import type { EventSubject } from '../../kube/events.ts';
 import { MEMBER_LABEL, VOLUME_FINALIZER } from '../../forge/keys.ts';
 import {
@@ -73,11 +73,14 @@ export class VolumeController {
     // Nothing is judged on a partial view: every claim of the class and volume of the member once all have synced.
     void Promise.all([this.#api.claims.waitSynced(), this.#api.volumes.waitSynced(), this.#provider.waitSynced()]).then(() => {
       if (this.#stopped) return;
-      for (const c of this.#api.claims.list()) if (ours(c)) this.#queue.add(`${CLAIM}${c.metadata!.namespace}/${c.metadata!.name}`);
+      for (const c of this.#api.claims.list()) if (ours(c)) this.#queue.add(CLAIM + key(c));
       for (const pv of this.#api.volumes.list()) if (isOwnVolume(pv, this.#ctx)) this.#queue.add(VOLUME + pv.metadata!.name);
       this.#queue.start((key) => this.#sync(key));
     });
   }
+
+  /** Resolves once no key is queued or under way (keys waiting for a retry do not count): what tests await. */
+  idle(): Promise<void> { return this.#queue.idle(); }
 
   stop(): void {
     this.#stopped = true;
@@ -279,9 +282,7 @@ export class VolumeController {
     if (at >= 0) {
       // Tested at its position: another writer's finalizer is never removed instead.
       const path = `/metadata/finalizers/${at}`;
-      await this.#api.jsonPatchVolume(name, [{ op: 'test', path, value: VOLUME_FINALIZER }, { op: 'remove', path }]).catch((err: unknown) => {
-        if (toKubeError(err).kind !== 'NotFound') throw toKubeError(err);
-      });
+      await ignoreNotFound(() => this.#api.jsonPatchVolume(name, [{ op: 'test', path, value: VOLUME_FINALIZER }, { op: 'remove', path }]));
     }
     if (!deletes || pv.metadata!.deletionTimestamp) return;
     await this.#api.deleteVolume(name, pv.metadata!.uid!).catch(ignoreGone);

@@ -13,7 +13,7 @@ import { VolumeRejectedError } from '../../../../src/provider/volume.ts';
 import { createLogger } from '../../../../src/log.ts';
 import { metrics } from '../../../../src/metrics.ts';
 import { FakeHostStorage, FakeVolumeProvider } from '../../fakes/storage.ts';
-import { eventually, settle } from '../../fakes/wait.ts';
+import { eventually } from '../../fakes/wait.ts';
 
 const log = createLogger('silent');
 const ctx: StorageContext = { member: 'eu', nodeName: 'clusterlet-eu', className: 'clusterlet-eu', reclaimPolicy: 'Delete' };
@@ -93,7 +93,7 @@ describe('VolumeController: the storage class', () => {
     const w = world();
     w.host.objects.put('StorageClass', { metadata: { name: 'clusterlet-eu' }, provisioner: 'ebs.csi.aws.com' });
     w.controller.start();
-    await settle();
+    await w.controller.idle();
     assert.deepEqual(w.host.objects.writes(undefined, 'StorageClass'), []);
   });
 });
@@ -122,7 +122,7 @@ describe('VolumeController: provisioning', () => {
 
     // The volume exists: nothing is provisioned again while the PV controller binds it.
     w.provider.set(KEY, state(uid, { capacity: '2Gi' }));
-    await settle();
+    await w.controller.idle();
     assert.equal(w.host.objects.writes('create', 'PersistentVolume').length, 1);
   });
 
@@ -145,7 +145,7 @@ describe('VolumeController: provisioning', () => {
       const w = world();
       w.host.objects.put('PersistentVolumeClaim', c);
       w.controller.start();
-      await settle();
+      await w.controller.idle();
       assert.deepEqual(w.provider.provisions, []);
       assert.deepEqual(w.host.objects.writes('create', 'PersistentVolume'), []);
     });
@@ -191,7 +191,7 @@ describe('VolumeController: provisioning', () => {
     w.provider.volumes.set(KEY, state('old'));
     w.controller.start();
     await eventually('looked at', () => w.provider.provisions.length === 1);
-    await settle();
+    await w.controller.idle();
     assert.deepEqual(w.host.reasons('Warning'), [], 'it is going: no conflict');
     assert.equal(w.volume(), undefined);
 
@@ -224,7 +224,7 @@ describe('VolumeController: member claims of claims gone before their volume was
       await eventually('provisioned in the member', () => w.provider.provisions.length === 1);
       w.host.objects.drop('PersistentVolumeClaim', 'shop', 'data-0');
       if (goes) await eventually('the member claim deleted', () => w.provider.deletions.length === 1);
-      else await settle();
+      else await w.controller.idle();
       assert.deepEqual(w.provider.deletions, goes ? [{ key: KEY, uid: c.metadata!.uid }] : []);
     });
   }
@@ -233,9 +233,9 @@ describe('VolumeController: member claims of claims gone before their volume was
     const w = world();
     provisioned(w);
     w.controller.start();
-    await settle();
+    await w.controller.idle();
     w.host.objects.drop('PersistentVolumeClaim', 'shop', 'data-0');
-    await settle();
+    await w.controller.idle();
     assert.deepEqual(w.provider.deletions, []);
   });
 
@@ -259,7 +259,7 @@ describe('VolumeController: a bound claim follows its member claim', () => {
     const { c, pv } = provisioned(w);
     const uid = c.metadata!.uid!;
     w.controller.start();
-    await settle();
+    await w.controller.idle();
     assert.deepEqual(w.provider.expansions, []);
     w.host.objects.put('PersistentVolumeClaim', { ...c, spec: { ...c.spec, resources: { requests: { storage: '2Gi' } } } });
     await eventually('the member asked for 2Gi', () => w.provider.expansions.length === 1);
@@ -325,7 +325,7 @@ describe('VolumeController: a bound claim follows its member claim', () => {
     const warnings = (): string[] => w.host.events.filter((e) => e.reason === 'VolumeResizeFailed').map((e) => e.message);
     assert.deepEqual(warnings(), ['member eu could not expand claim eu/shop/data-0: resize volume "v" failed: the pool holds 64Gi']);
     w.provider.set(KEY, v);
-    await settle();
+    await w.controller.idle();
     assert.equal(warnings().length, 1, 'said once');
 
     // The user asks for less again (more than the volume has): the member is asked for that.
@@ -337,7 +337,7 @@ describe('VolumeController: a bound claim follows its member claim', () => {
     const w = world();
     provisioned(w);
     w.controller.start();
-    await settle();
+    await w.controller.idle();
     w.provider.set(KEY, undefined);
     await eventually('MemberVolumeLost', () => w.host.reasons('Warning').includes('MemberVolumeLost'));
   });
@@ -348,7 +348,7 @@ describe('VolumeController: released volumes', () => {
     const w = world();
     const { c, pv } = provisioned(w);
     w.controller.start();
-    await settle();
+    await w.controller.idle();
     w.host.objects.drop('PersistentVolumeClaim', 'shop', 'data-0');
     w.host.objects.put('PersistentVolume', { ...w.volume(pv.metadata!.name)!, status: { phase: 'Released' } });
     await eventually('the volume gone', () => w.volume(pv.metadata!.name) === undefined);
@@ -361,7 +361,7 @@ describe('VolumeController: released volumes', () => {
     w.controller.start();
     const name = pv.metadata!.name!;
     w.host.objects.put('PersistentVolume', { ...w.volume(name)!, metadata: { ...w.volume(name)!.metadata, deletionTimestamp: new Date() } });
-    await settle();
+    await w.controller.idle();
     assert.ok(w.volume(name), 'held by its finalizer while bound');
     w.host.objects.drop('PersistentVolumeClaim', 'shop', 'data-0');
     w.host.objects.put('PersistentVolume', { ...w.volume(name)!, status: { phase: 'Released' } });
@@ -375,10 +375,10 @@ describe('VolumeController: released volumes', () => {
     const w = world(retain);
     const { pv } = provisioned(w, retain);
     w.controller.start();
-    await settle();
+    await w.controller.idle();
     w.host.objects.drop('PersistentVolumeClaim', 'shop', 'data-0');
     w.host.objects.put('PersistentVolume', { ...w.volume(pv.metadata!.name)!, status: { phase: 'Released' } });
-    await settle();
+    await w.controller.idle();
     assert.deepEqual(w.provider.deletions, []);
     assert.equal(w.volume(pv.metadata!.name)!.status!.phase, 'Released');
     assert.deepEqual(w.host.objects.writes(undefined, 'PersistentVolume'), []);
@@ -389,7 +389,7 @@ describe('VolumeController: released volumes', () => {
     const { pv } = provisioned(w);
     w.host.objects.put('PersistentVolume', { ...w.volume(pv.metadata!.name)!, metadata: { ...pv.metadata, deletionTimestamp: new Date() } });
     w.controller.start();
-    await settle();
+    await w.controller.idle();
     assert.deepEqual(w.provider.deletions, []);
     assert.deepEqual(w.volume(pv.metadata!.name)!.metadata!.finalizers, ['clusterlet.io/member-claim']);
   });

@@ -148,7 +148,6 @@ export class Manager implements NodeDirectory {
         void this.#startMember(m, 0);
       },
       remove: (name) => this.#removeMember(name),
-      has: (name) => this.members.some((m) => m.config.name === name),
       conflict: (config) => memberConflict(config, this.members.map((m) => m.config)),
       state: (name) => {
         const m = this.members.find((x) => x.config.name === name);

@@ -15,11 +15,11 @@ import { load as loadYaml } from 'js-yaml';
 import type { AccessProviderConfig } from '../config.ts';
 import type { ClusterClient } from '../kube/client.ts';
 import { type ClusterAccess, parseKubeconfig } from '../kube/kubeconfig.ts';
-import type { AccessSource } from './credentials.ts';
+import { readSecretText, type AccessSource } from './credentials.ts';
 
 export const CLUSTER_PROFILE_API = '/apis/multicluster.x-k8s.io/v1alpha1';
 /** client-go's reserved cluster extension: the exec plugin's spec.cluster.config. */
-export const EXEC_EXTENSION = 'client.authentication.k8s.io/exec';
+const EXEC_EXTENSION = 'client.authentication.k8s.io/exec';
 const ARGS_EXTENSION = 'clusterprofiles.multicluster.x-k8s.io/exec/additional-args';
 const ENVS_EXTENSION = 'clusterprofiles.multicluster.x-k8s.io/exec/additional-envs';
 /** Variables a profile may never set for a plugin, whatever the policy: they choose what runs, and how. */
@@ -128,9 +128,9 @@ export function execUser(provider: AccessProviderConfig, cluster: Obj): Obj {
 }
 
 /** Where the built-in reader finds the kubeconfig: the exec extension's name, key, namespace and context. */
-export interface KubeconfigSecretRef { namespace: string; name: string; key: string; context?: string }
+interface KubeconfigSecretRef { namespace: string; name: string; key: string; context?: string }
 
-export function kubeconfigSecretRef(profile: ClusterProfile, access: ProfileAccessProvider): KubeconfigSecretRef {
+function kubeconfigSecretRef(profile: ClusterProfile, access: ProfileAccessProvider): KubeconfigSecretRef {
   const ext = extension(access.cluster ?? {}, EXEC_EXTENSION);
   const str = (k: string) => (isObj(ext) && typeof ext[k] === 'string' && ext[k] !== '' ? ext[k] as string : undefined);
   const [name, key] = [str('name'), str('key')];
@@ -155,7 +155,7 @@ export function kubeconfigSecretRef(profile: ClusterProfile, access: ProfileAcce
  * as the API's kubeconfig-secretreader plugin. Exec, files and the like are refused: whoever can write a Secret must
  * not make clusterlet run a program or read its files.
  */
-export function secretKubeconfigUser(text: string, ref: KubeconfigSecretRef): Obj {
+function secretKubeconfigUser(text: string, ref: KubeconfigSecretRef): Obj {
   const where = `Secret ${ref.namespace}/${ref.name} key ${ref.key}`;
   const bad = (problem: string) => new ProfileAccessError('CredentialsUnavailable', `${where}: ${problem}`);
   let doc: unknown;
@@ -179,7 +179,7 @@ export function secretKubeconfigUser(text: string, ref: KubeconfigSecretRef): Ob
 }
 
 /** The kubeconfig (JSON, which is YAML) of the profile's cluster and a user. */
-export function profileKubeconfig(cluster: Obj, user: Obj): string {
+function profileKubeconfig(cluster: Obj, user: Obj): string {
   return JSON.stringify({
     apiVersion: 'v1', kind: 'Config', 'current-context': 'profile',
     clusters: [{ name: 'profile', cluster }], users: [{ name: 'profile', user }],
@@ -210,7 +210,9 @@ export function profileAccessSource(ref: { namespace: string; name: string }, ct
         user = execUser(provider, cluster);
       } else {
         const secretRef = kubeconfigSecretRef(profile, access);
-        const text = await readSecretKey(ctx.host, secretRef);
+        const text = await readSecretText(ctx.host, secretRef).catch((err: unknown) => {
+          throw new ProfileAccessError('CredentialsUnavailable', (err as Error).message);
+        });
         user = secretKubeconfigUser(text, secretRef);
       }
       const source = `${name} (access provider ${provider.name})`;
@@ -221,16 +223,4 @@ export function profileAccessSource(ref: { namespace: string; name: string }, ct
       }
     },
   };
-}
-
-async function readSecretKey(host: Pick<ClusterClient, 'core'>, ref: KubeconfigSecretRef): Promise<string> {
-  let data: string | undefined;
-  try {
-    const secret = await host.core.readNamespacedSecret({ name: ref.name, namespace: ref.namespace });
-    data = secret.data?.[ref.key];
-  } catch (err) {
-    throw new ProfileAccessError('CredentialsUnavailable', `Secret ${ref.namespace}/${ref.name}: ${(err as Error).message}`);
-  }
-  if (!data) throw new ProfileAccessError('CredentialsUnavailable', `Secret ${ref.namespace}/${ref.name} has no key "${ref.key}"`);
-  return Buffer.from(data, 'base64').toString('utf8');
 }

@@ -28,17 +28,23 @@ export function fileSource(path: string): AccessSource {
   return { name: file, file, read: async () => loadKubeconfigFile(file) };
 }
 
+/** The text under `ref.key` of a host Secret; rejects naming the Secret when it cannot be read or lacks the key. */
+export async function readSecretText(host: Pick<ClusterClient, 'core'>, ref: SecretRef): Promise<string> {
+  const where = `Secret ${ref.namespace}/${ref.name}`;
+  const secret = await host.core.readNamespacedSecret({ name: ref.name, namespace: ref.namespace }).catch((err: unknown) => {
+    throw new Error(`${where}: ${(err as Error).message}`);
+  });
+  const data = secret.data?.[ref.key];
+  if (!data) throw new Error(`${where} has no key "${ref.key}"`);
+  return Buffer.from(data, 'base64').toString('utf8');
+}
+
 export function secretSource(host: ClusterClient, ref: SecretRef): AccessSource {
   const name = `Secret ${ref.namespace}/${ref.name} key ${ref.key}`;
   return {
     name,
-    async read() {
-      const secret = await host.core.readNamespacedSecret({ name: ref.name, namespace: ref.namespace });
-      const data = secret.data?.[ref.key];
-      if (!data) throw new Error(`Secret ${ref.namespace}/${ref.name} has no key "${ref.key}"`);
-      // File paths in a kubeconfig from a Secret resolve against the working directory.
-      return parseKubeconfig(Buffer.from(data, 'base64').toString('utf8'), { source: name, baseDir: process.cwd() });
-    },
+    // File paths in a kubeconfig from a Secret resolve against the working directory.
+    read: async () => parseKubeconfig(await readSecretText(host, ref), { source: name, baseDir: process.cwd() }),
   };
 }
 

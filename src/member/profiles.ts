@@ -17,7 +17,6 @@ import {
 } from './clusterprofile.ts';
 import type { AccessSource } from './credentials.ts';
 
-
 /** A member as the manager runs it, for the profile's condition. */
 export type MemberState =
   /** `ledElsewhere`: another replica leads the member (it writes the condition). */
@@ -32,8 +31,6 @@ export interface ProfileMembers {
   add(config: MemberConfig, source: AccessSource): void;
   /** Stops it: its writers, caches and Lease (released); its node stays, NotReady once its lease expires. */
   remove(name: string): Promise<void>;
-  /** Whether a member of that name runs, static or from a profile. */
-  has(name: string): boolean;
   /** What a new member would share with one that runs (static or from a profile): its name, node or storage class. */
   conflict(config: MemberConfig): string | undefined;
   state(name: string): MemberState | undefined;
@@ -42,10 +39,6 @@ export interface ProfileMembers {
 /** What the condition says, before its times. */
 export interface Verdict { status: Condition['status']; reason: string; message: string }
 
-/**
- * The condition for a member's state; undefined when another replica leads it (that one writes): a replica still
- * setting the member up, or failing to, never overwrites what its leader says.
- */
 /** What `config` would share with one of the members that run: a name, a node or a storage class, said; else undefined. */
 export function memberConflict(config: MemberConfig, running: MemberConfig[]): string | undefined {
   for (const other of running) {
@@ -59,6 +52,10 @@ export function memberConflict(config: MemberConfig, running: MemberConfig[]): s
   return undefined;
 }
 
+/**
+ * The condition for a member's state; undefined when another replica leads it (that one writes): a replica still
+ * setting the member up, or failing to, never overwrites what its leader says.
+ */
 export function memberVerdict(s: MemberState): Verdict | undefined {
   if (s.phase !== 'running' && s.ledElsewhere) return undefined;
   switch (s.phase) {
@@ -171,9 +168,6 @@ export class ProfileReconciler {
     this.#api.informer.stop();
   }
 
-  /** Resolves once nothing is queued or running (tests). */
-  idle(): Promise<void> { return this.#queue.idle(); }
-
   async #reconcile(key: string): Promise<{ requeueAfterMs: number } | void> {
     const profile = this.#api.informer.get(key);
     if (!profile) return this.#gone(key);
@@ -184,9 +178,6 @@ export class ProfileReconciler {
     try {
       config = profileMemberConfig({ namespace, name, annotations: profile.metadata?.annotations ?? {} }, this.#source);
       chooseAccessProvider(profile, this.#source.providers);
-      // Two members on one node would both delegate every pod of it; one class, both provision its claims.
-      const conflict = this.#started.has(key) ? undefined : this.#members.conflict(config);
-      if (conflict !== undefined) throw new ProfileAccessError('NameConflict', conflict);
     } catch (err) {
       if (!(err instanceof ConfigError) && !(err instanceof ProfileAccessError)) throw err;
       verdict = { status: 'False', reason: err instanceof ConfigError ? 'InvalidProfile' : err.reason, message: err.message };
@@ -195,15 +186,27 @@ export class ProfileReconciler {
     const running = this.#started.get(key);
     if (running && !isDeepStrictEqual(running, config)) await this.#stop(key, running, config ? 'changed' : verdict!.reason);
     if (config && !this.#started.has(key)) {
-      this.#started.set(key, config);
-      this.#log.info({ profile: key, member: config.name, node: config.nodeName }, 'ClusterProfile selected: starting its member');
-      this.#members.add(config, profileAccessSource({ namespace, name }, {
-        host: this.#api.host, providers: this.#source.providers, profile: () => this.#api.informer.get(key),
-      }));
+      // Judged once this profile's own member is stopped, against every other one (a changed profile too): two
+      // members on one node would both delegate every pod of it; on one class, both provision its claims.
+      const conflict = this.#members.conflict(config);
+      if (conflict === undefined) {
+        this.#start(key, config);
+      } else {
+        verdict = { status: 'False', reason: 'NameConflict', message: conflict };
+        config = undefined;
+      }
     }
     if (config) verdict = memberVerdict(this.#members.state(config.name) ?? { phase: 'starting' });
     if (verdict) await this.#write(profile, verdict);
     return { requeueAfterMs: this.#statusPeriodMs };
+  }
+
+  #start(key: string, config: MemberConfig): void {
+    this.#started.set(key, config);
+    this.#log.info({ profile: key, member: config.name, node: config.nodeName }, 'ClusterProfile selected: starting its member');
+    this.#members.add(config, profileAccessSource(splitKey(key), {
+      host: this.#api.host, providers: this.#source.providers, profile: () => this.#api.informer.get(key),
+    }));
   }
 
   /** The profile left the watch (deleted, or no longer selected): its member stops; the profile says so if it is still there. */

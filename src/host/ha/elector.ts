@@ -154,9 +154,7 @@ export class LeaseElector {
       // A renewal still being sent would make our version stale (the release refused, the Lease left to expire).
       await this.#attempted;
       const mine = this.#mine;
-      const written = await this.#api.replace(leaseBody(mine, {
-        ...mine.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: microTime(new Date(this.#now())),
-      }));
+      const written = await this.#api.replace(this.#freed(mine));
       this.#mine = written;
       this.#see(written);
     } catch (err) {
@@ -252,9 +250,7 @@ export class LeaseElector {
   #won(lease: V1Lease, now: number): void {
     if (this.#stopped) {
       // Won by an attempt that was under way when stop() came: written free at once, not left held and unrenewed.
-      void this.#api.replace(leaseBody(lease, {
-        ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: microTime(new Date(this.#now())),
-      })).then((free) => this.#see(free), (err: unknown) =>
+      void this.#api.replace(this.#freed(lease)).then((free) => this.#see(free), (err: unknown) =>
         this.#log.warn({ err: toKubeError(err).message }, 'could not release a lease won after stop; it expires instead'));
       return;
     }
@@ -262,6 +258,11 @@ export class LeaseElector {
     this.#renewedAt = now;
     this.#set(true, 'acquired', 'acquired');
     this.#see(lease);
+  }
+
+  /** `lease` written free: no holder, and expired a second later, so that another replica takes it at once. */
+  #freed(lease: V1Lease): V1Lease {
+    return leaseBody(lease, { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: microTime(new Date(this.#now())) });
   }
 
   #spec(now: number, base: V1Lease | undefined): Record<string, unknown> {

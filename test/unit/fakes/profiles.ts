@@ -97,6 +97,7 @@ export class FakeMembers implements ProfileMembers {
     this.running.delete(name);
   }
 
+  /** Whether a member of that name runs (for the tests). */
   has(name: string): boolean { return this.running.has(name); }
   conflict(config: MemberConfig): string | undefined { return memberConflict(config, [...this.running.values()].map((r) => r.config)); }
   state(name: string): MemberState | undefined { return this.running.get(name)?.state; }

@@ -120,6 +120,16 @@ describe('ProfileReconciler', () => {
     assert.deepEqual(members.log, [], 'nothing started on that node');
   });
 
+  it('refuses a running profile changed onto another member\'s node: its member stops and none starts there', async () => {
+    const { api, members } = setup([profile('us')], new FakeMembers(['eu']));
+    await eventually('us added', () => members.has('us'));
+    api.events.next({ type: 'MODIFIED', object: profile('us', { rv: '2', annotations: { 'clusterlet.io/node-name': 'clusterlet-eu' } }) });
+    await eventually('NameConflict', () => api.offloading('us')?.reason === 'NameConflict');
+    assert.match(api.offloading('us')!.message, /node "clusterlet-eu" is already the node of member "eu"/);
+    assert.deepEqual(members.log, ['add us clusterlet-us', 'remove us']);
+    assert.ok(members.has('eu'));
+  });
+
   it('tries again on the next pass when the status patch conflicts', async () => {
     const { api, members } = setup([]);
     api.failNext = new KubeError('Conflict', 409, 'Conflict', 'the object has been modified');

@@ -61,13 +61,12 @@ export class MemberPodProvider implements PodProvider {
   /** Member events (uid and resourceVersion) already passed on, so that a relist does not repeat them. */
   #seenEvents = new LRUCache<string, true>(upTo(20_000));
   /**
-   * Events about a delegate this provider just created that the delegate index does not know yet, by member
-   * key: the event watch and the pod informer are two streams, and the member's scheduler can report on a new
-   * delegate (FailedScheduling) before the informer shows it. Held until it does, for a while at most.
+   * Delegates this provider created that the delegate index does not show yet (member keys) → the events about them
+   * that came first: the event watch and the pod informer are two streams, and the member's scheduler can report on
+   * a new delegate (FailedScheduling) before the informer shows it. Held until it does, for a while at most; the
+   * events of pods not created here (the member's own) are never held.
    */
-  #early = new LRUCache<string, CoreV1Event[]>({ max: 5_000, ttl: EARLY_EVENT_TTL_MS });
-  /** Delegates this provider created lately (member keys): the only pods whose events are held (not the member's own). */
-  #justCreated = new LRUCache<string, true>({ max: 20_000, ttl: EARLY_EVENT_TTL_MS });
+  #unseen = new LRUCache<string, CoreV1Event[]>({ max: 20_000, ttl: EARLY_EVENT_TTL_MS });
   /** Member namespaces known to exist → the host namespace they hold. */
   #namespaces = new Map<string, string>();
   /** Creations of member namespaces under way: a burst of pods into a new namespace shares one (a failure is not kept). */
@@ -114,9 +113,9 @@ export class MemberPodProvider implements PodProvider {
     );
     // Events held for a delegate the pod informer had not shown yet go on once it does.
     const released$ = member.delegates.changes$.pipe(mergeMap((c) => {
-      const held = this.#early.get(c.memberKey);
-      if (!held) return of();
-      this.#early.delete(c.memberKey);
+      const held = this.#unseen.get(c.memberKey);
+      if (!held || !member.delegates.hostRefOf(c.memberKey)) return of();
+      this.#unseen.delete(c.memberKey);
       return from(held);
     }));
     this.podEvents$ = merge(memberEvents$, released$).pipe(
@@ -181,7 +180,7 @@ export class MemberPodProvider implements PodProvider {
     let created = false;
     try {
       // Marked before the create: the member's scheduler may report on the delegate before the create returns.
-      this.#justCreated.set(`${ns}/${body.metadata!.name}`, true);
+      this.#unseen.set(`${ns}/${body.metadata!.name}`, []);
       await this.#member.client.core.createNamespacedPod({ namespace: ns, body }, discard);
       created = true;
       this.#log.debug({ namespace: ns, pod: body.metadata?.name }, 'delegate created');
@@ -355,7 +354,8 @@ export class MemberPodProvider implements PodProvider {
     const memberKey = `${io.namespace}/${io.name}`;
     const ref = this.#member.delegates.hostRefOf(memberKey);
     if (!ref) {
-      if (this.#justCreated.has(memberKey)) this.#early.set(memberKey, [...this.#early.get(memberKey) ?? [], e].slice(-EARLY_EVENTS_PER_POD));
+      const held = this.#unseen.get(memberKey);
+      if (held && held.push(e) > EARLY_EVENTS_PER_POD) held.shift();
       return undefined;
     }
     if (io.uid && this.#delegateUidMismatch(io.namespace, io.name, io.uid)) return undefined;

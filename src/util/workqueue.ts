@@ -32,6 +32,9 @@ export type Priority = number;
 /** A queued key: its priority, and when it was first queued (a sequence number: earlier runs first). */
 interface Entry { key: string; priority: Priority; seq: number }
 
+/** A settled() call waiting: for keys of `priority` and above, until `timer` (if any) gives up. */
+interface SettledWaiter { priority: Priority; resolve: () => void; timer?: NodeJS.Timeout }
+
 export class WorkQueue {
   readonly name: string;
   /** Queued keys, best first; an entry no longer in #queued (raised since) is skipped when it comes up. */
@@ -43,7 +46,7 @@ export class WorkQueue {
   #processing = new Map<string, Priority>();
   /** Keys queued, waiting or under way, by priority: what settled() waits on. */
   #load: number[] = [];
-  #settledWaiters: { priority: Priority; resolve: () => void }[] = [];
+  #settledWaiters = new Set<SettledWaiter>();
   /** How many of the keys under way are urgent (see WorkQueueOptions.urgent). */
   #urgentRunning = 0;
   #seq = 0;
@@ -137,20 +140,27 @@ export class WorkQueue {
   }
 
   /**
-   * Resolves once no key of `priority` or above is queued or running: for work that should give way to this queue's
-   * (keys waiting on a retry timer do not count). Never resolves after shutdown.
+   * Resolves once no key of `priority` or above is queued or running, or after `withinMs` at the most: for work that
+   * should give way to this queue's for a while (keys waiting on a retry timer do not count). A wait that timed out
+   * is forgotten, so that waiters never pile up on a queue that stays busy. Never resolves after shutdown.
    */
-  settled(priority: Priority): Promise<void> {
+  settled(priority: Priority, withinMs = Infinity): Promise<void> {
     if (this.#shutdown) return new Promise(() => undefined);
-    if (this.#loadFrom(priority) === 0) return Promise.resolve();
-    return new Promise((resolve) => this.#settledWaiters.push({ priority, resolve }));
+    if (this.#loadFrom(priority) === 0 || withinMs <= 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const w: SettledWaiter = { priority, resolve };
+      if (Number.isFinite(withinMs)) {
+        w.timer = setTimeout(() => { this.#settledWaiters.delete(w); resolve(); }, withinMs);
+        w.timer.unref();
+      }
+      this.#settledWaiters.add(w);
+    });
   }
 
   shutdown(): void {
     this.#shutdown = true;
-    this.#settledWaiters = [];
-    this.#load = [];
-    for (const p of this.#processing.values()) this.#count(p, 1);
+    for (const w of this.#settledWaiters) clearTimeout(w.timer);
+    this.#settledWaiters.clear();
     for (const t of this.#timers.values()) clearTimeout(t);
     this.#timers.clear();
     this.#due.clear();
@@ -172,10 +182,12 @@ export class WorkQueue {
   }
 
   #wakeSettled(): void {
-    if (this.#settledWaiters.length === 0) return;
-    const waiting = this.#settledWaiters;
-    this.#settledWaiters = waiting.filter((w) => this.#loadFrom(w.priority) > 0);
-    for (const w of waiting) if (!this.#settledWaiters.includes(w)) w.resolve();
+    for (const w of this.#settledWaiters) {
+      if (this.#loadFrom(w.priority) > 0) continue;
+      this.#settledWaiters.delete(w);
+      clearTimeout(w.timer);
+      w.resolve();
+    }
   }
 
   #enqueue(entry: Entry): void {

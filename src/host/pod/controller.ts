@@ -2,7 +2,7 @@
 // the provider for each, mirrors status and events back, and runs the deletion protocol:
 //   proxy marked for deletion → provider pod deleted with the same grace period → proxy removed (grace 0).
 // It talks to the back end only through the PodProvider interface.
-import { interval, mergeMap, type Subscription } from 'rxjs';
+import { interval, map, mergeMap, type Subscription } from 'rxjs';
 import type { V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
 import { PATCH, type ClusterClient } from '../../kube/client.ts';
 import { Informer, splitKey } from '../../kube/informer.ts';
@@ -138,7 +138,7 @@ export class PodController {
         // Status-only changes (most of them our own writes) are no business of the lifecycle.
         if (!ev.old || ev.type === 'DELETED' || !onlyStatusChanged(ev.old, ev.object)) this.#queue.add(ev.key, this.#lifecyclePriority(ev.key));
         // Someone else changed the proxy's status: set it back to what the provider reports.
-        if (ev.old && !statusEqual(ev.object.status, ev.old.status)) this.#statusQueue.add(ev.key, this.#statusPriority(ev.key));
+        if (ev.old && !statusEqual(ev.object.status, ev.old.status)) this.#statusQueue.add(ev.key, this.#statusPriority(ev.key, this.#delegateOf(ev.key)));
       }),
       this.#provider.podChanges$.subscribe((change) => {
         this.#statusSeen.set(change.key, performance.now());
@@ -147,11 +147,15 @@ export class PodController {
       }),
       // Events give way to status writes, which the user waits for more: both go to the host API server, and a burst
       // of pods becoming Ready comes with the member's events about them (Scheduled, Pulled, Started…). For a while
-      // only: under a status queue that never drains (thousands of pods changing), events still go, late.
-      this.#provider.podEvents$.pipe(mergeMap(async (e) => {
-        await this.#yieldToStatus();
-        await this.#mirrorEvent(e);
-      }, 4)).subscribe(),
+      // only, counted from the event's arrival (not from when one of the 4 writers takes it): under a status queue
+      // that never drains (thousands of pods changing), events still go, late by that while and no more.
+      this.#provider.podEvents$.pipe(
+        map((e) => ({ e, yieldUntil: performance.now() + (this.#opts.eventYieldMs ?? EVENT_YIELD_MAX_MS) })),
+        mergeMap(async ({ e, yieldUntil }) => {
+          await this.#statusQueue.settled(STATUS.change, yieldUntil - performance.now());
+          await this.#mirrorEvent(e);
+        }, 4),
+      ).subscribe(),
       // The back end is back after an outage: every proxy is checked against it again, whatever wrote it meanwhile.
       this.#provider.resync$.subscribe(() => {
         this.#log.info({ proxies: this.pods.size }, 'member reachable again; syncing every pod');
@@ -181,13 +185,6 @@ export class PodController {
     }
   }
 
-  /** Resolves once no status change is queued or under way, or after EVENT_YIELD_MAX_MS at most. */
-  #yieldToStatus(): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const most = new Promise<void>((resolve) => { timer = setTimeout(resolve, this.#opts.eventYieldMs ?? EVENT_YIELD_MAX_MS).unref(); });
-    return Promise.race([this.#statusQueue.settled(STATUS.change), most]).finally(() => clearTimeout(timer));
-  }
-
   stop(): void {
     this.#stopped = true;
     for (const s of this.#subs.splice(0)) s.unsubscribe();
@@ -204,28 +201,31 @@ export class PodController {
    */
   #queueStatus(key: string): void {
     const { namespace, name } = splitKey(key);
-    if (this.#provider.getPod(namespace, name)?.phase === 'Pending') {
+    const running = this.#provider.getPod(namespace, name);
+    if (running?.phase === 'Pending') {
       this.#statusQueue.addAfter(key, PENDING_STATUS_DELAY_MS, STATUS.change);
     } else {
-      this.#statusQueue.add(key, this.#statusPriority(key));
+      this.#statusQueue.add(key, this.#statusPriority(key, running));
     }
   }
 
   /** Visible when the proxy's phase or readiness is not the delegate's: a pod becoming Ready, or marked NotReady by someone else. */
-  #statusPriority(key: string): Priority {
-    const { namespace, name } = splitKey(key);
-    const running = this.#provider.getPod(namespace, name);
+  #statusPriority(key: string, running: ProviderPod | undefined): Priority {
     const proxy = this.pods.get(key);
     const visible = running && proxy && (running.phase !== proxy.status?.phase || !!running.ready !== isReady(proxy));
     return visible ? STATUS.visible : STATUS.change;
+  }
+
+  #delegateOf(key: string): ProviderPod | undefined {
+    const { namespace, name } = splitKey(key);
+    return this.#provider.getPod(namespace, name);
   }
 
   /** Where the key's next sync stands in the deletion protocol (its proxy gone or being deleted), if it does. */
   #lifecyclePriority(key: string): Priority {
     const proxy = this.pods.get(key);
     if (proxy && !proxy.metadata?.deletionTimestamp) return LIFECYCLE.change;
-    const { namespace, name } = splitKey(key);
-    const delegate = this.#provider.getPod(namespace, name);
+    const delegate = this.#delegateOf(key);
     return delegate && !delegate.terminating ? LIFECYCLE.deleteDelegate : LIFECYCLE.removeProxy;
   }
 
@@ -242,7 +242,7 @@ export class PodController {
    * during an outage): those go first, as any visible change, or a busy queue could hold them back indefinitely.
    */
   #recheckPriority(key: string): Priority {
-    return this.#statusPriority(key) === STATUS.visible ? STATUS.visible : STATUS.recheck;
+    return this.#statusPriority(key, this.#delegateOf(key)) === STATUS.visible ? STATUS.visible : STATUS.recheck;
   }
 
   /** A resync goes last, but for a key in the deletion protocol (an orphan delegate found by the resync included). */

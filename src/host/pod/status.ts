@@ -7,6 +7,7 @@ import { isTerminal } from '../../forge/pod.ts';
 import { compact, nonEmpty, wholeSeconds } from '../../forge/objects.ts';
 import { DELEGATE_CONDITIONS, HOST_SHARED_CONDITIONS } from '../../forge/status.ts';
 import type { ProviderPod } from '../../provider/pod.ts';
+import { byCodeUnits } from '../../util/order.ts';
 
 /** Conditions the status mirror neither writes nor deletes: the pod controller's own. */
 export const OWN_CONDITIONS: ReadonlySet<string> = new Set([OFFLOADED_CONDITION]);
@@ -247,7 +248,5 @@ function sortedBy(items: unknown[], key: string): unknown[] {
 }
 
 function compareBy(x: unknown, y: unknown, key: string): number {
-  const a = String((x as Record<string, unknown> | null)?.[key]);
-  const b = String((y as Record<string, unknown> | null)?.[key]);
-  return a < b ? -1 : a > b ? 1 : 0;
+  return byCodeUnits(String((x as Record<string, unknown> | null)?.[key]), String((y as Record<string, unknown> | null)?.[key]));
 }

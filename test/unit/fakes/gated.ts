@@ -2,7 +2,6 @@
 // work behind them, and see in which order it goes once they answer.
 import { FakeHost } from './host.ts';
 import { FakeProvider } from './provider.ts';
-import type { ClusterClient } from '../../../src/kube/client.ts';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { CreateOptions, PodNotice } from '../../../src/provider/pod.ts';
 
@@ -28,17 +27,7 @@ class Hold {
 /** A FakeHost whose status patches wait until `patches.open()`. */
 export class GatedHost extends FakeHost {
   readonly patches = new Hold();
-
-  override client(): ClusterClient {
-    const c = super.client();
-    const patch = c.core.patchNamespacedPodStatus.bind(c.core);
-    // Cast: the client's overloads (RequestOptions.discard) cannot be spread into.
-    c.core.patchNamespacedPodStatus = (async (...args: Parameters<typeof patch>) => {
-      await this.patches.wait();
-      return patch(...args);
-    }) as typeof patch;
-    return c;
-  }
+  override beforeStatusPatch = (): Promise<void> => this.patches.wait();
 }
 
 /** A FakeProvider whose createPod calls wait until `creates.open()`. */

@@ -14,9 +14,8 @@ export class FakeHost {
   readonly deletes: { key: string; grace?: number }[] = [];
   /** Event creations still to refuse as a host that is away would (503). */
   failEventCreates = 0;
-  /** While set, status patches wait for it (a slow host): `statusWaiting` counts those waiting. */
-  statusGate: Promise<void> | undefined;
-  statusWaiting = 0;
+  /** Awaited by each status patch before it is applied: one may be held (a slow host) or refused (it throws). */
+  beforeStatusPatch: (() => Promise<void>) | undefined;
   #rv = 1;
   #watchers = new Set<WatchHandlers>();
 
@@ -54,11 +53,7 @@ export class FakeHost {
         return { items, metadata: { resourceVersion: String(this.#rv) } };
       },
       patchNamespacedPodStatus: async (p: { namespace: string; name: string; body: { status: Record<string, unknown> } }) => {
-        if (this.statusGate) {
-          this.statusWaiting++;
-          await this.statusGate;
-          this.statusWaiting--;
-        }
+        await this.beforeStatusPatch?.();
         const key = `${p.namespace}/${p.name}`;
         const pod = this.pods.get(key);
         if (!pod) throw notFound(`pod ${key}`);

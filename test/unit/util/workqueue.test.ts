@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { WorkQueue } from '../../../src/util/workqueue.ts';
-import type { Handler, HandlerResult } from '../../../src/util/workqueue.ts';
+import type { Handler, HandlerResult, WorkQueueOptions } from '../../../src/util/workqueue.ts';
 
 interface Deferred<T = void> {
   promise: Promise<T>;
@@ -72,6 +72,14 @@ class Gate {
   }
 }
 
+/** A queue started on a new Gate. */
+function started(opts: WorkQueueOptions): { q: WorkQueue; gate: Gate } {
+  const q = new WorkQueue(opts);
+  const gate = new Gate();
+  q.start(gate.handler);
+  return { q, gate };
+}
+
 /** What one worker does with keys added as (key, priority) before it starts: the order it processes them in, and how many were queued. */
 async function processing(adds: [string, number?][]): Promise<{ order: string[]; depth: number }> {
   const q = new WorkQueue({ name: 'order', workers: 1 });
@@ -102,9 +110,7 @@ describe('WorkQueue', () => {
   });
 
   it('processes a key queued behind a busy worker once', async () => {
-    const q = new WorkQueue({ name: 'dedup-busy', workers: 1 });
-    const gate = new Gate();
-    q.start(gate.handler);
+    const { q, gate } = started({ name: 'dedup-busy', workers: 1 });
     q.add('x');
     await gate.waiting(1);
     q.add('a');
@@ -119,9 +125,7 @@ describe('WorkQueue', () => {
   });
 
   it('processes a key added while it is processed again afterwards, never concurrently', async () => {
-    const q = new WorkQueue({ name: 'dirty', workers: 4 });
-    const gate = new Gate();
-    q.start(gate.handler);
+    const { q, gate } = started({ name: 'dirty', workers: 4 });
     q.add('a');
     await gate.waiting(1);
     q.add('a');
@@ -139,9 +143,7 @@ describe('WorkQueue', () => {
   });
 
   it('runs at most `workers` keys at once and all of them eventually', async () => {
-    const q = new WorkQueue({ name: 'bounded', workers: 2 });
-    const gate = new Gate();
-    q.start(gate.handler);
+    const { q, gate } = started({ name: 'bounded', workers: 2 });
     for (const k of ['a', 'b', 'c', 'd', 'e']) q.add(k);
     await gate.waiting(2);
     await flush();
@@ -176,9 +178,7 @@ describe('WorkQueue', () => {
     });
 
     it('a key added while it runs keeps its place: it runs, once that run ends, before keys added after it', async () => {
-      const q = new WorkQueue({ name: 'prio-running', workers: 2 });
-      const gate = new Gate();
-      q.start(gate.handler);
+      const { q, gate } = started({ name: 'prio-running', workers: 2 });
       q.add('a');
       q.add('x');
       await gate.waiting(2);
@@ -201,9 +201,7 @@ describe('WorkQueue', () => {
     });
 
     it('a key raised while it runs runs next, at that priority', async () => {
-      const q = new WorkQueue({ name: 'prio-running-raise', workers: 1 });
-      const gate = new Gate();
-      q.start(gate.handler);
+      const { q, gate } = started({ name: 'prio-running-raise', workers: 1 });
       q.add('a');
       await gate.waiting(1);
       q.add('c', 1);
@@ -218,9 +216,7 @@ describe('WorkQueue', () => {
     });
 
     it('runs urgent keys on their own workers when the others are taken, and only them', async () => {
-      const q = new WorkQueue({ name: 'prio-urgent', workers: 1, urgent: { priority: 2, workers: 1 } });
-      const gate = new Gate();
-      q.start(gate.handler);
+      const { q, gate } = started({ name: 'prio-urgent', workers: 1, urgent: { priority: 2, workers: 1 } });
       q.add('a');
       await gate.waiting(1);
       q.add('b', 1);
@@ -243,9 +239,7 @@ describe('WorkQueue', () => {
 
     it('retries a failed key at the priority it ran with', async (t) => {
       t.mock.timers.enable({ apis: ['setTimeout'] });
-      const q = new WorkQueue({ name: 'prio-retry', workers: 1, baseDelayMs: 100, maxDelayMs: 100 });
-      const gate = new Gate();
-      q.start(gate.handler);
+      const { q, gate } = started({ name: 'prio-retry', workers: 1, baseDelayMs: 100, maxDelayMs: 100 });
       q.add('a', 2);
       await gate.waiting(1);
       gate.release('a', new Error('once'));
@@ -326,6 +320,29 @@ describe('WorkQueue', () => {
       await q.idle();
       await flush();
       assert.equal(settled, true);
+    });
+
+    it('with a bound, resolves after it while the queue stays busy, at once when none is left, or once settled', async (t) => {
+      t.mock.timers.enable({ apis: ['setTimeout'] });
+      const { q, gate } = started({ name: 'settled-within', workers: 1 });
+      q.add('a', 1);
+      await gate.waiting(1);
+      let settled = 0;
+      void q.settled(1, 100).then(() => { settled++; });
+      t.mock.timers.tick(99);
+      await flush();
+      assert.equal(settled, 0, 'a still runs');
+      t.mock.timers.tick(1);
+      await flush();
+      assert.equal(settled, 1, 'given up waiting after 100 ms');
+      void q.settled(1, 0).then(() => { settled++; });
+      await flush();
+      assert.equal(settled, 2, 'no time left: at once');
+      void q.settled(1, 100).then(() => { settled++; });
+      gate.release('a');
+      await q.idle();
+      await flush();
+      assert.equal(settled, 3, 'settled before the bound');
     });
 
     it('never resolves once shut down, not even when the key under way ends', async () => {
@@ -487,9 +504,7 @@ describe('WorkQueue', () => {
     });
 
     it('resolves only once every key has been processed', async () => {
-      const q = new WorkQueue({ name: 'idle-drain', workers: 2 });
-      const gate = new Gate();
-      q.start(gate.handler);
+      const { q, gate } = started({ name: 'idle-drain', workers: 2 });
       for (const k of ['a', 'b', 'c']) q.add(k);
       let idle = false;
       const drained = q.idle().then(() => { idle = true; });
@@ -545,9 +560,7 @@ describe('WorkQueue', () => {
 
   describe('shutdown', () => {
     it('drops queued keys and ignores later adds', async () => {
-      const q = new WorkQueue({ name: 'shutdown', workers: 1 });
-      const gate = new Gate();
-      q.start(gate.handler);
+      const { q, gate } = started({ name: 'shutdown', workers: 1 });
       q.add('a');
       q.add('b');
       await gate.waiting(1);
@@ -562,7 +575,8 @@ describe('WorkQueue', () => {
       assert.deepEqual(gate.calls, ['a']);
     });
 
-    it('cancels pending retries', async () => {
+    it('cancels pending retries', async (t) => {
+      t.mock.timers.enable({ apis: ['setTimeout'] });
       const q = new WorkQueue({ name: 'shutdown-retry', workers: 1, baseDelayMs: 5 });
       let calls = 0;
       const failed = deferred();
@@ -575,14 +589,13 @@ describe('WorkQueue', () => {
       await failed.promise;
       await q.idle();
       q.shutdown();
-      await new Promise((resolve) => setTimeout(resolve, 30)); // well past the retry's 4–6 ms
+      t.mock.timers.tick(1000); // well past the retry's 4–6 ms
+      await q.idle();
       assert.equal(calls, 1);
     });
 
     it('lets the running handler finish, and idle() resolve', async () => {
-      const q = new WorkQueue({ name: 'shutdown-running', workers: 2 });
-      const gate = new Gate();
-      q.start(gate.handler);
+      const { q, gate } = started({ name: 'shutdown-running', workers: 2 });
       q.add('a');
       await gate.waiting(1);
       const drained = q.idle();

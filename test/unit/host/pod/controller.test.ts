@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { PodController } from '../../../../src/host/pod/controller.ts';
 import { FakeHost } from '../../fakes/host.ts';
+import { GatedHost } from '../../fakes/gated.ts';
 import { FakeProvider, PodRejectedError } from '../../fakes/provider.ts';
 import { NODE, startController as start, stopControllers } from '../../fakes/podcontroller.ts';
 import { eventually } from '../../fakes/wait.ts';
@@ -38,6 +39,16 @@ async function runningAndSynced(): Promise<{ host: FakeHost; provider: FakeProvi
   await eventually('first sync', () => provider.count('update') >= 1);
   await c.queue.idle();
   return { host, provider, c, updates: provider.count('update') };
+}
+
+/** Proxy `a`, its delegate created. */
+async function created(): Promise<{ host: FakeHost; provider: FakeProvider }> {
+  const host = new FakeHost();
+  const provider = new FakeProvider();
+  host.put(proxy('a'));
+  start(host, provider);
+  await eventually('created', () => provider.count('create') === 1);
+  return { host, provider };
 }
 
 const isReadyOnHost = (host: FakeHost, name: string): boolean => host.condition(NS, name, 'Ready')?.status === 'True';
@@ -286,11 +297,7 @@ describe('PodController', () => {
   });
 
   it('mirrors the back end\'s events onto the proxy, naming the member in the source', async () => {
-    const host = new FakeHost();
-    const provider = new FakeProvider();
-    host.put(proxy('a'));
-    start(host, provider);
-    await eventually('created', () => provider.count('create') === 1);
+    const { host, provider } = await created();
     provider.events.next({ namespace: NS, name: 'a', id: 'ev-1', event: { type: 'Normal', reason: 'Pulled', message: 'image pulled', count: 1,
       source: { component: 'kubelet' } } });
     await eventually('event on the proxy', () => host.eventReasons().includes('Pulled'));
@@ -300,11 +307,7 @@ describe('PodController', () => {
   });
 
   it('mirrors an event the host first refused (away for a moment): the write is tried again', async () => {
-    const host = new FakeHost();
-    const provider = new FakeProvider();
-    host.put(proxy('a'));
-    start(host, provider);
-    await eventually('created', () => provider.count('create') === 1);
+    const { host, provider } = await created();
     host.failEventCreates = 1;
     provider.events.next({ namespace: NS, name: 'a', id: 'ev-1', event: { type: 'Warning', reason: 'FailedScheduling',
       message: '0/3 nodes are available', count: 1, source: { component: 'default-scheduler' } } });
@@ -312,22 +315,40 @@ describe('PodController', () => {
     assert.equal(host.failEventCreates, 0, 'the first write was refused');
   });
 
-  it('a mirrored event gives way to the status writes under way, for a while only', async () => {
-    const host = new FakeHost();
+  /** Proxy `a` with a running delegate whose status write the host holds (slow): a status queue that does not drain. */
+  async function statusWriteHeld(eventYieldMs: number): Promise<{ host: GatedHost; provider: FakeProvider }> {
+    const host = new GatedHost();
     const provider = new FakeProvider();
     const p = host.put(proxy('a'));
-    let open!: () => void;
-    host.statusGate = new Promise((resolve) => { open = resolve; });
     provider.pods.set(`${NS}/a`, { proxyUID: p.metadata!.uid!, terminating: false, phase: 'Running', status: { ...ready(), phase: 'Running' } });
-    start(host, provider, 2, { eventYieldMs: 100 });
-    await eventually('a status write under way (the host is slow)', () => host.statusWaiting > 0);
+    start(host, provider, 2, { eventYieldMs });
+    await eventually('a status write under way (the host is slow)', () => host.patches.count > 0);
     provider.changes.next({ key: `${NS}/a`, lifecycle: false });
-    provider.events.next({ namespace: NS, name: 'a', id: 'ev-1', event: { type: 'Normal', reason: 'Started', message: 'started', count: 1,
-      source: { component: 'kubelet' } } });
-    await eventually('the event on the proxy while the status write still waits', () => host.eventReasons().includes('Started'), 2_000);
-    assert.ok(host.statusWaiting > 0);
-    open();
+    return { host, provider };
+  }
+
+  const started = (i: number) => ({ namespace: NS, name: 'a', id: `ev-${i}`,
+    event: { type: 'Normal', reason: `Started${i}`, message: 'started', count: 1, source: { component: 'kubelet' } } });
+
+  it('a mirrored event gives way to the status writes under way, for a while only', async () => {
+    const { host, provider } = await statusWriteHeld(100);
+    provider.events.next(started(1));
+    await eventually('the event on the proxy while the status write still waits', () => host.eventReasons().includes('Started1'), 2_000);
+    assert.ok(host.patches.count > 0);
+    host.patches.open();
     await eventually('the status written', () => isReadyOnHost(host, 'a'));
+  });
+
+  it('that while counts from each event\'s arrival: a burst waits it once, not once per round of event writers', async () => {
+    const yieldMs = 1_000;
+    const { host, provider } = await statusWriteHeld(yieldMs);
+    const sent = performance.now();
+    for (let i = 0; i < 12; i++) provider.events.next(started(i));
+    await eventually('the 12 events on the proxy', () => host.eventReasons().filter((r) => r.startsWith('Started')).length === 12, 5_000);
+    const took = performance.now() - sent;
+    // Four writers: waiting on each writer's own turn, the third round would go after 3 × 1 s.
+    assert.ok(took >= yieldMs - 50 && took < 2 * yieldMs, `the burst mirrored after ${took.toFixed(0)} ms`);
+    assert.ok(host.patches.count > 0, 'the status write still waits');
   });
 
   it('does not write a Pending status that says nothing new, and writes the first informative one', async () => {

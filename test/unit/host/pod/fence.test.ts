@@ -3,7 +3,6 @@
 import { describe, it, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
-import type { ClusterClient } from '../../../../src/kube/client.ts';
 import { KubeError } from '../../../../src/kube/errors.ts';
 import { FakeHost } from '../../fakes/host.ts';
 import { FakeProvider } from '../../fakes/provider.ts';
@@ -22,18 +21,10 @@ const refused = (): KubeError => new KubeError('Unavailable', 0, 'NotLeader', 'P
 class RefusingHost extends FakeHost {
   refusals = 0;
   attempts = 0;
-
-  override client(): ClusterClient {
-    const c = super.client();
-    const patch = c.core.patchNamespacedPodStatus.bind(c.core);
-    // Cast: the client's overloads (RequestOptions.discard) cannot be spread into.
-    c.core.patchNamespacedPodStatus = (async (...args: Parameters<typeof patch>) => {
-      this.attempts++;
-      if (this.refusals-- > 0) throw refused();
-      return patch(...args);
-    }) as typeof patch;
-    return c;
-  }
+  override beforeStatusPatch = async (): Promise<void> => {
+    this.attempts++;
+    if (this.refusals-- > 0) throw refused();
+  };
 }
 
 /** What `count()` says at each of `times` (ms after T0). */

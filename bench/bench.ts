@@ -10,8 +10,7 @@ import { loadKubeconfigFile } from '../src/kube/kubeconfig.ts';
 import { Informer } from '../src/kube/informer.ts';
 import { listWatch } from '../src/kube/listwatch.ts';
 import { deleteNamespaceAndWait } from '../test/support/env.ts';
-import { isReady } from '../test/support/objects.ts';
-import { waitUntil } from '../test/support/wait.ts';
+import { isReady, waitNode } from '../test/support/objects.ts';
 
 export interface BenchOptions {
   harness: Harness;
@@ -216,7 +215,7 @@ export class ProcessSampler {
 
   #sample(): void {
     // Once the process is gone the run fails on its own (BenchOptions.clusterletExited).
-    this.#peakKB = Math.max(this.#peakKB, rssKB(this.#pid) ?? 0);
+    this.#peakKB = Math.max(this.#peakKB, rssKB(this.#pid)?.total ?? 0);
   }
 
   stop(): { peakRssMB: number; cpuSeconds: number } {
@@ -226,16 +225,23 @@ export class ProcessSampler {
   }
 }
 
-/** A process's VmRSS in kB; undefined once it is gone. */
-function rssKB(pid: number): number | undefined {
+/** A process's resident memory: VmRSS, and its parts anonymous memory and file pages (the node binary's code and data it touched). */
+export interface Rss { total: number; anon: number; file: number }
+
+/** A process's resident memory in kB; undefined once it is gone. */
+export function rssKB(pid: number): Rss | undefined {
   let status: string;
   try {
     status = readFileSync(`/proc/${pid}/status`, 'utf8');
   } catch {
     return undefined;
   }
-  const m = /VmRSS:\s+(\d+) kB/.exec(status);
-  return m ? Number(m[1]) : undefined;
+  const kB = (field: string): number | undefined => {
+    const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(status);
+    return m ? Number(m[1]) : undefined;
+  };
+  const total = kB('VmRSS');
+  return total === undefined ? undefined : { total, anon: kB('RssAnon') ?? 0, file: kB('RssFile') ?? 0 };
 }
 
 export interface IdleRssOptions {
@@ -243,24 +249,37 @@ export interface IdleRssOptions {
   settleMs: number;
   samples: number;
   intervalMs: number;
+  /** clusterlet's health port, scraped while it settles as deployed (hack/idle-rss.ts); none: it settles untouched. */
+  healthPort?: number;
 }
 
 export const IDLE_RSS: IdleRssOptions = { settleMs: 20_000, samples: 5, intervalMs: 2_000 };
 
+/** How often Prometheus and the probes would ask the health port. */
+const SCRAPE_EVERY_MS = 10_000;
+
+/** Waits `ms`; with a health port, asks it what Prometheus and the probes would, every SCRAPE_EVERY_MS from the start. */
+async function settle(ms: number, healthPort: number | undefined): Promise<void> {
+  if (healthPort === undefined) return sleep(ms);
+  for (let waited = 0; waited < ms; waited += SCRAPE_EVERY_MS) {
+    for (const path of ['/metrics', '/readyz', '/healthz']) await (await fetch(`http://127.0.0.1:${healthPort}${path}`)).text();
+    await sleep(Math.min(SCRAPE_EVERY_MS, ms - waited));
+  }
+}
+
 /**
- * clusterlet's VmRSS at idle, in MB: sampled once its virtual node is Ready and it has settled (the bench before its
- * first run, and hack/idle-rss.ts).
+ * clusterlet's resident memory at idle, in MB: sampled once its virtual node is Ready and it has settled (the bench
+ * before its first run, and hack/idle-rss.ts).
  */
-export async function idleRssSamples(host: ClusterClient, nodeName: string, pid: number, opts: IdleRssOptions = IDLE_RSS): Promise<number[]> {
-  await waitUntil(host, { path: '/api/v1/nodes', model: 'V1Node', resource: 'nodes', fieldSelector: `metadata.name=${nodeName}`,
-    list: (p) => host.core.listNode(p) }, (ns) => ns.length === 1 && isReady(ns[0]), 120_000, `the virtual node ${nodeName} Ready`);
-  await sleep(opts.settleMs);
-  const samples: number[] = [];
+export async function idleRssSamples(host: ClusterClient, nodeName: string, pid: number, opts: IdleRssOptions = IDLE_RSS): Promise<Rss[]> {
+  await waitNode(host, nodeName, isReady, 'Ready', 120_000);
+  await settle(opts.settleMs, opts.healthPort);
+  const samples: Rss[] = [];
   for (let i = 0; i < opts.samples; i++) {
     if (i > 0) await sleep(opts.intervalMs);
     const kb = rssKB(pid);
     if (kb === undefined) throw new Error(`process ${pid} exited while its idle RSS was sampled`);
-    samples.push(kb / 1024);
+    samples.push({ total: kb.total / 1024, anon: kb.anon / 1024, file: kb.file / 1024 });
   }
   return samples;
 }
@@ -484,7 +503,8 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
   const idleOpts = opts.idleRss ?? IDLE_RSS;
   log(`idle RSS: waiting for ${opts.virtualNode} Ready, then ${idleOpts.settleMs / 1000} s to settle`);
   const idleSamples = await unlessExited(idleRssSamples(host, opts.virtualNode, opts.clusterletPid, idleOpts));
-  const idleRss = { medianMB: round1(median(idleSamples)), samplesMB: idleSamples.map(round1) };
+  const idleMB = idleSamples.map((s) => s.total);
+  const idleRss = { medianMB: round1(median(idleMB)), samplesMB: idleMB.map(round1) };
   log(`idle RSS ${idleRss.medianMB} MB (samples ${idleRss.samplesMB.join(', ')})`);
   const result = (sizes: number[]): BenchResult => ({ machine: machineInfo(h), startedAt, idleRss, runs, summary: summarize(runs, sizes) });
 

@@ -5,21 +5,19 @@
 // Then the same again with one member's API server stopped once half its pods are Ready, and started again when the
 // other members are all Ready (or after a bound): their times against the run without the fault, and what the host
 // shows for the stopped member's pods.
-import { spawn } from 'node:child_process';
-import { closeSync, existsSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { AppsV1Api, type V1Pod } from '@kubernetes/client-node';
 import type { Harness } from '../test/harness/harness.ts';
 import type { LocalCluster } from '../test/harness/cluster.ts';
-import { freePort, pollUntil } from '../test/harness/net.ts';
+import { pollUntil } from '../test/harness/net.ts';
 import { deleteNamespaceAndWait } from '../test/support/env.ts';
 import { ClusterClient } from '../src/kube/client.ts';
 import { loadKubeconfigFile } from '../src/kube/kubeconfig.ts';
 import { PROXY_UID_LABEL } from '../src/forge/keys.ts';
-import { NODE_FLAGS } from '../src/nodeflags.ts';
-import { CpuAccount, deployment, median, ProcessSampler, ReadyTracker } from './bench.ts';
+import { CpuAccount, deployment, median, ProcessSampler, ReadyTracker, rssKB } from './bench.ts';
+import { startBenchClusterlet, type BenchClusterlet } from './clusterlet.ts';
 import { isReady } from '../test/support/objects.ts';
 
 export interface MembersOptions {
@@ -131,41 +129,6 @@ export function podCounts(pods: V1Pod[]): Pick<HostView, 'pods' | 'ready' | 'pha
   return { pods: pods.length, ready: pods.filter(isReady).length, phases };
 }
 
-/** One clusterlet for every member, started as run.ts starts the size runs' one, from a provider config file. */
-interface Clusterlet { pid: number; healthPort: number; logFile: string; exited: Promise<never>; stop(): Promise<void> }
-
-async function startClusterlet(h: Harness, providerConfig: string): Promise<Clusterlet> {
-  const [healthPort, kubeletPort] = await Promise.all([freePort(), freePort()]);
-  const logFile = join(h.dir, 'clusterlet-members.log');
-  const cli = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
-  if (!existsSync(cli)) throw new Error('dist/cli.js is missing: run `npm run build` (make bench does)');
-  const nodeFlags = [...NODE_FLAGS, ...(process.env.CLUSTERLET_NODE_OPTIONS ?? '').split(' ').filter(Boolean)];
-  const fd = openSync(logFile, 'a');
-  const child = spawn(process.execPath, [...nodeFlags, cli, '--host-kubeconfig', h.host.kubeconfig,
-    '--provider-config', providerConfig, '--health-port', String(healthPort), '--kubelet-port', String(kubeletPort),
-    '--log-level', 'warn', '--host-qps', '2000', '--host-burst', '4000', '--member-qps', '2000', '--member-burst', '4000',
-    '--pod-sync-workers', '20', ...(process.env.CLUSTERLET_ARGS ?? '').split(' ').filter(Boolean)],
-  { stdio: ['ignore', fd, fd] });
-  closeSync(fd);
-  let stopping = false;
-  const exited = new Promise<never>((_, reject) => {
-    child.once('exit', (code, signal) => {
-      if (!stopping) reject(new Error(`clusterlet exited during the many-members run (code ${code}, signal ${signal}); see ${logFile}`));
-    });
-  });
-  exited.catch(() => undefined);
-  return {
-    pid: child.pid!, healthPort, logFile, exited,
-    async stop() {
-      stopping = true;
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const gone = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await gone;
-    },
-  };
-}
-
 /** CPU time the whole machine spent (all but idle and iowait), in clock ticks (100 Hz). */
 function machineBusyTicks(): number {
   const [user, nice, system, , , irq, softirq, steal] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
@@ -178,13 +141,8 @@ export function withRest(groups: Record<string, number>, machineSeconds: number)
   return { ...groups, 'rest of the machine': Math.max(0, Math.round((machineSeconds - ours) * 10) / 10) };
 }
 
-function rssMB(pid: number): number {
-  try {
-    return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
-  } catch {
-    return 0;
-  }
-}
+/** A process's VmRSS in MB; 0 once it is gone. */
+const rssMB = (pid: number): number => (rssKB(pid)?.total ?? 0) / 1024;
 
 interface Member { name: string; node: string; cluster: LocalCluster; client: ClusterClient }
 
@@ -203,7 +161,7 @@ export async function runMembers(opts: MembersOptions): Promise<MembersResult> {
   }
   const providerConfig = join(h.dir, 'members.yaml');
   writeFileSync(providerConfig, `members:\n${members.map((m) => `- name: ${m.name}\n  kubeconfig: ${m.cluster.kubeconfig}\n`).join('')}`);
-  const cl = await startClusterlet(h, providerConfig);
+  const cl = await startBenchClusterlet(h, ['--provider-config', providerConfig], 'clusterlet-members.log', 'the many-members run');
   const host = new ClusterClient(loadKubeconfigFile(h.host.kubeconfig), { cluster: 'bench-host', qps: 5000, burst: 10000 });
   try {
     const measuring = measure({ h, host, members, P, cl, log, opts });
@@ -214,15 +172,14 @@ export async function runMembers(opts: MembersOptions): Promise<MembersResult> {
   }
 }
 
-interface Ctx { h: Harness; host: ClusterClient; members: Member[]; P: number; cl: Clusterlet; log: (l: string) => void; opts: MembersOptions }
+interface Ctx { h: Harness; host: ClusterClient; members: Member[]; P: number; cl: BenchClusterlet; log: (l: string) => void; opts: MembersOptions }
 
 async function measure(ctx: Ctx): Promise<MembersResult> {
   const { h, host, members, cl, log } = ctx;
-  await pollUntil('many-members clusterlet /readyz',
-    async () => (await fetch(`http://127.0.0.1:${cl.healthPort}/readyz`).catch(() => undefined))?.ok ? true : undefined, 120_000, 250);
+  await cl.ready(120_000);
   await pollUntil(`${members.length} virtual nodes Ready`, async () => {
     const nodes = (await host.core.listNode({ labelSelector: 'type=virtual-kubelet' })).items;
-    const ready = new Set(nodes.filter((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).map((n) => n.metadata!.name!));
+    const ready = new Set(nodes.filter(isReady).map((n) => n.metadata!.name!));
     return members.every((m) => ready.has(m.node)) ? true : undefined;
   }, 120_000, 500);
   const pids = (): Map<string, number> => new Map([['clusterlet', cl.pid], ...h.pids()]);

@@ -14,20 +14,18 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Harness } from '../test/harness/harness.ts';
-import { freePort } from '../test/harness/net.ts';
+import { freePort, pollUntil } from '../test/harness/net.ts';
 import { ClusterClient } from '../src/kube/client.ts';
 import { loadKubeconfigFile } from '../src/kube/kubeconfig.ts';
 import { NODE_ENV_VARS, NODE_FLAGS } from '../src/nodeflags.ts';
-import { waitUntil } from '../test/support/wait.ts';
-import { isReady } from '../test/support/objects.ts';
+import { IDLE_RSS, idleRssSamples, median, type Rss } from '../bench/bench.ts';
 
 const { values } = parseArgs({ options: {
   variants: { type: 'string', default: 'src,dist' },
   flags: { type: 'string', default: '' },
-  settle: { type: 'string', default: '20' },
-  samples: { type: 'string', default: '5' },
+  settle: { type: 'string', default: String(IDLE_RSS.settleMs / 1000) },
+  samples: { type: 'string', default: String(IDLE_RSS.samples) },
   runs: { type: 'string', default: '1' },
   snapshot: { type: 'boolean', default: false },
   pages: { type: 'boolean', default: false },
@@ -42,18 +40,10 @@ const flagSets: FlagSet[] = ['', ...values.flags.split(';').filter((f) => f.trim
   return { label: words.join(' '), flags: words.filter((w) => w.startsWith('-')),
     env: Object.fromEntries(words.filter((w) => !w.startsWith('-')).map((w) => w.split('=', 2))) };
 });
-type Sample = ReturnType<typeof rss> & { heapUsed: number };
+type Sample = Rss & { heapUsed: number };
 const entries: Record<string, string> = { dist: here('../dist/cli.js'), src: here('../src/cli.ts') };
 const entry = (variant: string): string => entries[variant] ?? resolve(variant);
 const mb = (bytes: number): string => (bytes / 1048576).toFixed(1);
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-
-/** VmRSS and its parts in MB: anonymous memory, and file pages (the node binary's code and data it touched). */
-function rss(pid: number): { total: number; anon: number; file: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const mbOf = (field: string): number => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1]) / 1024;
-  return { total: mbOf('VmRSS'), anon: mbOf('RssAnon'), file: mbOf('RssFile') };
-}
 
 /** The modules alone: the entry run with --help, which loads everything it imports and starts nothing. */
 function modulesOnly(variant: string, extraFlags: string[], env: Record<string, string>): string {
@@ -84,19 +74,13 @@ async function idleRun(h: Harness, host: ClusterClient, variant: string, set: Fl
     ...(values.snapshot ? { MEMREPORT_SNAPSHOT: `/tmp/idle-${name}.heapsnapshot` } : {}) } });
   closeSync(logFd);
   try {
-    await waitUntil(host, { path: '/api/v1/nodes', model: 'V1Node', resource: 'nodes', fieldSelector: 'metadata.name=clusterlet-member',
-      list: (p) => host.core.listNode(p) }, (ns) => ns.length === 1 && isReady(ns[0]), 120_000, 'the virtual node Ready');
-    for (let waited = 0; waited < Number(values.settle); waited += 10) {
-      for (const path of ['/metrics', '/readyz', '/healthz']) await (await fetch(`http://127.0.0.1:${healthPort}${path}`)).text();
-      await sleep(Math.min(10, Number(values.settle) - waited) * 1000);
-    }
-    const samples: ReturnType<typeof rss>[] = [];
-    for (let i = 0; i < Number(values.samples); i++) { samples.push(rss(child.pid!)); await sleep(2000); }
-    const mid = samples.find((r) => r.total === median(samples.map((x) => x.total)))!;
+    const samples = await idleRssSamples(host, 'clusterlet-member', child.pid!,
+      { ...IDLE_RSS, settleMs: Number(values.settle) * 1000, samples: Number(values.samples), healthPort });
+    const mid: Rss = { total: median(samples.map((x) => x.total)), anon: median(samples.map((x) => x.anon)), file: median(samples.map((x) => x.file)) };
     if (values.pages) say(execFileSync(process.execPath, [here('./binpages.mjs'), String(child.pid), '12'], { encoding: 'utf8' }));
     child.kill('SIGUSR2');
-    await sleep(values.snapshot ? 8000 : 1000);
-    const mem = JSON.parse(readFileSync(report, 'utf8').trim().split('\n').at(-1)!);
+    // memreport.mjs writes its one line (after the heap snapshot, if asked) in a single synchronous append.
+    const mem = await pollUntil('its memory report', async () => (existsSync(report) ? JSON.parse(readFileSync(report, 'utf8')) : undefined), 60_000);
     say(`${variant} ${set.label} #${run}: idle VmRSS min ${Math.min(...samples.map((x) => x.total)).toFixed(1)} MB median ${mid.total.toFixed(1)} MB (anon ${mid.anon.toFixed(1)}, file ${mid.file.toFixed(1)}); `
       + `heapTotal ${mb(mem.heapTotal)} heapUsed ${mb(mem.heapUsed)} external ${mb(mem.external)} arrayBuffers ${mb(mem.arrayBuffers)} MB`
       + `; spaces ${Object.entries(mem.spaces as Record<string, number>).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${mb(v)}`).join(', ')}`

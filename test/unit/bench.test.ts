@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { deltas, histogramQuantile, median, modeOrder, pairMax, pairRatios, percentile, summarize, toMarkdown,
+import { deltas, histogramQuantile, median, modeOrder, pairMax, pairRatios, percentile, rssKB, summarize, toMarkdown,
   type OffloadedRun, type RunResult } from '../../bench/bench.ts';
 
 const h = (pairs: [number, number][]): Map<number, number> => new Map(pairs);
@@ -34,6 +34,15 @@ describe('median', () => {
     assert.equal(median([3, 1, 2]), 2);
     assert.equal(median([1.9, 1.47]), 1.685);
     assert.equal(median([]), 0);
+  });
+});
+
+describe('rssKB', () => {
+  it("reads a process's VmRSS and its anonymous and file parts, and nothing once it is gone", () => {
+    const r = rssKB(process.pid)!;
+    assert.ok(r.total > 0 && r.anon > 0 && r.file > 0, JSON.stringify(r));
+    assert.ok(r.anon + r.file <= r.total, 'the parts are within the total');
+    assert.equal(rssKB(2 ** 22 + 1), undefined, 'above pid_max: no such process');
   });
 });
 

@@ -31,6 +31,7 @@ import type {
 } from '@kubernetes/client-node';
 import type { Subscription } from 'rxjs';
 import { hostClusterID } from './host/identity.ts';
+import { forgetMember } from './metrics.ts';
 import { adoptLegacyObjects } from './member/adopt.ts';
 import { retryWithBackoff } from './util/backoff.ts';
 import type { Logger } from './log.ts';
@@ -166,8 +167,8 @@ export class Manager implements NodeDirectory {
 
   /**
    * Stops one member for good (its ClusterProfile went away): its Lease is written free, then its writers, credential
-   * watch and caches stop, as at process stop. Its node stays registered and turns NotReady once its lease expires;
-   * its proxies stay bound to it. Other members are not touched.
+   * watch and caches stop, as at process stop, and its metric series go. Its node stays registered and turns NotReady
+   * once its lease expires; its proxies stay bound to it. Other members are not touched.
    */
   async #removeMember(name: string): Promise<void> {
     const m = this.members.find((x) => x.config.name === name);
@@ -179,6 +180,7 @@ export class Manager implements NodeDirectory {
     this.#stopWriters(m);
     await this.leadership?.remove(name);
     this.#stopMemberCaches(m);
+    await forgetMember(name);
     this.#log.info({ member: name, node: m.config.nodeName }, 'member removed');
   }
 

@@ -150,3 +150,22 @@ export const metrics = {
     labelNames: ['member'] as const, registers: [registry],
   }),
 };
+
+/**
+ * Drops every series of a member gone for good (its ClusterProfile deleted): those labelled with it as `member`, and
+ * its API client's, labelled with it as `cluster`. Left behind, they would show it as it last was (ready, leading,
+ * with pods) until the process restarts. Its queues' series go when they shut down (util/workqueue.ts).
+ */
+export async function forgetMember(name: string): Promise<void> {
+  type Labels = Record<string, string | number>;
+  for (const metric of Object.values(metrics) as unknown as { labelNames: readonly string[]; remove(l: Labels): void;
+    get(): Promise<{ values: { labels: Labels }[] }> }[]) {
+    const label = metric.labelNames.includes('member') ? 'member' : metric.labelNames.includes('cluster') ? 'cluster' : undefined;
+    if (!label) continue;
+    for (const { labels } of (await metric.get()).values) {
+      if (labels[label] !== name) continue;
+      const { le: _bucket, ...series } = labels; // a histogram's bucket label is not one of the metric's own
+      metric.remove(series);
+    }
+  }
+}

@@ -167,6 +167,9 @@ export class WorkQueue {
     this.#heap = new EntryHeap();
     this.#queued.clear();
     this.#waiting.clear();
+    // Its series go with it (a member removed, a lead lost): a gauge left behind would show work that is not there.
+    metrics.queueDepth.remove({ queue: this.name });
+    metrics.syncLatency.remove({ queue: this.name });
   }
 
   #isIdle(): boolean { return this.depth === 0 && this.#processing.size === 0; }
@@ -196,7 +199,8 @@ export class WorkQueue {
     this.#reportDepth();
   }
 
-  #reportDepth(): void { metrics.queueDepth.set({ queue: this.name }, this.depth); }
+  /** The depth gauge; none once shut down (the queue's series are gone then, see shutdown). */
+  #reportDepth(): void { if (!this.#shutdown) metrics.queueDepth.set({ queue: this.name }, this.depth); }
 
   #pump(): void {
     while (this.#handler) {
@@ -242,7 +246,7 @@ export class WorkQueue {
         'sync failed; will retry');
       this.addAfter(key, delay, priority);
     } finally {
-      end();
+      if (!this.#shutdown) end();
       this.#processing.delete(key);
       if (this.#isUrgent(priority)) this.#urgentRunning--;
       this.#count(priority, -1);

@@ -14,7 +14,7 @@ import {
 } from '../support/env.ts';
 import { condition, isReady, leaseSpec, podSpec, podsSpec, waitNode, waitVirtualNodeSchedulable } from '../support/objects.ts';
 import { waitUntil } from '../support/wait.ts';
-import { pollUntil } from '../harness/net.ts';
+import { freePort, pollUntil } from '../harness/net.ts';
 import type { ClusterClient } from '../../src/kube/client.ts';
 import { ignoreNotFound } from '../../src/kube/errors.ts';
 import type { ClusterProfile } from '../../src/member/clusterprofile.ts';
@@ -79,7 +79,11 @@ describe('ClusterProfile members', () => {
       for (const n of [node, STATIC_NODE]) await ignoreNotFound(() => host.core.deleteNode({ name: n }));
     });
 
-    const cl = startClusterlet(clusterletArgs(h.member, ['--member-source=clusterprofile', '--clusterprofile-namespace', NS]));
+    const healthPort = await freePort();
+    const cl = startClusterlet(clusterletArgs(h.member, ['--member-source=clusterprofile', '--clusterprofile-namespace', NS,
+      '--health-port', String(healthPort)]));
+    const series = async (member: string): Promise<string[]> => (await (await fetch(`http://127.0.0.1:${healthPort}/metrics`)).text())
+      .split('\n').filter((l) => l.includes(`member="${member}"`) || l.includes(`cluster="${member}"`));
     t.after(async () => { await cl.kill(); });
     await waitVirtualNodeSchedulable(host, STATIC_NODE);
     await createProfile(host, name, cluster.server, caData, secret);
@@ -99,6 +103,7 @@ describe('ClusterProfile members', () => {
     await offload('on-static', STATIC_NODE);
     await running('on-profile', second);
     await running('on-static', member);
+    assert.ok((await series(name)).some((l) => l.startsWith(`clusterlet_member_ready{member="${name}"} 1`)), 'member2 shown ready');
 
     // The profile goes: its member stops (Lease released, node lease no longer renewed), nothing is deleted.
     await host.request('DELETE', `${PROFILES}/${name}`);
@@ -110,6 +115,9 @@ describe('ClusterProfile members', () => {
     // full periods at least, on each of which the removed member's lease would have been renewed were it running.
     await waitRenewals(host, STATIC_NODE, staticBefore, 3);
     assert.equal(await renewTime(host, node), frozen, `${node}'s lease is no longer renewed`);
+    // Its metric series went with it (a dashboard would show it ready and leading), the static member's stay.
+    assert.deepEqual(await series(name), []);
+    assert.ok((await series(h.member.name)).some((l) => l.startsWith(`clusterlet_member_ready{member="${h.member.name}"} 1`)));
     // Ready, and it takes new pods.
     await offload('after', STATIC_NODE);
     await running('after', member);

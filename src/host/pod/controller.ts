@@ -185,6 +185,14 @@ export class PodController {
     }
   }
 
+  /** Resolves once neither queue has a key queued or under way (keys waiting for a retry do not count): what tests await. */
+  async idle(): Promise<void> { await Promise.all([this.#queue.idle(), this.#statusQueue.idle()]); }
+
+  /** A sync's outcome, counted while the controller runs (a removed member's series, once dropped, stay so). */
+  #counted(result: 'created' | 'deleted' | 'rejected' | 'status'): void {
+    if (!this.#stopped) metrics.podSyncs.inc({ member: this.#opts.member, result });
+  }
+
   stop(): void {
     this.#stopped = true;
     for (const s of this.#subs.splice(0)) s.unsubscribe();
@@ -267,7 +275,7 @@ export class PodController {
       }
       throw err;
     } finally {
-      metrics.podsOffloaded.set({ member: this.#opts.member }, this.#provider.podCount());
+      if (!this.#stopped) metrics.podsOffloaded.set({ member: this.#opts.member }, this.#provider.podCount());
     }
   }
 
@@ -321,7 +329,7 @@ export class PodController {
         namespace: proxy.metadata!.namespace!, name: proxy.metadata!.name!, gracePeriodSeconds: 0,
         body: { gracePeriodSeconds: 0, preconditions: { uid: proxy.metadata!.uid } },
       }, discard);
-      metrics.podSyncs.inc({ member: this.#opts.member, result: 'deleted' });
+      this.#counted('deleted');
     } catch (err) {
       ignoreGone(err);
     }
@@ -345,11 +353,11 @@ export class PodController {
     }
     try {
       const notices = await this.#provider.createPod(proxy, { restarts });
-      metrics.podSyncs.inc({ member: this.#opts.member, result: 'created' });
+      this.#counted('created');
       for (const n of notices) await this.#event(proxy, n.type, n.reason, n.message);
     } catch (err) {
       if (!(err instanceof PodRejectedError)) throw err;
-      metrics.podSyncs.inc({ member: this.#opts.member, result: 'rejected' });
+      this.#counted('rejected');
       await this.#setOffloaded(proxy, 'False', err.reason, `member ${this.#opts.member} rejected the pod: ${err.message}`, 'Warning');
       // Retried with capped backoff by the queue; one only a new configuration can fix waits for the pod to change.
       if (err.retry) throw err;
@@ -379,7 +387,7 @@ export class PodController {
       if (refusedByFence(err)) return { requeueAfterMs: FENCED_RETRY_MS };
       throw err;
     }
-    if (wrote && seen !== undefined) metrics.statusMirror.observe({ member: this.#opts.member }, (performance.now() - seen) / 1000);
+    if (wrote && seen !== undefined && !this.#stopped) metrics.statusMirror.observe({ member: this.#opts.member }, (performance.now() - seen) / 1000);
   }
 
   /** Writes the provider's status (of `running`, its pod) onto the proxy if it differs (status.ts decides); true when it wrote. */
@@ -401,7 +409,7 @@ export class PodController {
         namespace: proxy.metadata!.namespace!, name: proxy.metadata!.name!,
         body: { metadata: { uid: proxy.metadata!.uid }, status },
       }, strategic);
-      metrics.podSyncs.inc({ member: this.#opts.member, result: 'status' });
+      this.#counted('status');
     } catch (err) {
       const k = toKubeError(err);
       if (k.kind === 'NotFound') return; // gone meanwhile; its delete event requeues the key

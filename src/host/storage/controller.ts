@@ -82,6 +82,11 @@ export class VolumeController {
   /** Resolves once no key is queued or under way (keys waiting for a retry do not count): what tests await. */
   idle(): Promise<void> { return this.#queue.idle(); }
 
+  /** An operation the member refused or that failed, counted while the controller runs (see PodController.#counted). */
+  #failed(operation: Operation): void {
+    if (!this.#stopped) metrics.volumeFailures.inc({ member: this.#ctx.member, operation });
+  }
+
   stop(): void {
     this.#stopped = true;
     this.#queue.shutdown();
@@ -154,7 +159,7 @@ export class VolumeController {
       if (toKubeError(err).kind !== 'AlreadyExists') throw toKubeError(err);
       return;
     }
-    metrics.volumesProvisioned.inc({ member: this.#ctx.member });
+    if (!this.#stopped) metrics.volumesProvisioned.inc({ member: this.#ctx.member });
     this.#log.info({ namespace: claim.metadata!.namespace, claim: claim.metadata!.name, volume: pv.metadata!.name, memberClaim: v.location },
       'volume provisioned');
     await this.#event(claimSubject(claim), 'Normal', 'ProvisioningSucceeded',
@@ -170,7 +175,7 @@ export class VolumeController {
     const earlier = this.#api.volumes.get(hostVolumeName(v.claimUID));
     if (v.terminating || earlier?.spec?.persistentVolumeReclaimPolicy === 'Delete') return;
     if (!earlier && this.#deletesOrphan(v)) return this.#deleteOrphan(claim.metadata!.namespace!, claim.metadata!.name!, v);
-    metrics.volumeFailures.inc({ member: this.#ctx.member, operation: 'provision' });
+    this.#failed('provision');
     await this.#event(claimSubject(claim), 'Warning', 'MemberVolumeConflict',
       `member claim ${v.location} holds the data of an earlier claim of that name (UID ${v.claimUID}), kept by the Retain `
       + 'reclaim policy: it is never taken over; this claim gets a volume once it is deleted in the member');
@@ -229,7 +234,7 @@ export class VolumeController {
     }
     const failure = newMemberResizeFailure(claim, v);
     if (failure) {
-      metrics.volumeFailures.inc({ member: this.#ctx.member, operation: 'expand' });
+      this.#failed('expand');
       await this.#event(claimSubject(claim), 'Warning', 'VolumeResizeFailed',
         `member ${this.#ctx.member} could not expand claim ${v.location}: ${failure.message ?? failure.reason ?? failure.type}`);
     }
@@ -251,7 +256,7 @@ export class VolumeController {
    */
   async #refused(claim: V1PersistentVolumeClaim, operation: Operation, err: unknown, retry = true): Promise<HandlerResult | void> {
     if (!(err instanceof VolumeRejectedError)) throw err;
-    metrics.volumeFailures.inc({ member: this.#ctx.member, operation });
+    this.#failed(operation);
     await this.#event(claimSubject(claim), 'Warning', err.reason, err.message);
     if (!err.reschedule) return retry ? { requeueAfterMs: RETRY_REFUSED_MS } : undefined;
     await this.#api.patchClaim(claim.metadata!.namespace!, claim.metadata!.name!,
@@ -274,7 +279,7 @@ export class VolumeController {
     try {
       if (deletes && ref?.namespace && ref.name && ref.uid) await this.#provider.deleteVolume(ref.namespace, ref.name, ref.uid);
     } catch (err) {
-      metrics.volumeFailures.inc({ member: this.#ctx.member, operation: 'delete' });
+      this.#failed('delete');
       await this.#event(volumeSubject(pv), 'Warning', 'VolumeFailedDelete', (err as Error).message);
       throw err;
     }

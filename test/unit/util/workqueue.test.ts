@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { WorkQueue } from '../../../src/util/workqueue.ts';
+import { registry } from '../../../src/metrics.ts';
 import type { Handler, HandlerResult, WorkQueueOptions } from '../../../src/util/workqueue.ts';
 
 interface Deferred<T = void> {
@@ -573,6 +574,20 @@ describe('WorkQueue', () => {
       await q.idle();
       await flush();
       assert.deepEqual(gate.calls, ['a']);
+    });
+
+    it('takes its depth and sync-time series with it, even as the key under way ends', async () => {
+      const { q, gate } = started({ name: 'shutdown-series', workers: 1 });
+      q.add('a');
+      q.add('b');
+      await gate.waiting(1);
+      const series = async (): Promise<string[]> => (await registry.metrics()).split('\n').filter((l) => l.includes('queue="shutdown-series"'));
+      assert.ok((await series()).some((l) => l.startsWith('clusterlet_queue_depth')), 'a depth while it runs');
+      q.shutdown();
+      gate.release('a');
+      await q.idle();
+      await flush();
+      assert.deepEqual(await series(), []);
     });
 
     it('cancels pending retries', async (t) => {

@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { PodController } from '../../../../src/host/pod/controller.ts';
 import { FakeHost } from '../../fakes/host.ts';
-import { GatedHost } from '../../fakes/gated.ts';
+import { GatedHost, GatedProvider } from '../../fakes/gated.ts';
+import { forgetMember, registry } from '../../../../src/metrics.ts';
 import { FakeProvider, PodRejectedError } from '../../fakes/provider.ts';
 import { NODE, startController as start, stopControllers } from '../../fakes/podcontroller.ts';
 import { eventually } from '../../fakes/wait.ts';
@@ -294,6 +295,20 @@ describe('PodController', () => {
     host.put({ ...host.get(NS, 'a')!, metadata: { ...host.get(NS, 'a')!.metadata, labels: { touch: '1' } } });
     await eventually('Offloaded=True', () => host.condition(NS, 'a', 'clusterlet.io/Offloaded')?.reason === 'DelegateCreated');
     await c.queue.idle();
+  });
+
+  it('writes no metric for its member once stopped, not even as a sync under way at the stop ends', async () => {
+    const host = new FakeHost();
+    const provider = new GatedProvider();
+    host.put(proxy('a'));
+    const c = start(host, provider, 1, { member: 'removed-eu' });
+    await eventually('a delegate create under way', () => provider.creates.count === 1);
+    c.stop();
+    await forgetMember('removed-eu');
+    provider.creates.open();
+    await c.idle();
+    assert.equal(provider.count('create'), 1, 'the create went on');
+    assert.doesNotMatch(await registry.metrics(), /member="removed-eu"/);
   });
 
   it('mirrors the back end\'s events onto the proxy, naming the member in the source', async () => {

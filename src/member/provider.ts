@@ -66,7 +66,7 @@ export class MemberPodProvider implements PodProvider {
    * a new delegate (FailedScheduling) before the informer shows it. Held until it does, for a while at most; the
    * events of pods not created here (the member's own) are never held.
    */
-  #unseen = new LRUCache<string, CoreV1Event[]>({ max: 20_000, ttl: EARLY_EVENT_TTL_MS });
+  #unseen = new LRUCache<string, CoreV1Event[]>({ ...upTo(20_000), ttl: EARLY_EVENT_TTL_MS });
   /** Member namespaces known to exist → the host namespace they hold. */
   #namespaces = new Map<string, string>();
   /** Creations of member namespaces under way: a burst of pods into a new namespace shares one (a failure is not kept). */

@@ -17,6 +17,7 @@ import { createHash, type X509Certificate } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import { LRUCache } from 'lru-cache';
+import { upTo } from '../../util/lru.ts';
 import type { V1SubjectAccessReview, V1TokenReview } from '@kubernetes/client-node';
 import type { ClusterClient } from '../../kube/client.ts';
 import { ApiError } from './errors.ts';
@@ -69,8 +70,8 @@ export class Auth {
     this.#client = client;
     this.#clientCA = opts.clientCA;
     this.#opts = { tokenTTLMs: opts.tokenTTLMs ?? 120_000, allowedTTLMs: opts.allowedTTLMs ?? 300_000, deniedTTLMs: opts.deniedTTLMs ?? 30_000 };
-    this.#tokens = new LRUCache({ max: 10_000, ttl: this.#opts.tokenTTLMs });
-    this.#decisions = new LRUCache({ max: 10_000, ttl: this.#opts.allowedTTLMs });
+    this.#tokens = new LRUCache({ ...upTo(10_000), ttl: this.#opts.tokenTTLMs });
+    this.#decisions = new LRUCache({ ...upTo(10_000), ttl: this.#opts.allowedTTLMs });
   }
 
   /**

@@ -1,5 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { LRUCache } from 'lru-cache';
 import { upTo } from '../../../src/util/lru.ts';
 
@@ -21,4 +24,11 @@ test('upTo keeps a ttl cache working (expired entries are gone)', () => {
   assert.equal(c.get('a'), true);
   now += 10;
   assert.equal(c.get('a'), undefined);
+});
+
+test('no cache of clusterlet preallocates its slots (`max`): each is bounded with upTo', () => {
+  const src = fileURLToPath(new URL('../../../src/', import.meta.url));
+  const preallocating = readdirSync(src, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'))
+    .filter((f) => /new LRUCache\b[^(]*\(\s*\{[^;]*?\bmax\s*:/.test(readFileSync(join(src, f), 'utf8')));
+  assert.deepEqual(preallocating, []);
 });

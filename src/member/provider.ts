@@ -54,6 +54,7 @@ export class MemberPodProvider implements PodProvider {
   readonly podChanges$: Observable<PodChange>;
   readonly podEvents$: Observable<PodEvent>;
   readonly resync$: Observable<void>;
+  readonly unreachable$: Observable<void>;
   #member: ProviderMember;
   #opts: Required<Omit<MemberPodProviderOptions, 'volumes'>>;
   #volumes: MemberPodProviderOptions['volumes'];
@@ -89,12 +90,9 @@ export class MemberPodProvider implements PodProvider {
       mirror.wake$.pipe(map((key) => ({ key, lifecycle: true }))), this.#resizeChanges);
     // The member answers (at start, or again): everything is synced again (see PodNotifier.resync$). Status is not
     // written before the first probe answers, so the first answer counts too.
-    this.resync$ = member.probe$.pipe(
-      map((p) => p.reachable),
-      distinctUntilChanged(),
-      filter((reachable) => reachable),
-      map(() => undefined),
-    );
+    const reachable$ = member.probe$.pipe(map((p) => p.reachable), distinctUntilChanged());
+    this.resync$ = reachable$.pipe(filter((reachable) => reachable), map(() => undefined));
+    this.unreachable$ = reachable$.pipe(filter((reachable) => !reachable), map(() => undefined));
     const started = Date.now();
     const events = listWatch<CoreV1Event>(member.client, {
       path: '/api/v1/events', model: 'CoreV1Event', resource: 'events', fieldSelector: 'involvedObject.kind=Pod',

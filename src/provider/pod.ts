@@ -86,6 +86,11 @@ export interface PodNotifier {
    * host wrote meanwhile (the node-lifecycle controller marks pods NotReady) wrong, so every pod is synced again.
    */
   readonly resync$: Observable<void>;
+  /**
+   * The back end stopped answering (a probe said so, not merely none has answered yet): the readiness of its pods
+   * can no longer be vouched for, and the controller marks their proxies NotReady until resync$.
+   */
+  readonly unreachable$: Observable<void>;
 }
 
 export interface PodProvider extends PodLifecycleHandler, PodNotifier {

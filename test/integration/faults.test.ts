@@ -43,9 +43,9 @@ async function memberRecovered(member: ClusterClient): Promise<void> {
   }
 }
 
-/** What the node-lifecycle controller writes on the pods of a node it finds unhealthy: Ready False. */
-async function markNotReady(host: ClusterClient, namespace: string, name: string): Promise<void> {
-  await host.core.patchNamespacedPodStatus({ namespace, name, body: { status: { conditions: [{ type: 'Ready', status: 'False' }] } } },
+/** Someone other than clusterlet sets a proxy Ready (a tool, a controller of its own). */
+async function markReady(host: ClusterClient, namespace: string, name: string): Promise<void> {
+  await host.core.patchNamespacedPodStatus({ namespace, name, body: { status: { conditions: [{ type: 'Ready', status: 'True' }] } } },
     { contentType: PATCH.strategic });
 }
 
@@ -77,11 +77,13 @@ describe('member outages', () => {
       await harness().member.stopApiServer();
       try {
         await waitNode(host, NODE, (n) => condition(n, 'Ready')?.reason === 'MemberUnreachable', `round ${round}: NotReady`, 30_000);
-        // Something else writes the proxies meanwhile: marked NotReady as the host's node-lifecycle controller
-        // marks the pods of a node it finds unhealthy (its MarkPodsNotReady).
-        for (const p of before) await markNotReady(host, ns, p.metadata!.name!);
+        // No one vouches for the proxies' readiness now: clusterlet marks them NotReady (the host's node-lifecycle
+        // controller does not, for a node that reports NotReady itself), and keeps them so whoever sets them Ready.
         await waitUntil(host, podsSpec(host, ns), (ps) => ps.length === 5 && ps.every((p) => !isReady(p)), 30_000,
-          `round ${round}: proxies NotReady, and left so while the member does not answer`);
+          `round ${round}: proxies NotReady while the member does not answer`);
+        await markReady(host, ns, before[0]!.metadata!.name!);
+        await waitUntil(host, podsSpec(host, ns), (ps) => ps.length === 5 && ps.every((p) => !isReady(p)), 30_000,
+          `round ${round}: a proxy someone set Ready is NotReady again`);
       } finally {
         await harness().member.startApiServer();
       }

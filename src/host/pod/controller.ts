@@ -95,6 +95,8 @@ export class PodController {
   #subs: Subscription[] = [];
   #timers: NodeJS.Timeout[] = [];
   #stopped = false;
+  /** The back end said it does not answer (unreachable$), and has not answered since (resync$). */
+  #unreachable = false;
   /** When the latest delegate status change not yet written to its proxy was seen, by key (performance.now()). */
   #statusSeen = new Map<string, number>();
 
@@ -157,7 +159,16 @@ export class PodController {
         }, 4),
       ).subscribe(),
       // The back end is back after an outage: every proxy is checked against it again, whatever wrote it meanwhile.
+      // The back end stopped answering: no one vouches for its pods' readiness any more. The host's node-lifecycle
+      // controller would not mark them (it does so only for a node whose status it finds stale, not for one that
+      // reports NotReady itself), so every proxy is marked NotReady here, as it would (a Service drops them).
+      this.#provider.unreachable$.subscribe(() => {
+        this.#unreachable = true;
+        this.#log.info({ proxies: this.pods.size }, 'member unreachable; marking its pods NotReady');
+        for (const k of this.pods.keys()) this.#statusQueue.add(k, STATUS.visible);
+      }),
       this.#provider.resync$.subscribe(() => {
+        this.#unreachable = false;
         this.#log.info({ proxies: this.pods.size }, 'member reachable again; syncing every pod');
         this.#enqueueAll();
         this.#recheckStatusLater();
@@ -365,10 +376,11 @@ export class PodController {
   }
 
   async #syncStatusKey(key: string): Promise<HandlerResult | void> {
-    if (!this.pods.hasSynced || !this.#provider.hasSynced()) return;
-    // An unreachable back end's last word is not the truth: the host's view (the node-lifecycle controller marks
-    // the pods NotReady) stands until it answers again, then resync$ brings every proxy back in line.
-    if (!this.#provider.available()) return;
+    if (!this.pods.hasSynced) return;
+    // An unreachable back end's last word is not the truth: its proxies are NotReady (whoever set them Ready
+    // meanwhile) until it answers again, then resync$ brings every proxy back in line.
+    if (this.#unreachable) return this.#markNotReady(key);
+    if (!this.#provider.hasSynced() || !this.#provider.available()) return;
     const proxy = this.pods.get(key);
     const { namespace, name } = splitKey(key);
     const running = proxy && this.#provider.getPod(namespace, name);
@@ -388,6 +400,21 @@ export class PodController {
       throw err;
     }
     if (wrote && seen !== undefined && !this.#stopped) metrics.statusMirror.observe({ member: this.#opts.member }, (performance.now() - seen) / 1000);
+  }
+
+  /**
+   * A proxy of an unreachable back end: Ready=False, as the node-lifecycle controller's MarkPodsNotReady sets it (the
+   * condition's status and transition time; the rest of the status is left as it was).
+   */
+  async #markNotReady(key: string): Promise<HandlerResult | void> {
+    const proxy = this.pods.get(key);
+    if (!proxy || isTerminal(proxy) || !isReady(proxy)) return;
+    try {
+      await this.#patchStatus(proxy, { conditions: [{ type: 'Ready', status: 'False', lastTransitionTime: new Date() }] });
+    } catch (err) {
+      if (refusedByFence(err)) return { requeueAfterMs: FENCED_RETRY_MS };
+      throw err;
+    }
   }
 
   /** Writes the provider's status (of `running`, its pod) onto the proxy if it differs (status.ts decides); true when it wrote. */

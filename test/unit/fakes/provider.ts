@@ -15,6 +15,8 @@ export class FakeProvider implements PodProvider {
   readonly podEvents$ = this.events.asObservable();
   readonly resyncs = new Subject<void>();
   readonly resync$ = this.resyncs.asObservable();
+  readonly unreachables = new Subject<void>();
+  readonly unreachable$ = this.unreachables.asObservable();
   readonly pods = new Map<string, FakePod>();
   readonly calls: { op: string; key: string; arg?: unknown }[] = [];
   reachable = true;

@@ -42,6 +42,19 @@ async function runningAndSynced(): Promise<{ host: FakeHost; provider: FakeProvi
   return { host, provider, c, updates: provider.count('update') };
 }
 
+/** Proxies `a` and `b`, their delegates running and Ready, and the proxies Ready. */
+async function twoReady(): Promise<{ host: FakeHost; provider: FakeProvider }> {
+  const host = new FakeHost();
+  const provider = new FakeProvider();
+  for (const n of ['a', 'b']) {
+    const p = host.put(proxy(n));
+    provider.pods.set(`${NS}/${n}`, { proxyUID: p.metadata!.uid!, terminating: false, phase: 'Running', status: ready() });
+  }
+  start(host, provider);
+  await eventually('both Ready', () => isReadyOnHost(host, 'a') && isReadyOnHost(host, 'b'));
+  return { host, provider };
+}
+
 /** Proxy `a`, its delegate created. */
 async function created(): Promise<{ host: FakeHost; provider: FakeProvider }> {
   const host = new FakeHost();
@@ -69,14 +82,7 @@ describe('PodController', () => {
   });
 
   it('writes no status from an unreachable back end; resync$ brings every proxy back in line', async () => {
-    const host = new FakeHost();
-    const provider = new FakeProvider();
-    for (const n of ['a', 'b']) {
-      const p = host.put(proxy(n));
-      provider.pods.set(`${NS}/${n}`, { proxyUID: p.metadata!.uid!, terminating: false, phase: 'Running', status: ready() });
-    }
-    start(host, provider);
-    await eventually('both Ready', () => isReadyOnHost(host, 'a') && isReadyOnHost(host, 'b'));
+    const { host, provider } = await twoReady();
     provider.reachable = false;
     const writes = host.statusPatches.length;
     for (const n of ['a', 'b']) {
@@ -89,6 +95,21 @@ describe('PodController', () => {
     await eventually('the probe proxy seen', () => provider.calls.some((c) => c.key === `${NS}/c`));
     assert.equal(host.statusPatches.length, writes, 'no status written while the back end is unreachable');
     assert.ok(!isReadyOnHost(host, 'a'));
+    provider.reachable = true;
+    provider.resyncs.next();
+    await eventually('both Ready again after resync$', () => isReadyOnHost(host, 'a') && isReadyOnHost(host, 'b'));
+  });
+
+  it('marks every proxy NotReady when the back end stops answering, whoever sets it Ready meanwhile, until resync$', async () => {
+    const { host, provider } = await twoReady();
+    provider.reachable = false;
+    provider.unreachables.next();
+    await eventually('both NotReady while the back end does not answer', () => !isReadyOnHost(host, 'a') && !isReadyOnHost(host, 'b'));
+    assert.equal(host.get(NS, 'a')!.status!.phase, 'Running', 'only the Ready condition changes');
+    const set = structuredClone(host.get(NS, 'a')!);
+    set.status!.conditions = set.status!.conditions!.map((c) => c.type === 'Ready' ? { ...c, status: 'True' } : c);
+    host.put(set);
+    await eventually('NotReady again after someone set it Ready', () => !isReadyOnHost(host, 'a'));
     provider.reachable = true;
     provider.resyncs.next();
     await eventually('both Ready again after resync$', () => isReadyOnHost(host, 'a') && isReadyOnHost(host, 'b'));

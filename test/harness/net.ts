@@ -2,13 +2,16 @@ import { createServer } from 'node:net';
 import { request } from 'node:https';
 import { readFileSync } from 'node:fs';
 
-/** A port that was free a moment ago on 127.0.0.1. */
+/** A port that was free a moment ago on every address. */
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.unref();
     srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
+    // On every address, not 127.0.0.1 alone: the KWOK servers listen on the test network's address, and a port free
+    // on loopback only was handed out again to clusterlet's kubelet API (which binds every address: it could not
+    // listen, and the node proxy reached a KWOK server instead, 404 for everything).
+    srv.listen(0, () => {
       const addr = srv.address();
       const port = typeof addr === 'object' && addr ? addr.port : 0;
       srv.close(() => resolve(port));

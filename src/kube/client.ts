@@ -57,6 +57,8 @@ export interface RequestOptions {
 
 /** Options of a call whose answer is not wanted (see RequestOptions.discard). */
 export type Discarding = RequestOptions & { discard: true };
+/** The options of a write whose answer (the whole object written) the caller does not read. */
+export const DISCARD: Discarding = Object.freeze({ discard: true } as const);
 
 type WithOptions<A extends unknown[]> =
   A extends [infer P, ...unknown[]] ? [param: P, options?: RequestOptions]

@@ -3,7 +3,7 @@
 // updates the same object here. See docs/CONVENTIONS.md ("Reasons").
 import { createHash } from 'node:crypto';
 import type { CoreV1Event } from '@kubernetes/client-node';
-import { PATCH, type ClusterClient } from './client.ts';
+import { DISCARD, PATCH, type ClusterClient } from './client.ts';
 import { toKubeError } from './errors.ts';
 
 /** The object an event is about. */
@@ -26,7 +26,7 @@ export async function writeEvent(client: ClusterClient, about: EventSubject, id:
   try {
     await client.core.createNamespacedEvent({ namespace, body: {
       metadata: { name, namespace }, involvedObject: about, ...ev, reportingComponent: 'clusterlet', reportingInstance: opts.instance,
-    } }, { discard: true });
+    } }, DISCARD);
   } catch (err) {
     const k = toKubeError(err);
     if (k.kind !== 'AlreadyExists') throw k;

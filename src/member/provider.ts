@@ -6,7 +6,7 @@ import { upTo } from '../util/lru.ts';
 import type { CoreV1Event, V1EphemeralContainer, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { MemberCluster } from './cluster.ts';
 import { checkMemberNamespace } from '../config.ts';
-import { PATCH } from '../kube/client.ts';
+import { DISCARD, PATCH } from '../kube/client.ts';
 import { listWatch, type ListWatchEvent } from '../kube/listwatch.ts';
 import { objectKey } from '../kube/informer.ts';
 import { ignoreGone, toKubeError } from '../kube/errors.ts';
@@ -32,9 +32,6 @@ export interface MemberPodProviderOptions {
 /** What the provider uses of its member cluster (narrowed so that unit tests can stand in for one). */
 export type ProviderMember = Pick<MemberCluster,
   'client' | 'config' | 'hostName' | 'owner' | 'pods' | 'delegates' | 'probe$' | 'reachable'>;
-
-/** Writes whose answer (the whole pod) nothing reads: not decoded (see RequestOptions.discard). */
-const discard = { discard: true } as const;
 
 /** How long an event about a pod not (yet) known as a delegate waits for it, and how many wait per pod. */
 const EARLY_EVENT_TTL_MS = 120_000;
@@ -179,7 +176,7 @@ export class MemberPodProvider implements PodProvider {
     try {
       // Marked before the create: the member's scheduler may report on the delegate before the create returns.
       this.#unseen.set(`${ns}/${body.metadata!.name}`, []);
-      await this.#member.client.core.createNamespacedPod({ namespace: ns, body }, discard);
+      await this.#member.client.core.createNamespacedPod({ namespace: ns, body }, DISCARD);
       created = true;
       this.#log.debug({ namespace: ns, pod: body.metadata?.name }, 'delegate created');
       return prepared.notices;
@@ -331,7 +328,7 @@ export class MemberPodProvider implements PodProvider {
       await this.#member.client.core.deleteNamespacedPod({
         namespace: d.metadata!.namespace!, name: d.metadata!.name!, gracePeriodSeconds,
         body: { gracePeriodSeconds, preconditions: { uid: d.metadata!.uid } },
-      }, discard);
+      }, DISCARD);
     } catch (err) {
       // Gone already, or replaced by another pod of that name (the UID precondition): nothing of ours to delete.
       ignoreGone(err);

@@ -4,7 +4,7 @@
 // It talks to the back end only through the PodProvider interface.
 import { interval, map, mergeMap, type Subscription } from 'rxjs';
 import type { V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
-import { PATCH, type ClusterClient } from '../../kube/client.ts';
+import { DISCARD, PATCH, type ClusterClient } from '../../kube/client.ts';
 import { Informer, splitKey } from '../../kube/informer.ts';
 import { listWatch } from '../../kube/listwatch.ts';
 import { ignoreGone, KubeError, toKubeError } from '../../kube/errors.ts';
@@ -78,9 +78,8 @@ export function proxyInformer(host: ClusterClient, nodeName: string, log: Logger
   }, { log, silenceMs: watchSilenceMs }));
 }
 
-// Writes whose answer (the whole pod) the controller has no use for: not decoded (see RequestOptions.discard).
-const strategic = { contentType: PATCH.strategic, discard: true } as const;
-const discard = { discard: true } as const;
+// Status writes: their answer (the whole pod) is not read.
+const strategic = { ...DISCARD, contentType: PATCH.strategic };
 
 export class PodController {
   readonly pods: Informer<V1Pod>;
@@ -158,7 +157,6 @@ export class PodController {
           await this.#mirrorEvent(e);
         }, 4),
       ).subscribe(),
-      // The back end is back after an outage: every proxy is checked against it again, whatever wrote it meanwhile.
       // The back end stopped answering: no one vouches for its pods' readiness any more. The host's node-lifecycle
       // controller would not mark them (it does so only for a node whose status it finds stale, not for one that
       // reports NotReady itself), so every proxy is marked NotReady here, as it would (a Service drops them).
@@ -167,6 +165,7 @@ export class PodController {
         this.#log.info({ proxies: this.pods.size }, 'member unreachable; marking its pods NotReady');
         for (const k of this.pods.keys()) this.#statusQueue.add(k, STATUS.visible);
       }),
+      // The back end is back after an outage: every proxy is checked against it again, whatever wrote it meanwhile.
       this.#provider.resync$.subscribe(() => {
         this.#unreachable = false;
         this.#log.info({ proxies: this.pods.size }, 'member reachable again; syncing every pod');
@@ -219,8 +218,7 @@ export class PodController {
    * if the proxy's phase or readiness is about to change.
    */
   #queueStatus(key: string): void {
-    const { namespace, name } = splitKey(key);
-    const running = this.#provider.getPod(namespace, name);
+    const running = this.#delegateOf(key);
     if (running?.phase === 'Pending') {
       this.#statusQueue.addAfter(key, PENDING_STATUS_DELAY_MS, STATUS.change);
     } else {
@@ -339,7 +337,7 @@ export class PodController {
       await this.#host.core.deleteNamespacedPod({
         namespace: proxy.metadata!.namespace!, name: proxy.metadata!.name!, gracePeriodSeconds: 0,
         body: { gracePeriodSeconds: 0, preconditions: { uid: proxy.metadata!.uid } },
-      }, discard);
+      }, DISCARD);
       this.#counted('deleted');
     } catch (err) {
       ignoreGone(err);
@@ -382,8 +380,7 @@ export class PodController {
     if (this.#unreachable) return this.#markNotReady(key);
     if (!this.#provider.hasSynced() || !this.#provider.available()) return;
     const proxy = this.pods.get(key);
-    const { namespace, name } = splitKey(key);
-    const running = proxy && this.#provider.getPod(namespace, name);
+    const running = proxy && this.#delegateOf(key);
     // Only the proxy's own delegate speaks for it.
     if (!proxy || !running || running.proxyUID !== proxy.metadata!.uid) {
       this.#statusSeen.delete(key);

@@ -328,7 +328,6 @@ export class ClusterClient {
       this.#agent = this.#newAgent(access, creds);
     }
     const agent = this.#agent;
-    const url = access.server + path;
     const target = targetOf(access);
     const headers: Record<string, string> = { accept: 'application/json', ...authHeaders(creds) };
     if (body !== undefined) {
@@ -348,7 +347,7 @@ export class ClusterClient {
         req.once('close', () => clearTimeout(timer));
       }
       req.on('error', (err) => reject(new KubeError('Unavailable', 0, (err as NodeJS.ErrnoException).code ?? err.name,
-        `${method} ${url}: ${err.message}`, { cause: err })));
+        `${method} ${access.server}${path}: ${err.message}`, { cause: err })));
       req.end(body);
     });
   }
@@ -359,7 +358,7 @@ export class ClusterClient {
     // requests it serves in a burst: with fewer free slots than workers, each burst closed connections the next
     // one opened again); one unused for IDLE_SOCKET_MS is closed.
     const opts = { keepAlive: true, maxSockets: MAX_SOCKETS, maxFreeSockets: MAX_SOCKETS, timeout: IDLE_SOCKET_MS };
-    if (!access.server.startsWith('https:')) return new HttpAgent(opts);
+    if (!targetOf(access).secure) return new HttpAgent(opts);
     // One TLS context for all the agent's connections, instead of the CA, certificate and key as options: the agent
     // would make a context of them for each connection, and turn them into its pool's name on every request.
     const { ca, cert, key, ...rest } = tlsOptions(access, creds);

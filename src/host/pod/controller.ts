@@ -98,6 +98,12 @@ export class PodController {
   #unreachable = false;
   /** When the latest delegate status change not yet written to its proxy was seen, by key (performance.now()). */
   #statusSeen = new Map<string, number>();
+  /**
+   * The UID of each proxy this controller removed (its final delete answered), by key, until the informer shows it
+   * gone: a sync in between (the member's late word on the pod) sends no second delete. At N=1,000 that was 0.44 of a
+   * delete per pod, each a 404.
+   */
+  #removed = new Map<string, string>();
 
   constructor(host: ClusterClient, provider: PodProvider, log: Logger, opts: PodControllerOptions) {
     this.#host = host;
@@ -292,6 +298,7 @@ export class PodController {
     const { namespace, name } = splitKey(key);
     const running = this.#provider.getPod(namespace, name);
     if (!proxy) {
+      this.#removed.delete(key);
       // Deleted (or force-deleted) on the host, or an orphan left by an earlier run: remove it.
       if (running && !running.terminating) await this.#provider.deletePod(namespace, name);
       return;
@@ -301,7 +308,7 @@ export class PodController {
       if (!running.terminating) await this.#provider.deletePod(namespace, name, 0);
       return;
     }
-    if (proxy.metadata!.deletionTimestamp) return await this.#syncDeleting(proxy, running !== undefined, running?.terminating ?? false);
+    if (proxy.metadata!.deletionTimestamp) return await this.#syncDeleting(key, proxy, running !== undefined, running?.terminating ?? false);
     if (isDaemonSetPod(proxy)) {
       return await this.#setOffloaded(proxy, 'False', 'DaemonSetPodNotOffloaded',
         `DaemonSet pods are not offloaded to member ${this.#opts.member}: they belong on real nodes`, 'Warning');
@@ -324,7 +331,7 @@ export class PodController {
     }
   }
 
-  async #syncDeleting(proxy: V1Pod, hasDelegate: boolean, delegateTerminating: boolean): Promise<void> {
+  async #syncDeleting(key: string, proxy: V1Pod, hasDelegate: boolean, delegateTerminating: boolean): Promise<void> {
     if (hasDelegate) {
       if (!delegateTerminating) {
         await this.#provider.deletePod(proxy.metadata!.namespace!, proxy.metadata!.name!,
@@ -333,15 +340,18 @@ export class PodController {
       return;
     }
     // Nothing runs any more: finish the deletion, as a kubelet does once its containers are gone.
+    const uid = proxy.metadata!.uid!;
+    if (this.#removed.get(key) === uid) return;
     try {
       await this.#host.core.deleteNamespacedPod({
         namespace: proxy.metadata!.namespace!, name: proxy.metadata!.name!, gracePeriodSeconds: 0,
-        body: { gracePeriodSeconds: 0, preconditions: { uid: proxy.metadata!.uid } },
+        body: { gracePeriodSeconds: 0, preconditions: { uid } },
       }, DISCARD);
       this.#counted('deleted');
     } catch (err) {
       ignoreGone(err);
     }
+    this.#removed.set(key, uid);
   }
 
   /** No delegate: create one, unless the proxy is finished or its lost delegate is not to be restarted. */

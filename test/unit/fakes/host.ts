@@ -12,6 +12,11 @@ export class FakeHost {
   readonly events = new Map<string, CoreV1Event>();
   readonly statusPatches: { key: string; body: Record<string, unknown> }[] = [];
   readonly deletes: { key: string; grace?: number }[] = [];
+  /** Every delete request, answered or not (a pod already gone answers 404). */
+  deleteRequests = 0;
+  /** Holds the watch's DELETED events until releaseDeletes(): a watch behind the writes, as under load. */
+  holdDeletes = false;
+  #heldDeletes: V1Pod[] = [];
   /** Event creations still to refuse as a host that is away would (503). */
   failEventCreates = 0;
   /** Awaited by each status patch before it is applied: one may be held (a slow host) or refused (it throws). */
@@ -29,6 +34,12 @@ export class FakeHost {
     this.pods.set(key, next);
     this.#emit(old ? 'MODIFIED' : 'ADDED', next);
     return next;
+  }
+
+  /** Sends the DELETED events held (holdDeletes), and holds no more. */
+  releaseDeletes(): void {
+    this.holdDeletes = false;
+    for (const pod of this.#heldDeletes.splice(0)) this.#emit('DELETED', pod);
   }
 
   get(namespace: string, name: string): V1Pod | undefined { return this.pods.get(`${namespace}/${name}`); }
@@ -64,11 +75,12 @@ export class FakeHost {
       },
       deleteNamespacedPod: async (p: { namespace: string; name: string; gracePeriodSeconds?: number }) => {
         const key = `${p.namespace}/${p.name}`;
+        this.deleteRequests++;
         const pod = this.pods.get(key);
         if (!pod) throw notFound(`pod ${key}`);
         this.deletes.push({ key, grace: p.gracePeriodSeconds });
         this.pods.delete(key);
-        this.#emit('DELETED', pod);
+        if (this.holdDeletes) this.#heldDeletes.push(pod); else this.#emit('DELETED', pod);
         return pod;
       },
       createNamespacedEvent: async (p: { namespace: string; body: CoreV1Event }) => {

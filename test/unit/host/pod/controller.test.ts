@@ -199,6 +199,32 @@ describe('PodController', () => {
     assert.deepEqual(host.deletes, [{ key: `${NS}/a`, grace: 0 }]);
   });
 
+  it('removes a proxy once: another sync before the watch shows it gone sends no second delete', async () => {
+    const host = new FakeHost();
+    const provider = new FakeProvider();
+    const p = host.put(proxy('a', { status: ready() }));
+    provider.pods.set(`${NS}/a`, { proxyUID: p.metadata!.uid!, terminating: false, phase: 'Running', status: ready() });
+    const c = start(host, provider);
+    await eventually('synced', () => provider.count('update') > 0);
+    host.holdDeletes = true;
+    host.put({ ...p, metadata: { ...p.metadata, deletionTimestamp: new Date(), deletionGracePeriodSeconds: 0 } });
+    await eventually('delegate deleted', () => provider.count('delete') === 1);
+    provider.lose(`${NS}/a`);
+    await eventually('proxy removed', () => host.get(NS, 'a') === undefined);
+    await c.idle();
+    // The member says more about the pod (its events, a late change) while the host's watch still shows the proxy.
+    provider.changes.next({ key: `${NS}/a`, lifecycle: true });
+    await c.idle();
+    assert.equal(host.deleteRequests, 1);
+    host.releaseDeletes();
+    await eventually('the informer saw it go', () => c.pods.get(`${NS}/a`) === undefined);
+    // A new pod of the same name is removed in its turn.
+    const q = host.put(proxy('a', { uid: 'uid-a2', status: ready() }));
+    host.put({ ...q, metadata: { ...q.metadata, deletionTimestamp: new Date(), deletionGracePeriodSeconds: 0 } });
+    await eventually('the new proxy removed', () => host.get(NS, 'a') === undefined);
+    assert.equal(host.deleteRequests, 2);
+  });
+
   it('creates one delegate per bound proxy and shows the provider\'s notices as events on it', async () => {
     const host = new FakeHost();
     const provider = new FakeProvider();

@@ -79,6 +79,8 @@ export interface Config {
   healthPort: number;
   hostQPS: number;
   hostBurst: number;
+  /** How clusterlet talks to the API servers, host's and members': HTTP/2 (default) or HTTPS/1.1 (--api-protocol). */
+  apiProtocol: ApiProtocol;
   /** How long a watch may stay silent before it is restarted. */
   watchSilenceSeconds: number;
   /** How often each member's API server is probed (/readyz). */
@@ -158,6 +160,9 @@ Host cluster:
                              (default: the host's cluster ID, the UID of its kube-system namespace)
   --host-qps N, --host-burst N
                              client-side rate limit towards the host (default 200 / 400)
+  --api-protocol P           http2 (default): requests and watches to the host's and members' API servers as
+                             streams over a few connections; a server that refuses HTTP/2 gets HTTPS/1.1.
+                             http1.1: HTTPS/1.1 only, a keep-alive connection per request under way
 
 One member (flags):
   --member-kubeconfig FILE   kubeconfig of the member cluster
@@ -243,6 +248,9 @@ const TAINT_EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
 
 export type ParseResult = { kind: 'help' } | { kind: 'version' } | { kind: 'run'; config: Config };
 
+export const API_PROTOCOLS = ['http2', 'http1.1'] as const;
+export type ApiProtocol = typeof API_PROTOCOLS[number];
+
 /** Parses argv (without node and script) and the environment. Throws ConfigError. */
 export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): ParseResult {
   let values: Record<string, string | boolean | undefined>;
@@ -253,6 +261,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
       options: {
         'host-kubeconfig': { type: 'string' }, kubeconfig: { type: 'string' },
         'host-name': { type: 'string' }, 'host-qps': { type: 'string' }, 'host-burst': { type: 'string' },
+        'api-protocol': { type: 'string' },
         'member-kubeconfig': { type: 'string' }, 'member-name': { type: 'string' }, nodename: { type: 'string' },
         'member-qps': { type: 'string' }, 'member-burst': { type: 'string' },
         'storage-class': { type: 'string' }, 'member-storage-class': { type: 'string' },
@@ -331,6 +340,10 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
   const nodeIP = str('node-ip') ?? env.POD_IP ?? '127.0.0.1';
   if (!/^[0-9a-fA-F:.]+$/.test(nodeIP)) throw new ConfigError('--node-ip', `"${nodeIP}" is not an IP address`);
   const kubeletApi = kubeletApiConfig(str);
+  const apiProtocol = str('api-protocol') ?? 'http2';
+  if (!(API_PROTOCOLS as readonly string[]).includes(apiProtocol)) {
+    throw new ConfigError('--api-protocol', `"${apiProtocol}" is not one of ${API_PROTOCOLS.join(', ')}`);
+  }
   const exportFlag = str('export-namespaces');
   const exportNamespaces = exportFlag === undefined ? fileSettings.exportNamespaces ?? []
     : namespaceList('--export-namespaces', exportFlag.split(',').map((n) => n.trim()).filter((n) => n !== ''));
@@ -344,6 +357,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
       healthPort: int('--health-port', str('health-port'), 10255, 0, 65535),
       hostQPS: int('--host-qps', str('host-qps'), 200, 1),
       hostBurst: int('--host-burst', str('host-burst'), 400, 1),
+      apiProtocol: apiProtocol as ApiProtocol,
       watchSilenceSeconds: int('--watch-silence-seconds', str('watch-silence-seconds'), 90, 1),
       probePeriodSeconds: int('--probe-period-seconds', str('probe-period-seconds'), 10, 1, 3600),
       probeFailureThreshold: int('--probe-failure-threshold', str('probe-failure-threshold'), 3, 1, 100),

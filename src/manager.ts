@@ -117,7 +117,8 @@ export class Manager implements NodeDirectory {
     this.#log = log;
     this.#opts = opts;
     const access = config.hostKubeconfig ? loadKubeconfigFile(config.hostKubeconfig) : inClusterAccess();
-    this.host = new ClusterClient(access, { cluster: 'host', qps: config.hostQPS, burst: config.hostBurst });
+    this.host = new ClusterClient(access, { cluster: 'host', qps: config.hostQPS, burst: config.hostBurst,
+      http2: config.apiProtocol === 'http2' });
     // A member kubeconfig file that cannot work is a configuration error now, not a retry loop later.
     this.members = config.members.map((m) => ({ config: m, access: m.kubeconfig ? loadKubeconfigFile(m.kubeconfig) : undefined, parts: [], term: 0 }));
     this.leadership = config.leaderElection
@@ -245,7 +246,8 @@ export class Manager implements NodeDirectory {
       // Writes for the member, to it and to the host, go out only while this replica surely leads it.
       const fence = this.leadership
         ? () => (m.elector?.mayWrite() ? undefined : `this replica does not lead member ${m.config.name}`) : undefined;
-      const client = new ClusterClient(access, { cluster: m.config.name, qps: m.config.qps, burst: m.config.burst, fence });
+      const client = new ClusterClient(access, { cluster: m.config.name, qps: m.config.qps, burst: m.config.burst, fence,
+        http2: this.config.apiProtocol === 'http2' });
       m.hostWriter = fence ? this.host.fenced(fence) : this.host;
       const silence = this.config.watchSilenceSeconds * 1000;
       const cluster = m.cluster = new MemberCluster(m.config, client, this.#hostName!, log,

@@ -8,6 +8,7 @@
 // ObjectSerializer was ~10% of clusterlet's CPU. Responses are parsed JSON with timestamps revived (revive.ts).
 import { Agent as HttpsAgent, request as httpsRequest, type RequestOptions as HttpsRequestOptions } from 'node:https';
 import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage, type RequestOptions as HttpRequestOptions } from 'node:http';
+import type { Readable } from 'node:stream';
 import { urlToHttpOptions } from 'node:url';
 import { StringDecoder } from 'node:string_decoder';
 import { createSecureContext } from 'node:tls';
@@ -17,6 +18,7 @@ import type {
 import type { ClusterAccess, Credentials } from './kubeconfig.ts';
 import { KubeError, statusError } from './errors.ts';
 import { revive } from './revive.ts';
+import { H2Sessions, timeoutError, type Exchange } from './h2.ts';
 import { TokenBucket } from '../util/ratelimit.ts';
 import { metrics } from '../metrics.ts';
 
@@ -35,6 +37,11 @@ export interface ClientOptions {
   fence?: () => string | undefined;
   /** Upper bound of one request (not a watch) from sending it to the end of its response (default 60 s). */
   requestTimeoutMs?: number;
+  /**
+   * Requests and watches over HTTP/2 (h2.ts) to an https server that speaks it, else HTTPS/1.1 with a keep-alive
+   * pool (the default, and what a server that refuses HTTP/2 gets).
+   */
+  http2?: boolean;
 }
 
 /** Content types of the three patch kinds. */
@@ -170,6 +177,9 @@ export class ClusterClient {
    */
   #agent: HttpsAgent | HttpAgent | undefined;
   #agentCert: Buffer | undefined;
+  /** The HTTP/2 sessions of the current access and client certificate, with `http2`; remade as the agent is. */
+  #h2: H2Sessions | undefined;
+  #http2: boolean;
   #fence: (() => string | undefined) | undefined;
   #requestTimeoutMs: number;
 
@@ -179,6 +189,7 @@ export class ClusterClient {
     this.limiter = opts.limiter ?? new TokenBucket(opts.qps, opts.burst);
     this.#fence = opts.fence;
     this.#requestTimeoutMs = opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+    this.#http2 = opts.http2 ?? false;
     this.core = this.#api(GROUPS.core);
     this.coordination = this.#api(GROUPS.coordination);
     this.events = this.#api(GROUPS.events);
@@ -195,7 +206,7 @@ export class ClusterClient {
    */
   fenced(fence: () => string | undefined): ClusterClient {
     return new ClusterClient(this.#access, { cluster: this.name, qps: 0, burst: 0, limiter: this.limiter, fence,
-      requestTimeoutMs: this.#requestTimeoutMs });
+      requestTimeoutMs: this.#requestTimeoutMs, http2: this.#http2 });
   }
   get server(): string { return this.#access.server; }
 
@@ -245,23 +256,23 @@ export class ClusterClient {
   async watch(path: string, query: Record<string, unknown>, h: WatchHandlers): Promise<void> {
     await this.limiter.take();
     metrics.apiRequests.inc({ cluster: this.name, verb: 'watch' });
-    const { req, res, access } = await this.#open('GET', `${path}${queryOf({ ...query, watch: true })}`, undefined,
+    const { ex, access } = await this.#open('GET', `${path}${queryOf({ ...query, watch: true })}`, undefined,
       'application/json', h.signal);
-    if (res.statusCode !== 200) {
-      const text = await readBody(res);
-      metrics.apiErrors.inc({ cluster: this.name, code: String(res.statusCode) });
-      if (res.statusCode === 401) access.invalidate();
-      throw statusError(res.statusCode ?? 0, text);
+    if (ex.status !== 200) {
+      const text = await readBody(ex.body);
+      metrics.apiErrors.inc({ cluster: this.name, code: String(ex.status) });
+      if (ex.status === 401) access.invalidate();
+      throw statusError(ex.status, text);
     }
     return new Promise<void>((resolve, reject) => {
       const decoder = new StringDecoder('utf8');
       let buf = '';
-      req.setTimeout(h.idleMs, () => {
+      ex.onIdle(h.idleMs, () => {
         const err = new Error(`watch ${path} silent for ${h.idleMs} ms`);
         err.name = 'TimeoutError';
-        req.destroy(err);
+        ex.destroy(err);
       });
-      res.on('data', (chunk: Buffer) => {
+      ex.body.on('data', (chunk: Buffer) => {
         buf += decoder.write(chunk);
         let nl: number;
         try {
@@ -273,14 +284,13 @@ export class ClusterClient {
             h.onEvent(ev.type, ev.object);
           }
         } catch (err) {
-          req.destroy(err as Error);
+          ex.destroy(err as Error);
         }
       });
-      res.on('end', () => resolve());
+      ex.body.on('end', () => resolve());
       // A connection closed without an end or an error: the caller resumes the watch.
-      res.on('close', () => resolve());
-      res.on('error', (err) => (h.signal.aborted ? resolve() : reject(err)));
-      req.on('error', (err) => (h.signal.aborted ? resolve() : reject(err)));
+      ex.body.on('close', () => resolve());
+      ex.onError((err) => (h.signal.aborted ? resolve() : reject(err)));
     });
   }
 
@@ -306,9 +316,9 @@ export class ClusterClient {
   /** One request; with `discard`, the body of a success is read but not kept (an error's is, for its message). */
   async #send(method: string, path: string, body: string | undefined, contentType: string, signal?: AbortSignal, discard?: boolean):
     Promise<{ status: number; text: string; json: boolean; access: ClusterAccess }> {
-    const { res, access } = await this.#open(method, path, body, contentType, signal, this.#requestTimeoutMs);
-    const text = discard && (res.statusCode ?? 0) < 400 ? await drain(res) : await readBody(res);
-    return { status: res.statusCode ?? 0, text, json: String(res.headers['content-type'] ?? '').includes('json'), access };
+    const { ex, access } = await this.#open(method, path, body, contentType, signal, this.#requestTimeoutMs);
+    const text = discard && ex.status < 400 ? await drain(ex.body) : await readBody(ex.body);
+    return { status: ex.status, text, json: ex.contentType.includes('json'), access };
   }
 
   /**
@@ -316,7 +326,7 @@ export class ClusterClient {
    * `timeoutMs`, the request is destroyed if it has not ended (its response read) by then.
    */
   async #open(method: string, path: string, body: string | undefined, contentType: string, signal?: AbortSignal, timeoutMs?: number):
-    Promise<{ req: ClientRequest; res: IncomingMessage; access: ClusterAccess }> {
+    Promise<{ ex: Exchange; access: ClusterAccess }> {
     let access: ClusterAccess;
     let creds: Credentials;
     do {
@@ -334,16 +344,26 @@ export class ClusterClient {
       headers['content-type'] = contentType;
       headers['content-length'] = String(Buffer.byteLength(body));
     }
+    const h2 = this.#h2;
+    if (h2 && !h2.refused) {
+      try {
+        return { ex: await h2.request({ method, path: target.prefix + path, headers, body, signal, timeoutMs }), access };
+      } catch (err) {
+        // A server that does not speak HTTP/2 gets this request again, and every later one, over HTTPS/1.1.
+        if (!h2.refused) {
+          throw new KubeError('Unavailable', 0, rootCode(err), `${method} ${access.server}${path}: ${(err as Error).message}`, { cause: err });
+        }
+      }
+    }
     const send = target.secure ? httpsRequest : httpRequest;
     const opts: HttpRequestOptions = { ...target.origin, path: target.prefix + path, method, headers, agent };
     if (signal) opts.signal = signal;
     return new Promise((resolve, reject) => {
-      const req = send(opts, (res) => resolve({ req, res, access }));
+      const req = send(opts, (res) => resolve({ ex: h1Exchange(req, res), access }));
       if (timeoutMs !== undefined) {
         // A request never waits forever on a server that went away without closing the connection. A plain timer:
         // AbortSignal.timeout (and AbortSignal.any with the caller's) cost more per request than the rest of its work.
-        const timer = setTimeout(() => req.destroy(Object.assign(new Error(`no answer within ${timeoutMs} ms`),
-          { name: 'TimeoutError', code: 'ETIMEDOUT' })), timeoutMs);
+        const timer = setTimeout(() => req.destroy(timeoutError(timeoutMs)), timeoutMs);
         req.once('close', () => clearTimeout(timer));
       }
       req.on('error', (err) => reject(new KubeError('Unavailable', 0, (err as NodeJS.ErrnoException).code ?? err.name,
@@ -358,17 +378,25 @@ export class ClusterClient {
     // requests it serves in a burst: with fewer free slots than workers, each burst closed connections the next
     // one opened again); one unused for IDLE_SOCKET_MS is closed.
     const opts = { keepAlive: true, maxSockets: MAX_SOCKETS, maxFreeSockets: MAX_SOCKETS, timeout: IDLE_SOCKET_MS };
-    if (!targetOf(access).secure) return new HttpAgent(opts);
+    const target = targetOf(access);
+    if (!target.secure) return new HttpAgent(opts);
     // One TLS context for all the agent's connections, instead of the CA, certificate and key as options: the agent
     // would make a context of them for each connection, and turn them into its pool's name on every request.
     const { ca, cert, key, ...rest } = tlsOptions(access, creds);
-    return new HttpsAgent({ ...opts, ...rest, secureContext: createSecureContext({ ca, cert, key }) });
+    const secureContext = createSecureContext({ ca, cert, key });
+    if (this.#http2) {
+      const { protocol, hostname, port } = target.origin;
+      this.#h2 = new H2Sessions(`${protocol}//${hostname?.includes(':') ? `[${hostname}]` : hostname}${port ? `:${port}` : ''}`,
+        { secureContext, servername: rest.servername, rejectUnauthorized: rest.rejectUnauthorized });
+    }
+    return new HttpsAgent({ ...opts, ...rest, secureContext });
   }
 
   /** Stops using the pool: its idle connections are closed now, the busy ones when their request ends. */
   #retireAgent(): void {
     const old = this.#agent;
-    [this.#agent, this.#agentCert] = [undefined, undefined];
+    this.#h2?.close();
+    [this.#agent, this.#agentCert, this.#h2] = [undefined, undefined, undefined];
     if (!old) return;
     old.keepSocketAlive = () => false;
     for (const sockets of Object.values(old.freeSockets)) for (const s of sockets ?? []) s.destroy();
@@ -407,8 +435,31 @@ function authHeaders(c: Credentials): Record<string, string> {
   return {};
 }
 
+/** An HTTPS/1.1 request and its response as an Exchange. */
+function h1Exchange(req: ClientRequest, res: IncomingMessage): Exchange {
+  return {
+    status: res.statusCode ?? 0,
+    contentType: String(res.headers['content-type'] ?? ''),
+    body: res,
+    destroy: (err) => { req.destroy(err); },
+    onIdle: (ms, onIdle) => { req.setTimeout(ms, onIdle); },
+    onError: (h) => { res.on('error', h); req.on('error', h); },
+  };
+}
+
+/** The innermost error code of a failed stream, e.g. ECONNREFUSED under HTTP/2's ERR_HTTP2_STREAM_CANCEL. */
+function rootCode(err: unknown): string {
+  let e = err as { code?: string; name?: string; cause?: unknown } | undefined;
+  let code = e?.code ?? e?.name ?? 'Error';
+  while (e) {
+    if (e.code) code = e.code;
+    e = e.cause as typeof e;
+  }
+  return code;
+}
+
 /** Reads a response to its end, keeping nothing; resolves with ''. */
-function drain(res: IncomingMessage): Promise<string> {
+function drain(res: Readable): Promise<string> {
   return new Promise((resolve, reject) => {
     res.on('end', () => resolve(''));
     res.on('error', reject);
@@ -416,7 +467,7 @@ function drain(res: IncomingMessage): Promise<string> {
   });
 }
 
-function readBody(res: IncomingMessage): Promise<string> {
+function readBody(res: Readable): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     res.on('data', (c: Buffer) => chunks.push(c));

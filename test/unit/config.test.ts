@@ -247,3 +247,19 @@ describe('storage', () => {
     for (const [yaml, field] of cases) assert.equal(configError(() => file(yaml)).field, field, yaml);
   });
 });
+
+describe('--api-protocol', () => {
+  const run = (...extra: string[]) => parseConfig(['--member-kubeconfig', kubeconfig, ...extra], {});
+  it('is HTTP/2 by default; http1.1 on request', () => {
+    const byDefault = run();
+    assert.equal(byDefault.kind === 'run' && byDefault.config.apiProtocol, 'http2');
+    const h1 = run('--api-protocol', 'http1.1');
+    assert.equal(h1.kind === 'run' && h1.config.apiProtocol, 'http1.1');
+  });
+
+  it('anything else names the flag and the choices', () => {
+    const err = configError(() => run('--api-protocol', 'spdy'));
+    assert.equal(err.field, '--api-protocol');
+    assert.match(err.message, /"spdy" is not one of http2, http1\.1/);
+  });
+});

@@ -1,8 +1,9 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
+import { createSecureServer, type Http2Session } from 'node:http2';
 import type { TLSSocket } from 'node:tls';
 import { ClusterClient, GROUPS, queryOf, route, verbOf } from '../../../src/kube/client.ts';
 import { parseKubeconfig, type ClusterAccess } from '../../../src/kube/kubeconfig.ts';
@@ -190,14 +191,18 @@ describe('queryOf', () => {
 interface FakeServer {
   url: string;
   ca: string;
-  /** Every request: its path, bearer token, client certificate CN, and the connection it came on. */
-  seen: { path: string; token?: string; cn?: string; socket: TLSSocket }[];
+  /** Every request: its path, bearer token, client certificate CN, the connection it came on, and its HTTP version. */
+  seen: { path: string; token?: string; cn?: string; socket: TLSSocket | Http2Session; version: string }[];
   /** The next watch request to arrive (or one that arrived and was not taken yet): write event lines, end it. */
   nextWatch(): Promise<ServerResponse>;
   close(): void;
 }
 
-async function fakeServer(name: string, opts: { token?: string } = {}): Promise<FakeServer> {
+/**
+ * `http2`: the server speaks HTTP/2 and HTTPS/1.1 (as kube-apiserver), taking at most `maxStreams` streams at once
+ * per connection; else HTTPS/1.1 only, refusing HTTP/2 (ALPN).
+ */
+async function fakeServer(name: string, opts: { token?: string; http2?: boolean; maxStreams?: number; slowMs?: number } = {}): Promise<FakeServer> {
   const k = newServingKey();
   const cert = selfSignedCertificate(k.keyObject, { subject: { commonName: name }, dns: ['localhost'], ips: ['127.0.0.1'] });
   const watches: ServerResponse[] = [];
@@ -205,11 +210,18 @@ async function fakeServer(name: string, opts: { token?: string } = {}): Promise<
   const f = { ca: cert, seen: [] as FakeServer['seen'],
     nextWatch: () => new Promise<ServerResponse>((r) => { const w = watches.shift(); if (w) r(w); else waiters.push(r); }),
   } as FakeServer;
-  const server = createHttpsServer({ key: k.key, cert, requestCert: true, rejectUnauthorized: false }, (req, res) => {
-    const socket = req.socket as TLSSocket;
+  const handler = (req: IncomingMessage, res: ServerResponse): void => {
+    // Under HTTP/2, the connection is the stream's session's socket.
+    // Under HTTP/2, the connection is the stream's session (its socket, a proxy, is unbound once it closes).
+    const session = (req as { stream?: { session?: Http2Session } }).stream?.session;
+    const tlsSocket = (session?.socket ?? req.socket) as TLSSocket;
     const token = /^Bearer (.*)$/.exec(req.headers.authorization ?? '')?.[1];
-    const cn = socket.getPeerCertificate().subject?.CN;
-    f.seen.push({ path: req.url!, token, cn: typeof cn === 'string' ? cn : undefined, socket });
+    const cn = tlsSocket.getPeerCertificate().subject?.CN;
+    f.seen.push({ path: req.url!, token, cn: typeof cn === 'string' ? cn : undefined, socket: session ?? tlsSocket, version: req.httpVersion });
+    if (opts.slowMs && req.url!.includes('slow')) {
+      setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'), opts.slowMs);
+      return;
+    }
     if (opts.token !== undefined && token !== opts.token) {
       res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ kind: 'Status', code: 401, reason: 'Unauthorized', message: 'Unauthorized' }));
       return;
@@ -225,11 +237,18 @@ async function fakeServer(name: string, opts: { token?: string } = {}): Promise<
       return;
     }
     res.end(JSON.stringify({ kind: 'NamespaceList', metadata: { resourceVersion: name }, items: [] }));
-  });
+  };
+  const tls = { key: k.key, cert, requestCert: true, rejectUnauthorized: false };
+  const sockets = new Set<TLSSocket>();
+  const server = opts.http2
+    ? createSecureServer({ ...tls, allowHTTP1: true, settings: { maxConcurrentStreams: opts.maxStreams ?? 100 } },
+      handler as unknown as Parameters<typeof createSecureServer>[1])
+    : createHttpsServer(tls, handler);
+  server.on('secureConnection', (s: TLSSocket) => { sockets.add(s); s.once('close', () => sockets.delete(s)); });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   f.url = `https://127.0.0.1:${(server.address() as { port: number }).port}`;
-  f.close = () => { server.closeAllConnections(); server.close(); };
+  f.close = () => { for (const s of sockets) s.destroy(); server.close(); };
   return f;
 }
 
@@ -250,14 +269,16 @@ function clientCert(cn: string): Record<string, string> {
 
 const list = (c: ClusterClient) => c.request<{ metadata: { resourceVersion: string } }>('GET', '/api/v1/namespaces');
 
-describe('ClusterClient#setAccess', { timeout: 10_000 }, () => {
+for (const http2 of [false, true]) {
+const proto = http2 ? 'HTTP/2' : 'HTTPS/1.1';
+describe(`ClusterClient#setAccess (${proto})`, { timeout: 10_000 }, () => {
   let a: FakeServer;
   let b: FakeServer;
-  before(async () => { [a, b] = await Promise.all([fakeServer('a'), fakeServer('b', { token: 'tok-b' })]); });
+  before(async () => { [a, b] = await Promise.all([fakeServer('a', { http2 }), fakeServer('b', { token: 'tok-b', http2 })]); });
   after(() => { a.close(); b.close(); });
 
   it('sends new requests to the new server, verified with the new CA, with the new token', async () => {
-    const c = new ClusterClient(access(a, { token: 'tok-a' }), { cluster: 'm', qps: 100, burst: 100 });
+    const c = new ClusterClient(access(a, { token: 'tok-a' }), { cluster: 'm', qps: 100, burst: 100, http2 });
     assert.equal((await list(c)).metadata.resourceVersion, 'a');
     const oldSocket = a.seen.at(-1)!.socket;
     const next = access(b, { token: 'tok-b' });
@@ -272,7 +293,7 @@ describe('ClusterClient#setAccess', { timeout: 10_000 }, () => {
   });
 
   it('on the same server, uses a new connection with the new client certificate', async () => {
-    const c = new ClusterClient(access(a, clientCert('one')), { cluster: 'm', qps: 100, burst: 100 });
+    const c = new ClusterClient(access(a, clientCert('one')), { cluster: 'm', qps: 100, burst: 100, http2 });
     await list(c);
     await list(c);
     const [first, second] = a.seen.slice(-2);
@@ -286,7 +307,7 @@ describe('ClusterClient#setAccess', { timeout: 10_000 }, () => {
   });
 
   it('lets a watch under way finish on the old access; a watch refused with 401 works again once restarted on the new one', async () => {
-    const c = new ClusterClient(access(a, { token: 'tok-a' }), { cluster: 'm', qps: 100, burst: 100 });
+    const c = new ClusterClient(access(a, { token: 'tok-a' }), { cluster: 'm', qps: 100, burst: 100, http2 });
     const events: string[] = [];
     const onEvent = (type: string, o: unknown) => events.push(`${type} ${(o as { metadata: { name: string } }).metadata.name}`);
     const watching = c.watch('/api/v1/pods', {}, { onEvent, signal: new AbortController().signal, idleMs: 10_000 });
@@ -309,13 +330,13 @@ describe('ClusterClient#setAccess', { timeout: 10_000 }, () => {
   });
 });
 
-describe('ClusterClient requests', { timeout: 10_000 }, () => {
+describe(`ClusterClient requests (${proto})`, { timeout: 10_000 }, () => {
   let a: FakeServer;
-  before(async () => { a = await fakeServer('a'); });
+  before(async () => { a = await fakeServer('a', { http2 }); });
   after(() => { a.close(); });
 
   it('gives up on a request the server does not answer within the request timeout', async () => {
-    const c = new ClusterClient(access(a, { token: 't' }), { cluster: 'm', qps: 100, burst: 100, requestTimeoutMs: 50 });
+    const c = new ClusterClient(access(a, { token: 't' }), { cluster: 'm', qps: 100, burst: 100, requestTimeoutMs: 50, http2 });
     const started = performance.now();
     await assert.rejects(c.request('GET', '/api/v1/namespaces/hang'), (err: KubeError) => err.kind === 'Unavailable' && /within 50 ms/.test(err.message));
     assert.ok(performance.now() - started < 5_000);
@@ -324,20 +345,20 @@ describe('ClusterClient requests', { timeout: 10_000 }, () => {
   });
 
   it('with discard, resolves with nothing and does not decode the answer', async () => {
-    const c = new ClusterClient(access(a, { token: 't' }), { cluster: 'm', qps: 100, burst: 100 });
+    const c = new ClusterClient(access(a, { token: 't' }), { cluster: 'm', qps: 100, burst: 100, http2 });
     await assert.rejects(c.core.readNamespace({ name: 'garbled' }), SyntaxError);
     assert.equal(await c.core.deleteNamespace({ name: 'garbled' }, { discard: true }), undefined);
   });
 });
 
-describe('ClusterClient fence', { timeout: 10_000 }, () => {
+describe(`ClusterClient fence (${proto})`, { timeout: 10_000 }, () => {
   let a: FakeServer;
-  before(async () => { a = await fakeServer('a'); });
+  before(async () => { a = await fakeServer('a', { http2 }); });
   after(() => { a.close(); });
 
   it('refuses writes while the fence gives a reason, without sending them; reads go; writes go again once it clears', async () => {
     let reason: string | undefined = 'this replica does not lead member m';
-    const c = new ClusterClient(access(a, { token: 't' }), { cluster: 'm', qps: 100, burst: 100, fence: () => reason });
+    const c = new ClusterClient(access(a, { token: 't' }), { cluster: 'm', qps: 100, burst: 100, fence: () => reason, http2 });
     const sent = a.seen.length;
     for (const method of ['POST', 'PUT', 'PATCH', 'DELETE']) {
       const err = await c.request(method, '/api/v1/namespaces', { body: {} }).then(() => undefined, (e: unknown) => e as KubeError);
@@ -354,12 +375,39 @@ describe('ClusterClient fence', { timeout: 10_000 }, () => {
   });
 
   it('fenced(): a client of the same cluster, credentials and rate limit, whose writes the fence refuses', async () => {
-    const first = new ClusterClient(access(a, { token: 't' }), { cluster: 'host', qps: 5, burst: 5 });
+    const first = new ClusterClient(access(a, { token: 't' }), { cluster: 'host', qps: 5, burst: 5, http2 });
     const second = first.fenced(() => 'not now');
     assert.equal(second.limiter, first.limiter);
     assert.equal(second.access, first.access);
     assert.equal(second.name, 'host');
     const err = await second.request('POST', '/api/v1/namespaces', { body: {} }).then(() => undefined, (e: unknown) => e as KubeError);
     assert.equal(err?.reason, 'NotLeader');
+  });
+});
+}
+
+describe('ClusterClient over HTTP/2', { timeout: 10_000 }, () => {
+  it('speaks HTTP/2 to a server that does, and HTTPS/1.1 to one that does not', async () => {
+    const [two, one] = await Promise.all([fakeServer('two', { http2: true }), fakeServer('one')]);
+    try {
+      for (const [server, version] of [[two, '2.0'], [one, '1.1']] as const) {
+        const c = new ClusterClient(access(server, { token: 't' }), { cluster: 'm', qps: 100, burst: 100, http2: true });
+        assert.equal((await list(c)).metadata.resourceVersion, server === two ? 'two' : 'one');
+        assert.equal((await list(c)).metadata.resourceVersion, server === two ? 'two' : 'one');
+        assert.deepEqual(server.seen.map((x) => x.version), [version, version]);
+        if (server === two) assert.equal(server.seen[1].socket, server.seen[0].socket, 'one connection');
+      }
+    } finally { two.close(); one.close(); }
+  });
+
+  it('opens another connection rather than exceed the streams the server takes at once', async () => {
+    const server = await fakeServer('s', { http2: true, maxStreams: 2, slowMs: 100 });
+    try {
+      const c = new ClusterClient(access(server, { token: 't' }), { cluster: 'm', qps: 100, burst: 100, http2: true });
+      await list(c); // the server's SETTINGS are known from here on
+      const answers = await Promise.allSettled(Array.from({ length: 7 }, () => c.request('GET', '/api/v1/namespaces/slow')));
+      assert.deepEqual(answers.map((x) => x.status === 'fulfilled' ? x.status : String(x.reason)), Array(7).fill('fulfilled'));
+      assert.equal(new Set(server.seen.slice(1).map((x) => x.socket)).size, 4, '7 streams, 2 at most per connection');
+    } finally { server.close(); }
   });
 });

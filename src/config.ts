@@ -79,7 +79,7 @@ export interface Config {
   healthPort: number;
   hostQPS: number;
   hostBurst: number;
-  /** How clusterlet talks to the API servers, host's and members': HTTP/2 (default) or HTTPS/1.1 (--api-protocol). */
+  /** How clusterlet talks to the API servers, host's and members': HTTPS/1.1 (default) or HTTP/2 (--api-protocol). */
   apiProtocol: ApiProtocol;
   /** How long a watch may stay silent before it is restarted. */
   watchSilenceSeconds: number;
@@ -160,9 +160,10 @@ Host cluster:
                              (default: the host's cluster ID, the UID of its kube-system namespace)
   --host-qps N, --host-burst N
                              client-side rate limit towards the host (default 200 / 400)
-  --api-protocol P           http2 (default): requests and watches to the host's and members' API servers as
-                             streams over a few connections; a server that refuses HTTP/2 gets HTTPS/1.1.
-                             http1.1: HTTPS/1.1 only, a keep-alive connection per request under way
+  --api-protocol P           http1.1 (default): HTTPS/1.1 to the host's and members' API servers, a keep-alive
+                             connection per request under way. http2: requests and watches as streams over a
+                             few connections (less memory, more latency under load: see README); a server that
+                             refuses HTTP/2 gets HTTPS/1.1
 
 One member (flags):
   --member-kubeconfig FILE   kubeconfig of the member cluster
@@ -248,7 +249,7 @@ const TAINT_EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
 
 export type ParseResult = { kind: 'help' } | { kind: 'version' } | { kind: 'run'; config: Config };
 
-export const API_PROTOCOLS = ['http2', 'http1.1'] as const;
+export const API_PROTOCOLS = ['http1.1', 'http2'] as const;
 export type ApiProtocol = typeof API_PROTOCOLS[number];
 
 /** Parses argv (without node and script) and the environment. Throws ConfigError. */
@@ -340,7 +341,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
   const nodeIP = str('node-ip') ?? env.POD_IP ?? '127.0.0.1';
   if (!/^[0-9a-fA-F:.]+$/.test(nodeIP)) throw new ConfigError('--node-ip', `"${nodeIP}" is not an IP address`);
   const kubeletApi = kubeletApiConfig(str);
-  const apiProtocol = str('api-protocol') ?? 'http2';
+  const apiProtocol = str('api-protocol') ?? 'http1.1';
   if (!(API_PROTOCOLS as readonly string[]).includes(apiProtocol)) {
     throw new ConfigError('--api-protocol', `"${apiProtocol}" is not one of ${API_PROTOCOLS.join(', ')}`);
   }

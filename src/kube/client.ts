@@ -38,8 +38,8 @@ export interface ClientOptions {
   /** Upper bound of one request (not a watch) from sending it to the end of its response (default 60 s). */
   requestTimeoutMs?: number;
   /**
-   * Requests and watches over HTTP/2 (h2.ts) to an https server that speaks it, else HTTPS/1.1 with a keep-alive
-   * pool (the default, and what a server that refuses HTTP/2 gets).
+   * Requests and watches over HTTP/2 (h2.ts) to an https server that speaks it; else (the default, and for a server
+   * that refuses HTTP/2) HTTPS/1.1 with a keep-alive pool.
    */
   http2?: boolean;
 }

@@ -250,16 +250,16 @@ describe('storage', () => {
 
 describe('--api-protocol', () => {
   const run = (...extra: string[]) => parseConfig(['--member-kubeconfig', kubeconfig, ...extra], {});
-  it('is HTTP/2 by default; http1.1 on request', () => {
+  it('is HTTPS/1.1 by default; http2 on request', () => {
     const byDefault = run();
-    assert.equal(byDefault.kind === 'run' && byDefault.config.apiProtocol, 'http2');
-    const h1 = run('--api-protocol', 'http1.1');
-    assert.equal(h1.kind === 'run' && h1.config.apiProtocol, 'http1.1');
+    assert.equal(byDefault.kind === 'run' && byDefault.config.apiProtocol, 'http1.1');
+    const h2 = run('--api-protocol', 'http2');
+    assert.equal(h2.kind === 'run' && h2.config.apiProtocol, 'http2');
   });
 
   it('anything else names the flag and the choices', () => {
     const err = configError(() => run('--api-protocol', 'spdy'));
     assert.equal(err.field, '--api-protocol');
-    assert.match(err.message, /"spdy" is not one of http2, http1\.1/);
+    assert.match(err.message, /"spdy" is not one of http1\.1, http2/);
   });
 });

@@ -350,9 +350,7 @@ export class ClusterClient {
         return { ex: await h2.request({ method, path: target.prefix + path, headers, body, signal, timeoutMs }), access };
       } catch (err) {
         // A server that does not speak HTTP/2 gets this request again, and every later one, over HTTPS/1.1.
-        if (!h2.refused) {
-          throw new KubeError('Unavailable', 0, rootCode(err), `${method} ${access.server}${path}: ${(err as Error).message}`, { cause: err });
-        }
+        if (!h2.refused) throw unavailable(method, access, path, err as Error);
       }
     }
     const send = target.secure ? httpsRequest : httpRequest;
@@ -366,8 +364,7 @@ export class ClusterClient {
         const timer = setTimeout(() => req.destroy(timeoutError(timeoutMs)), timeoutMs);
         req.once('close', () => clearTimeout(timer));
       }
-      req.on('error', (err) => reject(new KubeError('Unavailable', 0, (err as NodeJS.ErrnoException).code ?? err.name,
-        `${method} ${access.server}${path}: ${err.message}`, { cause: err })));
+      req.on('error', (err) => reject(unavailable(method, access, path, err)));
       req.end(body);
     });
   }
@@ -447,7 +444,12 @@ function h1Exchange(req: ClientRequest, res: IncomingMessage): Exchange {
   };
 }
 
-/** The innermost error code of a failed stream, e.g. ECONNREFUSED under HTTP/2's ERR_HTTP2_STREAM_CANCEL. */
+/** A request that got no answer: its reason the innermost error code (ECONNREFUSED, ETIMEDOUT…). */
+function unavailable(method: string, access: ClusterAccess, path: string, err: Error): KubeError {
+  return new KubeError('Unavailable', 0, rootCode(err), `${method} ${access.server}${path}: ${err.message}`, { cause: err });
+}
+
+/** The innermost error code of a failed request, e.g. ECONNREFUSED under HTTP/2's ERR_HTTP2_STREAM_CANCEL. */
 function rootCode(err: unknown): string {
   let e = err as { code?: string; name?: string; cause?: unknown } | undefined;
   let code = e?.code ?? e?.name ?? 'Error';

@@ -172,27 +172,31 @@ export class H2Sessions {
     if (i >= 0) this.#sessions.splice(i, 1);
   }
 
+  /** No new stream goes to `x`; it closes now if idle, else once its last stream ends (see #attempt). */
   #retire(x: Session): void {
     x.usable = false;
-    if (x.active === 0) x.s.close(); else x.s.unref();
+    if (x.active === 0) x.s.close();
+  }
+
+  /** A session found dead: dropped, and its streams failed now. */
+  #kill(x: Session): void {
+    this.#drop(x);
+    x.s.destroy();
   }
 
   /** A request on `x` timed out: a session that does not answer a PING either is gone (a dead peer, say) and destroyed. */
   #check(x: Session): void {
     if (!x.usable) return;
-    let answered = false;
-    const timer = setTimeout(() => { if (!answered) { this.#drop(x); x.s.destroy(); } }, PING_TIMEOUT_MS);
+    const timer = setTimeout(() => this.#kill(x), PING_TIMEOUT_MS);
     timer.unref();
     try {
       x.s.ping((err) => {
-        answered = !err;
         clearTimeout(timer);
-        if (err) { this.#drop(x); x.s.destroy(); }
+        if (err) this.#kill(x);
       });
     } catch {
       clearTimeout(timer);
-      this.#drop(x);
-      x.s.destroy();
+      this.#kill(x);
     }
   }
 }

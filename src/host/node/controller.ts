@@ -38,6 +38,11 @@ export class NodeController {
   #queue: WorkQueue;
   #state: NodeState | undefined;
   #lastStatusWrite = 0;
+  /**
+   * The answer to our last write (the node as it stood after it) and the versions it replaced: until the informer
+   * shows it, a sync judges the node by it, not by the informer's older copy (which would make it write again).
+   */
+  #written: { node: V1Node; replaced: Set<string> } | undefined;
   #subs: Subscription[] = [];
   #opts: Required<NodeControllerOptions>;
 
@@ -87,11 +92,11 @@ export class NodeController {
     const state = this.#state;
     if (!state || !this.#node.hasSynced) return;
     const now = new Date();
-    const current = this.node;
+    const current = this.#current();
     if (!current) {
       const node = forgeNewNode(this.#ctx, state, now);
       try {
-        const created = await this.#host.core.createNode({ body: node });
+        const created = this.#wrote(undefined, await this.#host.core.createNode({ body: node }));
         // Status is dropped on create by some API server versions: write it explicitly.
         await this.#patchStatus(created, forgeNodeStatus(this.#ctx, state), now);
         if (state.reachable) await this.#renewLease();
@@ -101,27 +106,46 @@ export class NodeController {
       }
       return;
     }
-    await this.#patchMeta(current, state);
+    const latest = await this.#patchMeta(current, state);
     const desired = forgeNodeStatus(this.#ctx, state);
     // The refresh tick comes a little less than statusRefreshMs after the write it follows: a slack keeps it due.
     const slack = Math.min(500, this.#opts.statusRefreshMs / 10);
     const due = Date.now() - this.#lastStatusWrite >= this.#opts.statusRefreshMs - slack;
-    if (!due && nodeStatusMatches(desired, current.status)) return;
-    await this.#patchStatus(current, desired, now);
+    if (!due && nodeStatusMatches(desired, latest.status)) return;
+    await this.#patchStatus(latest, desired, now);
   }
 
-  async #patchMeta(node: V1Node, state: NodeState): Promise<void> {
+  /** The node as it stands: the informer's, unless that is still a version our last write replaced. */
+  #current(): V1Node | undefined {
+    const cached = this.node;
+    const written = this.#written;
+    if (written && cached && written.replaced.has(cached.metadata?.resourceVersion ?? '')) return written.node;
+    this.#written = undefined; // the informer has caught up, or shows a change of someone else's (or the node gone)
+    return cached;
+  }
+
+  /** Remembers the answer to a write made on `basedOn` (see #written); returns it. */
+  #wrote(basedOn: V1Node | undefined, answer: V1Node): V1Node {
+    const replaced = this.#written?.replaced ?? new Set<string>();
+    for (const n of [basedOn, this.#written?.node]) if (n?.metadata?.resourceVersion) replaced.add(n.metadata.resourceVersion);
+    replaced.delete(answer.metadata?.resourceVersion ?? '');
+    this.#written = { node: answer, replaced };
+    return answer;
+  }
+
+  /** Sets our labels, taints and managed-labels annotation where they differ; returns the node as it stands after. */
+  async #patchMeta(node: V1Node, state: NodeState): Promise<V1Node> {
     const labels = forgeNodeLabels(this.#ctx, state);
     const lp = labelPatch(labels, node.metadata?.labels, managedLabelKeys(node));
     const taints = mergeTaints(node.spec?.taints, forgeNodeTaints(this.#ctx));
     const managedValue = managedLabelsValue(labels);
     const annChanged = node.metadata?.annotations?.[MANAGED_LABELS_ANNOTATION] !== managedValue;
-    if (!lp && !taints && !annChanged) return;
+    if (!lp && !taints && !annChanged) return node;
     const body: Record<string, unknown> = {
       metadata: { labels: lp ?? {}, annotations: { [MANAGED_LABELS_ANNOTATION]: managedValue } },
       ...(taints ? { spec: { taints } } : {}),
     };
-    await this.#host.core.patchNode({ name: this.nodeName, body }, strategic);
+    return this.#wrote(node, await this.#host.core.patchNode({ name: this.nodeName, body }, strategic));
   }
 
   /** Writes `status` (forged, not yet stamped: its conditions are stamped here) over the node's. */
@@ -137,7 +161,7 @@ export class NodeController {
         allocatable: { ...drop(node.status?.allocatable, status.allocatable), ...status.allocatable },
       },
     };
-    await this.#host.core.patchNodeStatus({ name: this.nodeName, body }, strategic);
+    this.#wrote(node, await this.#host.core.patchNodeStatus({ name: this.nodeName, body }, strategic));
     this.#lastStatusWrite = Date.now();
   }
 

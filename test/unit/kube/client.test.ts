@@ -400,6 +400,23 @@ describe('ClusterClient over HTTP/2', { timeout: 10_000 }, () => {
     } finally { two.close(); one.close(); }
   });
 
+  it('keeps watches on HTTPS/1.1 connections of their own, beside the requests\' HTTP/2 streams', async () => {
+    const server = await fakeServer('s', { http2: true });
+    try {
+      const c = new ClusterClient(access(server, { token: 't' }), { cluster: 'm', qps: 100, burst: 100, http2: true });
+      await list(c);
+      const events: string[] = [];
+      const watching = c.watch('/api/v1/pods', {}, { onEvent: (type) => events.push(type), signal: new AbortController().signal, idleMs: 10_000 });
+      const w = await server.nextWatch();
+      await list(c);
+      w.end(`${JSON.stringify({ type: 'ADDED', object: { metadata: { name: 'p' } } })}\n`);
+      await watching;
+      assert.deepEqual(events, ['ADDED']);
+      assert.deepEqual(server.seen.map((x) => x.version), ['2.0', '1.1', '2.0'], 'list, watch, list');
+      assert.equal(server.seen[2].socket, server.seen[0].socket, 'the requests share one connection');
+    } finally { server.close(); }
+  });
+
   it('opens another connection rather than exceed the streams the server takes at once', async () => {
     const server = await fakeServer('s', { http2: true, maxStreams: 2, slowMs: 100 });
     try {

@@ -258,7 +258,7 @@ export class ClusterClient {
     await this.limiter.take();
     metrics.apiRequests.inc({ cluster: this.name, verb: 'watch' });
     const { ex, access } = await this.#open('GET', `${path}${queryOf({ ...query, watch: true })}`, undefined,
-      'application/json', h.signal, undefined, false);
+      'application/json', { signal: h.signal, watch: true });
     if (ex.status !== 200) {
       const text = await readBody(ex.body);
       metrics.apiErrors.inc({ cluster: this.name, code: String(ex.status) });
@@ -317,17 +317,19 @@ export class ClusterClient {
   /** One request; with `discard`, the body of a success is read but not kept (an error's is, for its message). */
   async #send(method: string, path: string, body: string | undefined, contentType: string, signal?: AbortSignal, discard?: boolean):
     Promise<{ status: number; text: string; json: boolean; access: ClusterAccess }> {
-    const { ex, access } = await this.#open(method, path, body, contentType, signal, this.#requestTimeoutMs);
+    const { ex, access } = await this.#open(method, path, body, contentType, { signal, timeoutMs: this.#requestTimeoutMs });
     const text = discard && ex.status < 400 ? await drain(ex.body) : await readBody(ex.body);
     return { status: ex.status, text, json: ex.contentType.includes('json'), access };
   }
 
   /**
    * Sends one request on the current access; resolves with the response head and the access it went with. With
-   * `timeoutMs`, the request is destroyed if it has not ended (its response read) by then.
+   * `timeoutMs`, the request is destroyed if it has not ended (its response read) by then. A `watch` goes over
+   * HTTPS/1.1 whatever the protocol of requests (see ClientOptions.http2).
    */
-  async #open(method: string, path: string, body: string | undefined, contentType: string, signal?: AbortSignal, timeoutMs?: number,
-    overHttp2 = true): Promise<{ ex: Exchange; access: ClusterAccess }> {
+  async #open(method: string, path: string, body: string | undefined, contentType: string,
+    { signal, timeoutMs, watch = false }: { signal?: AbortSignal; timeoutMs?: number; watch?: boolean }):
+    Promise<{ ex: Exchange; access: ClusterAccess }> {
     let access: ClusterAccess;
     let creds: Credentials;
     do {
@@ -345,8 +347,7 @@ export class ClusterClient {
       headers['content-type'] = contentType;
       headers['content-length'] = String(Buffer.byteLength(body));
     }
-    // Watches stay on HTTPS/1.1 connections of their own even with HTTP/2 on (see ClientOptions.http2).
-    const h2 = overHttp2 ? this.#h2 : undefined;
+    const h2 = watch ? undefined : this.#h2;
     if (h2 && !h2.refused) {
       try {
         return { ex: await h2.request({ method, path: target.prefix + path, headers, body, signal, timeoutMs }), access };

@@ -47,7 +47,7 @@ const PING_TIMEOUT_MS = 15_000;
 const DEFAULT_MAX_STREAMS = 100;
 /** Streams on one session at most, whatever the server allows. */
 const MAX_STREAMS = 1000;
-/** Flow-control windows: a LIST of thousands of objects, or a busy watch, is not held to 64 KB in flight. */
+/** Flow-control windows: a LIST of thousands of objects is not held to 64 KB in flight. */
 const STREAM_WINDOW = 4 << 20;
 const SESSION_WINDOW = 32 << 20;
 

@@ -96,7 +96,7 @@ export class NodeController {
     if (!current) {
       const node = forgeNewNode(this.#ctx, state, now);
       try {
-        const created = this.#wrote(undefined, await this.#host.core.createNode({ body: node }));
+        const created = await this.#host.core.createNode({ body: node });
         // Status is dropped on create by some API server versions: write it explicitly.
         await this.#patchStatus(created, forgeNodeStatus(this.#ctx, state), now);
         if (state.reachable) await this.#renewLease();
@@ -125,7 +125,7 @@ export class NodeController {
   }
 
   /** Remembers the answer to a write made on `basedOn` (see #written); returns it. */
-  #wrote(basedOn: V1Node | undefined, answer: V1Node): V1Node {
+  #wrote(basedOn: V1Node, answer: V1Node): V1Node {
     const replaced = this.#written?.replaced ?? new Set<string>();
     for (const n of [basedOn, this.#written?.node]) if (n?.metadata?.resourceVersion) replaced.add(n.metadata.resourceVersion);
     replaced.delete(answer.metadata?.resourceVersion ?? '');

@@ -31,6 +31,8 @@ export interface BenchOptions {
   runTimeoutMs?: (n: number) => number;
   /** How the idle RSS is sampled (default IDLE_RSS). */
   idleRss?: IdleRssOptions;
+  /** Which of the three ways each pair runs (default all: MODES); e.g. only offloaded, to iterate on clusterlet's costs. */
+  modes?: readonly Mode[];
 }
 
 /**
@@ -382,7 +384,7 @@ export function median(values: number[]): number {
 }
 const isOffloaded = (r: RunResult): r is OffloadedRun => r.mode === 'offloaded';
 const WRITE_VERBS = ['create', 'update', 'patch', 'delete', 'deletecollection'];
-const MODES: Mode[] = ['direct', 'offloaded', 'hostOnly'];
+export const MODES: readonly Mode[] = ['direct', 'offloaded', 'hostOnly'];
 
 /** The order of the three modes in a pair (from 1): rotated each pair, so none always runs first or on a warmer machine. */
 export function modeOrder(pair: number): Mode[] {
@@ -510,7 +512,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
 
   for (const n of opts.sizes) {
     for (let pair = 1; pair <= opts.pairs; pair++) {
-      for (const mode of modeOrder(pair)) {
+      for (const mode of modeOrder(pair).filter((m) => (opts.modes ?? MODES).includes(m))) {
         const r = await unlessExited(run[mode](n, pair));
         runs.push(r);
         opts.onProgress?.(result(opts.sizes.filter((s) => runs.some((x) => x.n === s))));
@@ -630,7 +632,10 @@ function machineInfo(h: Harness): Record<string, string | number> {
 
 export function toMarkdown(r: BenchResult): string {
   const m = r.machine;
-  const s2 = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
+  // A mode the bench did not run (its --modes) shows as –, not as the 0 its empty medians are.
+  const ran = (mode: Mode, n: number): boolean => r.runs.some((x) => x.mode === mode && x.n === n);
+  const s2 = (ms: number, mode: Mode, n: number): string => (ran(mode, n) ? `${(ms / 1000).toFixed(2)} s` : '–');
+  const cpu = (x: number, mode: Mode, n: number): string => (ran(mode, n) ? String(x) : '–');
   const ms = (x: number | undefined): string => (x === undefined ? '–' : String(x));
   const sec = (x: number | undefined): string => (x === undefined ? '–' : (x / 1000).toFixed(1));
   const perPair = (xs: number[], med: number): string => (xs.length ? `${xs.join(', ')} (median ${med})` : '–');
@@ -643,20 +648,23 @@ export function toMarkdown(r: BenchResult): string {
       + `**${r.idleRss.medianMB} MB** (target ≤ 70 MB).`,
     '',
     'Each pair runs a Deployment of N three ways, in an order rotated each pair: **direct** in the member, **host-only** bound to a '
-      + 'KWOK node of the host (the host control plane\'s cost alone) and **offloaded** through clusterlet. Creation → all N Ready, '
-      + 'medians over the pairs; the CPU is clusterlet\'s over the whole offloaded run (create → Ready → delete) / N.',
+      + 'KWOK node of the host (the host control plane\'s cost alone) and **offloaded** through clusterlet'
+      + `${MODES.every((mode) => r.runs.some((x) => x.mode === mode)) ? '' : ` (this bench ran only: ${MODES.filter((mode) => r.runs.some((x) => x.mode === mode)).join(', ')})`}. `
+      + 'Creation → all N Ready, medians over the pairs; the CPU is clusterlet\'s over the whole offloaded run (create → Ready → delete) / N.',
     '',
     '| N | direct | host-only | offloaded | offloaded / direct per pair | offloaded / max(host-only, direct) per pair | clusterlet CPU-ms per pod per pair (target ≤ 4) | clusterlet peak RSS |',
     '|---:|---:|---:|---:|---|---|---|---:|',
   ];
   for (const s of r.summary) {
-    lines.push(`| ${s.n} | ${s2(s.directMedianMs)} | ${s2(s.hostOnlyMedianMs)} | ${s2(s.offloadedMedianMs)} | ${perPair(s.ratios, s.ratioMedian)} | ${
+    lines.push(`| ${s.n} | ${s2(s.directMedianMs, 'direct', s.n)} | ${s2(s.hostOnlyMedianMs, 'hostOnly', s.n)} | ${
+      s2(s.offloadedMedianMs, 'offloaded', s.n)} | ${perPair(s.ratios, s.ratioMedian)} | ${
       perPair(s.floorRatios, s.floorRatioMedian)} | ${perPair(s.cpuMsPerPod, s.cpuMsPerPodMedian)} | ${s.peakRssMB} MB |`);
   }
   lines.push('', 'Deleting the Deployment → no pod left (offloaded: no delegate left in the member), medians over the pairs:', '');
   lines.push('| N | direct | host-only | offloaded | offloaded / direct per pair (target ≤ 1.5) |', '|---:|---:|---:|---:|---|');
   for (const s of r.summary) {
-    lines.push(`| ${s.n} | ${s2(s.deleteDirectMedianMs)} | ${s2(s.deleteHostOnlyMedianMs)} | ${s2(s.deleteOffloadedMedianMs)} | ${perPair(s.deleteRatios, s.deleteRatioMedian)} |`);
+    lines.push(`| ${s.n} | ${s2(s.deleteDirectMedianMs, 'direct', s.n)} | ${s2(s.deleteHostOnlyMedianMs, 'hostOnly', s.n)} | ${
+      s2(s.deleteOffloadedMedianMs, 'offloaded', s.n)} | ${perPair(s.deleteRatios, s.deleteRatioMedian)} |`);
   }
   lines.push('', 'Latency on clusterlet\'s own path, both ways, and the latency offloading adds (p50 / p99 of each run, medians over the pairs; '
     + 'target on clusterlet\'s path: p99 ≤ 200 ms at N=100, ≤ 1 s at N=1,000). Proxy bound → delegate created is seen by the bench\'s '
@@ -671,7 +679,8 @@ export function toMarkdown(r: BenchResult): string {
   lines.push('| N | clusterlet CPU s / offloaded run | host writes / pod | CPU-s of all processes to all Ready: direct / host-only / offloaded (clusterlet) |',
     '|---:|---:|---:|---:|');
   for (const s of r.summary) {
-    lines.push(`| ${s.n} | ${s.cpuSecondsMedian.toFixed(1)} | ${s.hostWritesPerPod} | ${s.cpuToReadyDirect} / ${s.cpuToReadyHostOnly} / ${s.cpuToReadyOffloaded} (${s.cpuToReadyClusterlet}) |`);
+    lines.push(`| ${s.n} | ${s.cpuSecondsMedian.toFixed(1)} | ${s.hostWritesPerPod} | ${cpu(s.cpuToReadyDirect, 'direct', s.n)} / ${
+      cpu(s.cpuToReadyHostOnly, 'hostOnly', s.n)} / ${cpu(s.cpuToReadyOffloaded, 'offloaded', s.n)} (${cpu(s.cpuToReadyClusterlet, 'offloaded', s.n)}) |`);
   }
   lines.push('', 'When the last pod reached each stage, in seconds after the Deployment was created (medians over the pairs):', '');
   lines.push('| N | direct: bound → Ready | host-only: bound → Ready | offloaded: proxies bound → delegates created → delegates bound → delegates Ready → proxies Ready |',

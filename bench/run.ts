@@ -1,13 +1,14 @@
 // `npm run bench` / `make bench`: starts the local clusters and clusterlet, runs the benchmark, prints a
 // markdown table and writes JSON to bench/results/ (markdown to latest.md). Options: --sizes 10,100,1000,10000
-// --pairs 3 --out FILE.json (writes FILE.json and FILE.md instead); after the sizes, the many-members run
+// --pairs 3 --out FILE.json (writes FILE.json and FILE.md instead) --modes direct,offloaded,hostOnly (which ways each
+// pair runs: e.g. --modes offloaded measures clusterlet's own costs in a third of the time); after the sizes, the many-members run
 // (bench/members.ts): --members 10 --pods-per-member 500 (--members 0 skips it).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { HOST_FLOOR_NODE, Harness } from '../test/harness/harness.ts';
-import { runBench, toMarkdown, type BenchResult } from './bench.ts';
+import { MODES, runBench, toMarkdown, type BenchResult, type Mode } from './bench.ts';
 import { startBenchClusterlet } from './clusterlet.ts';
 import { membersMarkdown, runMembers, type MembersResult } from './members.ts';
 
@@ -17,7 +18,10 @@ const { values } = parseArgs({ options: {
   out: { type: 'string' },
   members: { type: 'string', default: '10' },
   'pods-per-member': { type: 'string', default: '500' },
+  modes: { type: 'string', default: MODES.join(',') },
 } });
+const modes = values.modes.split(',') as Mode[];
+for (const m of modes) if (!MODES.includes(m)) throw new Error(`--modes: ${m} is not one of ${MODES.join(', ')}`);
 const sizes = values.sizes.split(',').map(Number);
 const pairs = Number(values.pairs);
 const log = (l: string): void => { process.stderr.write(`[bench] ${l}\n`); };
@@ -44,7 +48,7 @@ try {
   };
   const result: BenchResult & { members?: MembersResult } = await runBench({ harness: h, sizes, pairs, clusterletPid: cl.pid,
     metricsURL: `http://127.0.0.1:${cl.healthPort}/metrics`, virtualNode: 'clusterlet-member', hostOnlyNode: HOST_FLOOR_NODE.name, log,
-    onProgress: write, clusterletExited: cl.exited });
+    onProgress: write, clusterletExited: cl.exited, modes });
   write(result);
   if (Number(values.members) > 0) {
     // The size runs' clusterlet goes: the many-members run starts one of its own, leading only its members.

@@ -137,4 +137,15 @@ describe('toMarkdown', () => {
     assert.match(md, /^\| 100 \| 25 \/ 200 ms \| 40 \/ 90 ms \| – \/ – ms \| 50 \/ 120 ms \|$/m);
     assert.match(md, /^\| 100 \| 0\.8 → 1\.5 \| 0\.6 → 1\.3 \| /m);
   });
+
+  it('shows a mode the bench did not run (--modes) as –, not as 0, and says which it ran', () => {
+    const offloadedOnly = runs.filter((r) => r.mode === 'offloaded');
+    const only = toMarkdown({ machine: { cores: 2, cpu: 'x', memoryGiB: 24, kernel: 'k', node: 'v24', kubernetes: 'v1.36' }, startedAt: 'T',
+      idleRss: { medianMB: 68.4, samplesMB: [68.4] }, runs: offloadedOnly, summary: summarize(offloadedOnly, [100]) });
+    assert.match(only, /this bench ran only: offloaded\)/);
+    assert.doesNotMatch(md, /this bench ran only/);
+    assert.match(only, /^\| 100 \| – \| – \| 3\.00 s \| – \| – \| 3, 5, 4 \(median 4\) \| 123 MB \|$/m);
+    assert.match(only, /^\| 100 \| – \| – \| 0\.80 s \| – \|$/m);
+    assert.match(only, /^\| 100 \| [\d.]+ \| [\d.]+ \| – \/ – \/ [\d.]+ \([\d.]+\) \|$/m);
+  });
 });

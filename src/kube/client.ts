@@ -43,6 +43,8 @@ export interface ClientOptions {
    * bench, watches sharing the requests' HTTP/2 connections made the creation latency p99 2-3 times as long.
    */
   http2?: boolean;
+  /** HTTPS/1.1 connections for requests (not watches, which have their own) at most (default MAX_REQUEST_SOCKETS). */
+  maxRequestSockets?: number;
 }
 
 /** Content types of the three patch kinds. */
@@ -150,9 +152,17 @@ export function queryOf(param: Record<string, unknown>): string {
 }
 
 const REQUEST_TIMEOUT_MS = 60_000;
-/** Connections per pool, and how long one may sit unused in it. */
-const MAX_SOCKETS = 128;
+/**
+ * Connections the requests' pool opens at most (more requests under way wait for one), and how long one may sit
+ * unused in it. Each HTTPS connection holds ~70 KB. 1,000-pod bench, offloaded runs, 3 pairs each: with up to 128
+ * shared with the watches (each worker of the lifecycle and status queues a connection: ~50 to the host at the peak),
+ * peak RSS 107-115 MB (3 runs), CPU 6.4-8.4 ms per pod, all Ready in 17.6-26.5 s; with 24 for the requests alone,
+ * 104-107 MB, 5.8-6.9 ms, 16.3-18.4 s (1 run): fewer writes at once queue less in the API servers.
+ */
+export const MAX_REQUEST_SOCKETS = 24;
 const IDLE_SOCKET_MS = 30_000;
+/** Connections a watch pool keeps for reuse once their watch ended: the watch that resumes takes one at once. */
+const FREE_WATCH_SOCKETS = 16;
 
 export interface WatchHandlers {
   /** Each event line, parsed (not revived). */
@@ -176,13 +186,14 @@ export class ClusterClient {
    * Made at the first request, with the credentials' client certificate; remade when an exec plugin rotates
    * it or the access is replaced.
    */
-  #agent: HttpsAgent | HttpAgent | undefined;
+  #agent: Agents | undefined;
   #agentCert: Buffer | undefined;
   /** The HTTP/2 sessions of the current access and client certificate, with `http2`; remade as the agent is. */
   #h2: H2Sessions | undefined;
   #http2: boolean;
   #fence: (() => string | undefined) | undefined;
   #requestTimeoutMs: number;
+  #maxRequestSockets: number;
 
   constructor(access: ClusterAccess, opts: ClientOptions) {
     this.name = opts.cluster;
@@ -191,6 +202,7 @@ export class ClusterClient {
     this.#fence = opts.fence;
     this.#requestTimeoutMs = opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
     this.#http2 = opts.http2 ?? false;
+    this.#maxRequestSockets = opts.maxRequestSockets ?? MAX_REQUEST_SOCKETS;
     this.core = this.#api(GROUPS.core);
     this.coordination = this.#api(GROUPS.coordination);
     this.events = this.#api(GROUPS.events);
@@ -340,7 +352,7 @@ export class ClusterClient {
       this.#retireAgent();
       this.#agent = this.#newAgent(access, creds);
     }
-    const agent = this.#agent;
+    const agent = watch ? this.#agent.watches : this.#agent.requests;
     const target = targetOf(access);
     const headers: Record<string, string> = { accept: 'application/json', ...authHeaders(creds) };
     if (body !== undefined) {
@@ -372,14 +384,17 @@ export class ClusterClient {
     });
   }
 
-  #newAgent(access: ClusterAccess, creds: Credentials): HttpsAgent | HttpAgent {
+  #newAgent(access: ClusterAccess, creds: Credentials): Agents {
     this.#agentCert = creds.cert;
-    // Every connection the pool opened stays for reuse while it is wanted (a TLS handshake costs more CPU than the
-    // requests it serves in a burst: with fewer free slots than workers, each burst closed connections the next
-    // one opened again); one unused for IDLE_SOCKET_MS is closed.
-    const opts = { keepAlive: true, maxSockets: MAX_SOCKETS, maxFreeSockets: MAX_SOCKETS, timeout: IDLE_SOCKET_MS };
+    // Every connection the requests' pool opened stays for reuse while it is wanted (a TLS handshake costs more CPU
+    // than the requests it serves in a burst: with fewer free slots than connections, each burst closed connections
+    // the next one opened again); one unused for IDLE_SOCKET_MS is closed. Watches have a pool of their own, without
+    // a cap: each holds its connection for as long as it runs, and in the requests' pool enough of them (a few per
+    // member) would leave the requests none.
+    const opts = { keepAlive: true, maxSockets: this.#maxRequestSockets, maxFreeSockets: this.#maxRequestSockets, timeout: IDLE_SOCKET_MS };
+    const watchOpts = { keepAlive: true, maxFreeSockets: FREE_WATCH_SOCKETS, timeout: IDLE_SOCKET_MS };
     const target = targetOf(access);
-    if (!target.secure) return new HttpAgent(opts);
+    if (!target.secure) return { requests: new HttpAgent(opts), watches: new HttpAgent(watchOpts) };
     // One TLS context for all the agent's connections, instead of the CA, certificate and key as options: the agent
     // would make a context of them for each connection, and turn them into its pool's name on every request.
     const { ca, cert, key, ...rest } = tlsOptions(access, creds);
@@ -389,7 +404,7 @@ export class ClusterClient {
       this.#h2 = new H2Sessions(`${protocol}//${hostname?.includes(':') ? `[${hostname}]` : hostname}${port ? `:${port}` : ''}`,
         { secureContext, servername: rest.servername, rejectUnauthorized: rest.rejectUnauthorized });
     }
-    return new HttpsAgent({ ...opts, ...rest, secureContext });
+    return { requests: new HttpsAgent({ ...opts, ...rest, secureContext }), watches: new HttpsAgent({ ...watchOpts, ...rest, secureContext }) };
   }
 
   /** Stops using the pool: its idle connections are closed now, the busy ones when their request ends. */
@@ -397,11 +412,15 @@ export class ClusterClient {
     const old = this.#agent;
     this.#h2?.close();
     [this.#agent, this.#agentCert, this.#h2] = [undefined, undefined, undefined];
-    if (!old) return;
-    old.keepSocketAlive = () => false;
-    for (const sockets of Object.values(old.freeSockets)) for (const s of sockets ?? []) s.destroy();
+    for (const pool of old ? [old.requests, old.watches] : []) {
+      pool.keepSocketAlive = () => false;
+      for (const sockets of Object.values(pool.freeSockets)) for (const s of sockets ?? []) s.destroy();
+    }
   }
 }
+
+/** The connection pools of one access and client certificate: the requests', and the watches'. */
+interface Agents { requests: HttpsAgent | HttpAgent; watches: HttpsAgent | HttpAgent }
 
 /** Where an access's requests go: its server's origin as request options (a URL string is parsed on every request). */
 interface Target { secure: boolean; origin: HttpRequestOptions; prefix: string }

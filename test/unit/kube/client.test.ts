@@ -349,6 +349,21 @@ describe(`ClusterClient requests (${proto})`, { timeout: 10_000 }, () => {
     await assert.rejects(c.core.readNamespace({ name: 'garbled' }), SyntaxError);
     assert.equal(await c.core.deleteNamespace({ name: 'garbled' }, { discard: true }), undefined);
   });
+
+  it('answers requests while more watches run than the requests\' pool has connections', async () => {
+    const server = await fakeServer('s', { http2 });
+    const stop = new AbortController();
+    try {
+      const c = new ClusterClient(access(server, { token: 't' }), { cluster: 'm', qps: 100, burst: 100, maxRequestSockets: 2, http2 });
+      const watching = [1, 2, 3].map(() => c.watch('/api/v1/pods', {}, { onEvent: () => undefined, signal: stop.signal, idleMs: 10_000 }));
+      const open = await Promise.all(watching.map(() => server.nextWatch()));
+      const answer = await Promise.race([list(c).then(() => 'answered'), new Promise((r) => { setTimeout(r, 3000, 'no connection for it'); })]);
+      assert.equal(answer, 'answered');
+      for (const w of open) w.end();
+      await Promise.all(watching);
+      assert.equal(new Set(server.seen.map((x) => x.socket)).size, 4, 'three watches and the request, each on a connection of its own');
+    } finally { stop.abort(); server.close(); }
+  });
 });
 
 describe(`ClusterClient fence (${proto})`, { timeout: 10_000 }, () => {

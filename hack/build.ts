@@ -19,7 +19,7 @@
 //   (test/unit/health.test.ts) runs the health port from a bundle made with these options.
 // - The dependencies are inside: the image needs no node_modules.
 import { build, type BuildOptions, type OnResolveArgs, type Plugin } from 'esbuild';
-import { rmSync } from 'node:fs';
+import { realpathSync, rmSync } from 'node:fs';
 import { createRequire, isBuiltin } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
@@ -84,7 +84,8 @@ export const bundleOptions = (entryPoints: string[], outdir: string): BuildOptio
   logLevel: 'warning',
 });
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
+// Run (not imported): argv[1] as given, this module's URL with symlinks resolved.
+if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
   rmSync(`${root}dist`, { recursive: true, force: true });
   await build(bundleOptions(['src/cli.ts'], 'dist'));
 }

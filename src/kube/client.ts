@@ -35,7 +35,10 @@ export interface ClientOptions {
    * clock of that moment, so a process resumed after a pause never sends what it meant to write before.
    */
   fence?: () => string | undefined;
-  /** Upper bound of one request (not a watch) from sending it to the end of its response (default 60 s). */
+  /**
+   * Upper bound of one request (not a watch) from sending it (once it has a connection: see MAX_REQUEST_SOCKETS)
+   * to the end of its response (default 60 s).
+   */
   requestTimeoutMs?: number;
   /**
    * Requests over HTTP/2 (h2.ts) to an https server that speaks it; else (the default, and for a server that refuses
@@ -219,7 +222,7 @@ export class ClusterClient {
    */
   fenced(fence: () => string | undefined): ClusterClient {
     return new ClusterClient(this.#access, { cluster: this.name, qps: 0, burst: 0, limiter: this.limiter, fence,
-      requestTimeoutMs: this.#requestTimeoutMs, http2: this.#http2 });
+      requestTimeoutMs: this.#requestTimeoutMs, http2: this.#http2, maxRequestSockets: this.#maxRequestSockets });
   }
   get server(): string { return this.#access.server; }
 
@@ -376,7 +379,10 @@ export class ClusterClient {
       if (timeoutMs !== undefined) {
         // A request never waits forever on a server that went away without closing the connection. A plain timer:
         // AbortSignal.timeout (and AbortSignal.any with the caller's) cost more per request than the rest of its work.
-        const timer = setTimeout(() => req.destroy(timeoutError(timeoutMs)), timeoutMs);
+        // It starts once the pool gives the request a connection: the time spent waiting for one (all
+        // MAX_REQUEST_SOCKETS busy) is not the server's.
+        let timer: NodeJS.Timeout | undefined;
+        req.once('socket', () => { timer = setTimeout(() => req.destroy(timeoutError(timeoutMs)), timeoutMs); });
         req.once('close', () => clearTimeout(timer));
       }
       req.on('error', (err) => reject(unavailable(method, access, path, err)));

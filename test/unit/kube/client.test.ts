@@ -350,6 +350,17 @@ describe(`ClusterClient requests (${proto})`, { timeout: 10_000 }, () => {
     assert.equal(await c.core.deleteNamespace({ name: 'garbled' }, { discard: true }), undefined);
   });
 
+  it('counts a request\'s timeout from when it has a connection, not while it waits for one', async () => {
+    const server = await fakeServer('s', { http2, slowMs: 250 });
+    try {
+      const c = new ClusterClient(access(server, { token: 't' }), { cluster: 'm', qps: 100, burst: 100, maxRequestSockets: 1, requestTimeoutMs: 400, http2 });
+      await list(c);
+      // The second waits ~250 ms for the one connection, then is answered 250 ms later: 500 ms after it was made.
+      const answers = await Promise.allSettled([c.request('GET', '/api/v1/namespaces/slow'), c.request('GET', '/api/v1/namespaces/slow')]);
+      assert.deepEqual(answers.map((x) => (x.status === 'fulfilled' ? 'answered' : String(x.reason))), ['answered', 'answered']);
+    } finally { server.close(); }
+  });
+
   it('answers requests while more watches run than the requests\' pool has connections', async () => {
     const server = await fakeServer('s', { http2 });
     const stop = new AbortController();

@@ -118,11 +118,14 @@ export function forgeNodeConditions(ctx: NodeContext, state: NodeState): V1NodeC
 
 /**
  * The node status without timestamps. Capacity and allocatable keep their last known values while the
- * member does not answer, so a blip does not make the scheduler see an empty node.
+ * member does not answer, so a blip does not make the scheduler see an empty node; and, until the member's
+ * caches are synced, the values `known` on the node (a restart's: those a previous process wrote), so a restart
+ * does not either (nor the API server's resize admission, which reads the node's allocatable).
  */
-export function forgeNodeStatus(ctx: NodeContext, state: NodeState): V1NodeStatus {
-  const capacity = { ...state.capacity };
-  const allocatable = { ...state.allocatable };
+export function forgeNodeStatus(ctx: NodeContext, state: NodeState, known?: V1NodeStatus): V1NodeStatus {
+  const keep = !state.synced && known?.capacity !== undefined;
+  const capacity = { ...(keep ? known.capacity : state.capacity) };
+  const allocatable = { ...(keep ? known.allocatable ?? known.capacity : state.allocatable) };
   capacity.pods ??= '0';
   allocatable.pods ??= '0';
   return {

@@ -11,6 +11,7 @@ import { condition, isReady, podSpec, podsSpec, waitNode } from '../support/obje
 import { kubectl } from '../support/kubectl.ts';
 import { parseQuantity } from '../../src/forge/quantity.ts';
 import { PATCH, type ClusterClient } from '../../src/kube/client.ts';
+import type { V1Node } from '@kubernetes/client-node';
 
 const merge = { contentType: PATCH.merge };
 const same = (a: string | undefined, b: string): boolean => a !== undefined && parseQuantity(a).nanos === parseQuantity(b).nanos;
@@ -118,6 +119,42 @@ describe('virtual node (one member)', () => {
       await h.member.startApiServer();
     }
     await waitNode(host, node, isReady, 'Ready again', 60_000);
+  });
+
+  it('clusterlet killed and restarted while its member is down: NotReady, but no version of the node shows less than the member\'s allocatable', async (t) => {
+    const before = await waitNode(host, node, (n) => isReady(n) && n.status?.allocatable?.cpu !== undefined, 'Ready, with allocatable');
+    const { cpu, memory } = before.status!.allocatable!;
+    const seen: { rv: string; ready?: string; reason?: string; allocatable: Record<string, string> | undefined }[] = [];
+    const watching = new AbortController();
+    const watch = host.watch('/api/v1/nodes', { fieldSelector: `metadata.name=${node}`, resourceVersion: before.metadata!.resourceVersion }, {
+      onEvent: (_type, o) => {
+        const n = o as V1Node;
+        const ready = condition(n, 'Ready');
+        seen.push({ rv: n.metadata!.resourceVersion!, ready: ready?.status, reason: ready?.reason, allocatable: n.status?.allocatable });
+      },
+      signal: watching.signal, idleMs: 120_000,
+    });
+    try {
+      await cl.kill();
+      const h = harness();
+      await h.member.stopApiServer();
+      const killed = seen.length;
+      try {
+        // The new process starts without its member: it can count nothing there, and says so.
+        cl = startClusterlet(clusterletArgs(h.member));
+        await waitNode(host, node, () => seen.slice(killed).some((v) => v.reason === 'MemberUnreachable'), 'NotReady: MemberUnreachable', 60_000);
+      } finally {
+        await h.member.startApiServer();
+      }
+      const back = seen.length;
+      await waitNode(host, node, () => seen.slice(back).some((v) => v.ready === 'True'), 'Ready again once the member answers', 60_000);
+      t.diagnostic(`versions after the kill: ${seen.slice(killed).map((v) => `${v.reason} cpu ${v.allocatable?.cpu}`).join(', ')}`);
+    } finally {
+      watching.abort();
+      await watch.catch(() => undefined);
+    }
+    const short = seen.filter((v) => !same(v.allocatable?.cpu, cpu!) || !same(v.allocatable?.memory, memory!));
+    assert.deepEqual(short, [], `every version of the node after ${before.metadata!.resourceVersion} keeps cpu ${cpu} and memory ${memory} allocatable`);
   });
 
   it('a node deleted by someone is recreated', async () => {

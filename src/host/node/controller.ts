@@ -107,7 +107,7 @@ export class NodeController {
       return;
     }
     const latest = await this.#patchMeta(current, state);
-    const desired = forgeNodeStatus(this.#ctx, state);
+    const desired = forgeNodeStatus(this.#ctx, state, latest.status);
     // The refresh tick comes a little less than statusRefreshMs after the write it follows: a slack keeps it due.
     const slack = Math.min(500, this.#opts.statusRefreshMs / 10);
     const due = Date.now() - this.#lastStatusWrite >= this.#opts.statusRefreshMs - slack;

@@ -209,6 +209,16 @@ describe('forgeNodeStatus', () => {
     assert.equal(ready(s.conditions).status, 'False');
   });
 
+  it('until the member is synced, keeps the capacity and allocatable known on the node (a restart); once synced, the member\'s', () => {
+    const known = { capacity: { cpu: '56', memory: '224Gi', pods: '12000' }, allocatable: { cpu: '50', memory: '200Gi', pods: '12000' } };
+    const starting = state({ synced: false, readyNodes: 0, capacity: {}, allocatable: {} });
+    const s = forgeNodeStatus(context(), starting, known);
+    assert.deepEqual([s.capacity, s.allocatable], [known.capacity, known.allocatable]);
+    assert.equal(ready(s.conditions).reason, 'MemberNotSynced');
+    assert.deepEqual(forgeNodeStatus(context(), starting).allocatable, { pods: '0' }, 'a new node: nothing known');
+    assert.deepEqual(forgeNodeStatus(context(), state(), known).allocatable, { cpu: '10', memory: '40Gi', pods: '300' });
+  });
+
   it('defaults pods to "0"', () => {
     const s = forgeNodeStatus(context(), state({ capacity: { cpu: '1' }, allocatable: {} }));
     assert.deepEqual(s.capacity, { cpu: '1', pods: '0' });

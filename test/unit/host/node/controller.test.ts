@@ -106,6 +106,20 @@ describe('NodeController', () => {
     assert.equal(host.count('patchNodeStatus'), before + 1, 'one status write for one change');
   });
 
+  it('a restart keeps the node\'s capacity and allocatable until the member\'s caches are synced', async () => {
+    const { host, c } = await registered();
+    c.stop();
+    const provider = new FakeNodeProvider();
+    start(host, provider);
+    // A process starting: its member answers, its caches not synced yet (src/member/cluster.ts: nothing counted).
+    provider.states.next(state({ synced: false, readyNodes: 0, capacity: {}, allocatable: {} }));
+    await eventually('MemberNotSynced', () => isReady(host, 'MemberNotSynced'));
+    assert.deepEqual(node(host).status!.capacity, state().capacity, 'the capacity a previous process wrote');
+    assert.deepEqual(node(host).status!.allocatable, state().allocatable);
+    provider.states.next(state({ capacity: { cpu: '16', memory: '64Gi', pods: '220' }, allocatable: { cpu: '15', memory: '60Gi', pods: '200' } }));
+    await eventually('the member\'s own figures', () => isReady(host, 'MemberReady') && node(host).status!.allocatable!.cpu === '15');
+  });
+
   it('removes a resource the back end no longer has', async () => {
     const { host, provider } = await registered();
     provider.states.next(state({ capacity: { cpu: '8', pods: '220' }, allocatable: { cpu: '7', pods: '200' } }));

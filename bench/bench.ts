@@ -633,9 +633,11 @@ function machineInfo(h: Harness): Record<string, string | number> {
 export function toMarkdown(r: BenchResult): string {
   const m = r.machine;
   // A mode the bench did not run (its --modes) shows as –, not as the 0 its empty medians are.
-  const ran = (mode: Mode, n: number): boolean => r.runs.some((x) => x.mode === mode && x.n === n);
-  const s2 = (ms: number, mode: Mode, n: number): string => (ran(mode, n) ? `${(ms / 1000).toFixed(2)} s` : '–');
-  const cpu = (x: number, mode: Mode, n: number): string => (ran(mode, n) ? String(x) : '–');
+  const ran = (mode: Mode, n?: number): boolean => r.runs.some((x) => x.mode === mode && (n === undefined || x.n === n));
+  const ifRan = (mode: Mode, n: number, text: string): string => (ran(mode, n) ? text : '–');
+  const s2 = (ms: number, mode: Mode, n: number): string => ifRan(mode, n, `${(ms / 1000).toFixed(2)} s`);
+  const cpu = (x: number, mode: Mode, n: number): string => ifRan(mode, n, String(x));
+  const modesRan = MODES.filter((mode) => ran(mode));
   const ms = (x: number | undefined): string => (x === undefined ? '–' : String(x));
   const sec = (x: number | undefined): string => (x === undefined ? '–' : (x / 1000).toFixed(1));
   const perPair = (xs: number[], med: number): string => (xs.length ? `${xs.join(', ')} (median ${med})` : '–');
@@ -649,7 +651,7 @@ export function toMarkdown(r: BenchResult): string {
     '',
     'Each pair runs a Deployment of N three ways, in an order rotated each pair: **direct** in the member, **host-only** bound to a '
       + 'KWOK node of the host (the host control plane\'s cost alone) and **offloaded** through clusterlet'
-      + `${MODES.every((mode) => r.runs.some((x) => x.mode === mode)) ? '' : ` (this bench ran only: ${MODES.filter((mode) => r.runs.some((x) => x.mode === mode)).join(', ')})`}. `
+      + `${modesRan.length === MODES.length ? '' : ` (this bench ran only: ${modesRan.join(', ')})`}. `
       + 'Creation → all N Ready, medians over the pairs; the CPU is clusterlet\'s over the whole offloaded run (create → Ready → delete) / N.',
     '',
     '| N | direct | host-only | offloaded | offloaded / direct per pair | offloaded / max(host-only, direct) per pair | clusterlet CPU-ms per pod per pair (target ≤ 4) | clusterlet peak RSS |',

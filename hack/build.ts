@@ -57,7 +57,7 @@ const iconvLeftOut = replaceModules('iconv-lite-left-out', /^iconv-lite$/, () =>
   module.exports = { getDecoder: leftOut, encodingExists: leftOut, decode: leftOut };`);
 
 /** The types the health port answers with (express's res.type('text'), res.send and res.json, finalhandler). */
-export const MIME_TYPES_KEPT = ['text/plain', 'text/html', 'application/json', 'application/octet-stream'];
+const MIME_TYPES_KEPT = ['text/plain', 'text/html', 'application/json', 'application/octet-stream'];
 const mimeDbKept = replaceModules('mime-db-kept', /^mime-db$/, () => {
   const db = createRequire(`${root}package.json`)('mime-db') as Record<string, unknown>;
   return `module.exports = ${JSON.stringify(Object.fromEntries(MIME_TYPES_KEPT.map((t) => [t, db[t]])))};`;

@@ -161,9 +161,9 @@ Host cluster:
   --host-qps N, --host-burst N
                              client-side rate limit towards the host (default 200 / 400)
   --api-protocol P           http1.1 (default): HTTPS/1.1 to the host's and members' API servers, a keep-alive
-                             connection per request under way (24 at most per pool) and one per watch. http2: requests as streams over a few
-                             connections, watches on HTTPS/1.1 (less memory and CPU, more latency under load:
-                             see README); a server that refuses HTTP/2 gets HTTPS/1.1
+                             connection per request under way (24 at most per pool) and one per watch. http2:
+                             requests as streams over a few connections, watches on HTTPS/1.1 (less memory and
+                             CPU, more latency under load: see README); a server that refuses HTTP/2 gets HTTPS/1.1
 
 One member (flags):
   --member-kubeconfig FILE   kubeconfig of the member cluster

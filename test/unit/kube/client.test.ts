@@ -350,7 +350,8 @@ describe(`ClusterClient requests (${proto})`, { timeout: 10_000 }, () => {
     assert.equal(await c.core.deleteNamespace({ name: 'garbled' }, { discard: true }), undefined);
   });
 
-  it('counts a request\'s timeout from when it has a connection, not while it waits for one', async () => {
+  it('counts a request\'s timeout from when it has a connection, not while it waits for one',
+    { skip: http2 && 'HTTP/2 requests are streams: none waits for a connection' }, async () => {
     const server = await fakeServer('s', { http2, slowMs: 250 });
     try {
       const c = new ClusterClient(access(server, { token: 't' }), { cluster: 'm', qps: 100, burst: 100, maxRequestSockets: 1, requestTimeoutMs: 400, http2 });

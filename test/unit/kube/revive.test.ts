@@ -2,7 +2,9 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
 import { ObjectSerializer } from '@kubernetes/client-node/dist/gen/models/ObjectSerializer.js';
-import { revive } from '../../../src/kube/revive.ts';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { MAX_SHARED_VALUES, revive, share, sharedValues } from '../../../src/kube/revive.ts';
 
 const pod = () => ({
   metadata: {
@@ -55,5 +57,35 @@ describe('revive', () => {
     const out = ObjectSerializer.serialize(ours, 'V1Pod', '') as V1Pod;
     assert.equal(out.metadata!.creationTimestamp, '2026-01-02T03:04:05.000Z');
     assert.equal(out.status!.containerStatuses![0].state!.running!.startedAt, '2026-01-02T03:04:08.000Z');
+  });
+
+  it('gives equal values of repeated fields one copy, so that a thousand pods do not hold a thousand copies', () => {
+    // Heap used by 3,000 parsed pods kept alive, revived or not, measured in a child with a collector it can call.
+    const script = `
+      const { revive } = await import(${JSON.stringify(fileURLToPath(new URL('../../../src/kube/revive.ts', import.meta.url)))});
+      const text = (i) => JSON.stringify({ metadata: { name: 'p' + i, namespace: 'a-namespace-of-forty-characters-0000000' },
+        spec: { nodeName: 'a-node-name-of-forty-characters-00000000', serviceAccountName: 'an-account-of-forty-characters-000000000',
+          containers: [{ image: 'registry.example/an-image-of-forty-chars:1',
+            volumeMounts: [{ mountPath: '/var/run/secrets/kubernetes.io/serviceaccount' }] }] } });
+      const heapOf = (f) => { gc(); const before = process.memoryUsage().heapUsed; const kept = [];
+        for (let i = 0; i < 3000; i++) kept.push(f(JSON.parse(text(i)))); gc(); return process.memoryUsage().heapUsed - before + 0 * kept.length; };
+      const parsed = heapOf((o) => o);
+      const revived = heapOf((o) => revive(o));
+      console.log(JSON.stringify({ parsed, revived }));`;
+    const out = execFileSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], { encoding: 'utf8' });
+    const { parsed, revived } = JSON.parse(out) as { parsed: number; revived: number };
+    assert.ok(revived < 0.75 * parsed, `revived pods held ${revived} bytes, parsed ones ${parsed}`);
+  });
+
+  it('shares values equal, leaves unique fields out of its table, and keeps the table bounded', () => {
+    const a = revive<V1Pod>(pod());
+    const b = revive<V1Pod>(pod());
+    assert.equal(a.spec!.nodeName, b.spec!.nodeName);
+    const before = sharedValues();
+    revive({ metadata: { name: 'unique-name-1', uid: 'unique-uid-1', resourceVersion: '123456' } });
+    assert.equal(sharedValues(), before);
+    for (let i = 0; i < MAX_SHARED_VALUES + 10; i++) share(`value-${i}`);
+    assert.ok(sharedValues() <= MAX_SHARED_VALUES);
+    assert.equal(share('x'.repeat(200)), 'x'.repeat(200));
   });
 });

@@ -2,10 +2,11 @@
 // shebang, `make demo`, the test suite and the benchmark (a unit test keeps the Dockerfile and the shebang in step).
 // --max-semi-space-size=1 --heap-growing-percent=10: a young generation of 1 MB a semi-space, and an old generation
 // that grows by 10 % between full collections. That is what keeps the peak RSS at 1,000 offloaded pods near 100 MB
-// (264 MB with V8's defaults). It used to be --optimize-for-size, which sets the same young generation but also makes V8's
-// compilers and runtime favour size over speed. 1,000-pod bench, offloaded runs only, 3 x 3 pairs each, interleaved:
-// clusterlet CPU median 6.7 -> 5.6 ms/pod; peak RSS median 104 -> 109 MB; idle RSS the same (68.5-70 MB). Without
-// --heap-growing-percent, peak RSS was 124-157 MB. --single-threaded-gc on top of these: 156-159 MB.
+// (264 MB with V8's defaults, when --optimize-for-size was adopted). It used to be --optimize-for-size, which sets the
+// same young generation but also makes V8's compilers and runtime favour size over speed. 1,000-pod bench, offloaded
+// runs only, 3 x 3 pairs each, interleaved: clusterlet CPU median 6.7 -> 5.6 ms/pod; peak RSS median 104 -> 109 MB;
+// idle RSS the same (68.5-70 MB). Without --heap-growing-percent, peak RSS was 124-157 MB. --single-threaded-gc on top
+// of these: 156-159 MB.
 // --no-node-snapshot: Node builds its bootstrap by running its internal modules (from their code cache) instead of
 // deserializing its startup snapshot, which leaves the snapshot's pages of the node binary (read once, then kept
 // resident as part of the process) untouched. RSS of `dist/cli.js --help` 62.1 -> 57.7 MB, and it starts 60 ms

@@ -399,8 +399,10 @@ export class ClusterClient {
     // member) would leave the requests none.
     const opts = { keepAlive: true, maxSockets: this.#maxRequestSockets, maxFreeSockets: this.#maxRequestSockets, timeout: IDLE_SOCKET_MS };
     const watchOpts = { keepAlive: true, maxFreeSockets: FREE_WATCH_SOCKETS, timeout: IDLE_SOCKET_MS };
+    const pools = (make: (o: typeof watchOpts) => HttpsAgent | HttpAgent): Agents =>
+      ({ requests: make(opts), watches: make(watchOpts) });
     const target = targetOf(access);
-    if (!target.secure) return { requests: new HttpAgent(opts), watches: new HttpAgent(watchOpts) };
+    if (!target.secure) return pools((o) => new HttpAgent(o));
     // One TLS context for all the agent's connections, instead of the CA, certificate and key as options: the agent
     // would make a context of them for each connection, and turn them into its pool's name on every request.
     const { ca, cert, key, ...rest } = tlsOptions(access, creds);
@@ -410,7 +412,7 @@ export class ClusterClient {
       this.#h2 = new H2Sessions(`${protocol}//${hostname?.includes(':') ? `[${hostname}]` : hostname}${port ? `:${port}` : ''}`,
         { secureContext, servername: rest.servername, rejectUnauthorized: rest.rejectUnauthorized });
     }
-    return { requests: new HttpsAgent({ ...opts, ...rest, secureContext }), watches: new HttpsAgent({ ...watchOpts, ...rest, secureContext }) };
+    return pools((o) => new HttpsAgent({ ...o, ...rest, secureContext }));
   }
 
   /** Stops using the pool: its idle connections are closed now, the busy ones when their request ends. */

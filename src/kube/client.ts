@@ -6,10 +6,7 @@
 // parameter objects, checked against client-node's own type declarations, but no client-node code runs:
 // importing the library costs about 85 MB of RSS (its index loads 2,700 generated modules) and its
 // ObjectSerializer was ~10% of clusterlet's CPU. Responses are parsed JSON with timestamps revived (revive.ts).
-import { Agent as HttpsAgent, request as httpsRequest, type RequestOptions as HttpsRequestOptions } from 'node:https';
-import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage, type RequestOptions as HttpRequestOptions } from 'node:http';
-import type { Readable } from 'node:stream';
-import { urlToHttpOptions } from 'node:url';
+import type { RequestOptions as HttpsRequestOptions } from 'node:https';
 import { StringDecoder } from 'node:string_decoder';
 import { createSecureContext } from 'node:tls';
 import type {
@@ -18,7 +15,8 @@ import type {
 import type { ClusterAccess, Credentials } from './kubeconfig.ts';
 import { KubeError, statusError } from './errors.ts';
 import { revive } from './revive.ts';
-import { H2Sessions, timeoutError, type Exchange } from './h2.ts';
+import { H2Sessions, type Body, type Exchange } from './h2.ts';
+import { H1Pool } from './h1.ts';
 import { TokenBucket } from '../util/ratelimit.ts';
 import { metrics } from '../metrics.ts';
 
@@ -355,39 +353,28 @@ export class ClusterClient {
       this.#retireAgent();
       this.#agent = this.#newAgent(access, creds);
     }
-    const agent = watch ? this.#agent.watches : this.#agent.requests;
     const target = targetOf(access);
     const headers: Record<string, string> = { accept: 'application/json', ...authHeaders(creds) };
+    if (target.auth && !headers.authorization) headers.authorization = `Basic ${Buffer.from(target.auth).toString('base64')}`;
     if (body !== undefined) {
       headers['content-type'] = contentType;
       headers['content-length'] = String(Buffer.byteLength(body));
     }
+    const request = { method, path: target.prefix + path, headers, body, signal, timeoutMs };
     const h2 = watch ? undefined : this.#h2;
     if (h2 && !h2.refused) {
       try {
-        return { ex: await h2.request({ method, path: target.prefix + path, headers, body, signal, timeoutMs }), access };
+        return { ex: await h2.request(request), access };
       } catch (err) {
         // A server that does not speak HTTP/2 gets this request again, and every later one, over HTTPS/1.1.
         if (!h2.refused) throw unavailable(method, access, path, err as Error);
       }
     }
-    const send = target.secure ? httpsRequest : httpRequest;
-    const opts: HttpRequestOptions = { ...target.origin, path: target.prefix + path, method, headers, agent };
-    if (signal) opts.signal = signal;
-    return new Promise((resolve, reject) => {
-      const req = send(opts, (res) => resolve({ ex: h1Exchange(req, res), access }));
-      if (timeoutMs !== undefined) {
-        // A request never waits forever on a server that went away without closing the connection. A plain timer:
-        // AbortSignal.timeout (and AbortSignal.any with the caller's) cost more per request than the rest of its work.
-        // It starts once the pool gives the request a connection: the time spent waiting for one (all
-        // MAX_REQUEST_SOCKETS busy) is not the server's.
-        let timer: NodeJS.Timeout | undefined;
-        req.once('socket', () => { timer = setTimeout(() => req.destroy(timeoutError(timeoutMs)), timeoutMs); });
-        req.once('close', () => clearTimeout(timer));
-      }
-      req.on('error', (err) => reject(unavailable(method, access, path, err)));
-      req.end(body);
-    });
+    try {
+      return { ex: await (watch ? this.#agent.watches : this.#agent.requests).request(request), access };
+    } catch (err) {
+      throw unavailable(method, access, path, err as Error);
+    }
   }
 
   #newAgent(access: ClusterAccess, creds: Credentials): Agents {
@@ -397,41 +384,43 @@ export class ClusterClient {
     // the next one opened again); one unused for IDLE_SOCKET_MS is closed. Watches have a pool of their own, without
     // a cap: each holds its connection for as long as it runs, and in the requests' pool enough of them (a few per
     // member) would leave the requests none.
-    const opts = { keepAlive: true, maxSockets: this.#maxRequestSockets, maxFreeSockets: this.#maxRequestSockets, timeout: IDLE_SOCKET_MS };
-    const watchOpts = { keepAlive: true, maxFreeSockets: FREE_WATCH_SOCKETS, timeout: IDLE_SOCKET_MS };
-    const pools = (make: (o: typeof watchOpts) => HttpsAgent | HttpAgent): Agents =>
-      ({ requests: make(opts), watches: make(watchOpts) });
     const target = targetOf(access);
-    if (!target.secure) return pools((o) => new HttpAgent(o));
-    // One TLS context for all the agent's connections, instead of the CA, certificate and key as options: the agent
-    // would make a context of them for each connection, and turn them into its pool's name on every request.
-    const { ca, cert, key, ...rest } = tlsOptions(access, creds);
+    const { hostname, port } = target;
+    if (!target.secure) {
+      return {
+        requests: new H1Pool({ secure: false, hostname, port }, { maxSockets: this.#maxRequestSockets, idleMs: IDLE_SOCKET_MS }),
+        watches: new H1Pool({ secure: false, hostname, port }, { maxFree: FREE_WATCH_SOCKETS, idleMs: IDLE_SOCKET_MS }),
+      };
+    }
+    // One TLS context for all the pools' connections, made once from the CA, certificate and key.
+    const { ca, cert, key, servername, rejectUnauthorized } = tlsOptions(access, creds);
     const secureContext = createSecureContext({ ca, cert, key });
     if (this.#http2) {
-      const { protocol, hostname, port } = target.origin;
-      this.#h2 = new H2Sessions(`${protocol}//${hostname?.includes(':') ? `[${hostname}]` : hostname}${port ? `:${port}` : ''}`,
-        { secureContext, servername: rest.servername, rejectUnauthorized: rest.rejectUnauthorized });
+      this.#h2 = new H2Sessions(`https://${hostname.includes(':') ? `[${hostname}]` : hostname}:${port}`,
+        { secureContext, servername, rejectUnauthorized });
     }
-    return pools((o) => new HttpsAgent({ ...o, ...rest, secureContext }));
+    const origin = { secure: true, hostname, port, secureContext, servername, rejectUnauthorized };
+    return {
+      requests: new H1Pool(origin, { maxSockets: this.#maxRequestSockets, idleMs: IDLE_SOCKET_MS }),
+      watches: new H1Pool(origin, { maxFree: FREE_WATCH_SOCKETS, idleMs: IDLE_SOCKET_MS }),
+    };
   }
 
-  /** Stops using the pool: its idle connections are closed now, the busy ones when their request ends. */
+  /** Stops using the pools: their idle connections are closed now, the busy ones when their exchange ends. */
   #retireAgent(): void {
     const old = this.#agent;
     this.#h2?.close();
     [this.#agent, this.#agentCert, this.#h2] = [undefined, undefined, undefined];
-    for (const pool of old ? [old.requests, old.watches] : []) {
-      pool.keepSocketAlive = () => false;
-      for (const sockets of Object.values(pool.freeSockets)) for (const s of sockets ?? []) s.destroy();
-    }
+    old?.requests.close();
+    old?.watches.close();
   }
 }
 
 /** The connection pools of one access and client certificate: the requests', and the watches'. */
-interface Agents { requests: HttpsAgent | HttpAgent; watches: HttpsAgent | HttpAgent }
+interface Agents { requests: H1Pool; watches: H1Pool }
 
-/** Where an access's requests go: its server's origin as request options (a URL string is parsed on every request). */
-interface Target { secure: boolean; origin: HttpRequestOptions; prefix: string }
+/** Where an access's requests go: its server's address, and the path its API is under. */
+interface Target { secure: boolean; hostname: string; port: number; prefix: string; auth?: string }
 
 const targets = new WeakMap<ClusterAccess, Target>();
 
@@ -439,9 +428,12 @@ function targetOf(access: ClusterAccess): Target {
   let t = targets.get(access);
   if (!t) {
     const u = new URL(access.server);
-    const { protocol, hostname, port, auth } = urlToHttpOptions(u);
-    const origin: HttpRequestOptions = { protocol, hostname, ...(port !== undefined ? { port } : {}), ...(auth ? { auth } : {}) };
-    t = { secure: u.protocol === 'https:', origin, prefix: u.pathname.replace(/\/+$/, '') };
+    const secure = u.protocol === 'https:';
+    const auth = u.username ? `${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}` : undefined;
+    t = {
+      secure, hostname: u.hostname.replace(/^\[(.*)\]$/, '$1'), port: u.port ? Number(u.port) : secure ? 443 : 80,
+      prefix: u.pathname.replace(/\/+$/, ''), ...(auth ? { auth } : {}),
+    };
     targets.set(access, t);
   }
   return t;
@@ -462,18 +454,6 @@ function authHeaders(c: Credentials): Record<string, string> {
   return {};
 }
 
-/** An HTTPS/1.1 request and its response as an Exchange. */
-function h1Exchange(req: ClientRequest, res: IncomingMessage): Exchange {
-  return {
-    status: res.statusCode ?? 0,
-    contentType: String(res.headers['content-type'] ?? ''),
-    body: res,
-    destroy: (err) => { req.destroy(err); },
-    onIdle: (ms, onIdle) => { req.setTimeout(ms, onIdle); },
-    onError: (h) => { res.on('error', h); req.on('error', h); },
-  };
-}
-
 /** A request that got no answer: its reason the innermost error code (ECONNREFUSED, ETIMEDOUT…). */
 function unavailable(method: string, access: ClusterAccess, path: string, err: Error): KubeError {
   return new KubeError('Unavailable', 0, rootCode(err), `${method} ${access.server}${path}: ${err.message}`, { cause: err });
@@ -491,7 +471,7 @@ function rootCode(err: unknown): string {
 }
 
 /** Reads a response to its end, keeping nothing; resolves with ''. */
-function drain(res: Readable): Promise<string> {
+function drain(res: Body): Promise<string> {
   return new Promise((resolve, reject) => {
     res.on('end', () => resolve(''));
     res.on('error', reject);
@@ -499,7 +479,7 @@ function drain(res: Readable): Promise<string> {
   });
 }
 
-function readBody(res: Readable): Promise<string> {
+function readBody(res: Body): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     res.on('data', (c: Buffer) => chunks.push(c));

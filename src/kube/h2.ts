@@ -9,15 +9,22 @@
 // A session the server is leaving (GOAWAY), that failed, or that did not answer a PING after a request timed out is
 // not used again; its streams under way finish or fail on it, and their callers retry as after any failed request.
 import { connect, constants, type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders } from 'node:http2';
-import type { Readable } from 'node:stream';
 import type { SecureContext } from 'node:tls';
+
+/** A response body as its readers use it: a node stream (HTTP/2) or H1Body (HTTP/1.1, h1.ts). */
+export interface Body {
+  on(ev: 'data', fn: (chunk: Buffer) => void): unknown;
+  on(ev: 'end' | 'close', fn: () => void): unknown;
+  on(ev: 'error', fn: (err: Error) => void): unknown;
+  resume(): unknown;
+}
 
 /** One request's answer, whatever the protocol carried it. */
 export interface Exchange {
   status: number;
   contentType: string;
   /** The response body. */
-  body: Readable;
+  body: Body;
   /** Ends the exchange: its `onError` handlers get `err`. */
   destroy(err?: Error): void;
   /** Calls `onIdle` once nothing has been received for `ms`. */
@@ -26,13 +33,18 @@ export interface Exchange {
   onError(handler: (err: Error) => void): void;
 }
 
-export interface H2Request {
+/** One request, whatever the protocol carries it. */
+export interface ApiRequest {
   method: string;
+  /** Path and query. */
   path: string;
   headers: Record<string, string>;
   body?: string;
   signal?: AbortSignal;
-  /** The stream is destroyed with a TimeoutError if it has not ended by then (a request, not a watch). */
+  /**
+   * The exchange fails with a TimeoutError if it has not ended by then (a request, not a watch), counted from when it
+   * has a connection (HTTPS/1.1) or a stream (HTTP/2).
+   */
   timeoutMs?: number;
 }
 
@@ -76,7 +88,7 @@ export class H2Sessions {
    * whose `cause` is the connection's when it could not be opened (e.g. ECONNREFUSED), and marks the sessions
    * refused when the server does not speak HTTP/2.
    */
-  async request(r: H2Request): Promise<Exchange> {
+  async request(r: ApiRequest): Promise<Exchange> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.#attempt(r);
@@ -88,7 +100,7 @@ export class H2Sessions {
     }
   }
 
-  #attempt(r: H2Request): Promise<Exchange> {
+  #attempt(r: ApiRequest): Promise<Exchange> {
     const session = this.#pick();
     session.active++;
     if (session.active === 1) session.s.ref();

@@ -1,0 +1,212 @@
+// H1Pool (src/kube/h1.ts) against a server whose bytes the test writes: bodies by length, chunked (split anywhere)
+// and to the close, keep-alive reuse, the limit on connections, timeouts, aborts, and connections that fail.
+import { describe, test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type Server, type Socket } from 'node:net';
+import { once } from 'node:events';
+import { H1Pool } from '../../../src/kube/h1.ts';
+import type { Body, Exchange } from '../../../src/kube/h2.ts';
+
+/** A server that hands each request (its head, as text) to `answer` with the connection to write to. */
+async function rawServer(answer: (head: string, s: Socket, n: number) => void): Promise<{ port: number; server: Server; conns: Set<Socket>; heads: string[] }> {
+  const conns = new Set<Socket>();
+  const heads: string[] = [];
+  const server = createServer((s) => {
+    conns.add(s);
+    s.on('close', () => conns.delete(s));
+    let buf = '';
+    s.on('data', (d) => {
+      buf += d.toString('latin1');
+      let i: number;
+      while ((i = buf.indexOf('\r\n\r\n')) >= 0) {
+        const head = buf.slice(0, i);
+        const len = Number(/content-length: (\d+)/i.exec(head)?.[1] ?? 0);
+        if (buf.length < i + 4 + len) return;
+        buf = buf.slice(i + 4 + len);
+        heads.push(head);
+        answer(head, s, heads.length);
+      }
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return { port: (server.address() as { port: number }).port, server, conns, heads };
+}
+
+function text(b: Body): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    b.on('data', (c) => parts.push(c));
+    b.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
+    b.on('error', reject);
+  });
+}
+
+const get = (pool: H1Pool, path = '/x', extra: Partial<Parameters<H1Pool['request']>[0]> = {}): Promise<Exchange> =>
+  pool.request({ method: 'GET', path, headers: { accept: 'application/json' }, ...extra });
+
+const pools: H1Pool[] = [];
+const servers: Server[] = [];
+after(() => {
+  for (const p of pools) p.close();
+  for (const s of servers) { s.close(); }
+});
+
+async function setup(answer: Parameters<typeof rawServer>[0], opts: { maxSockets?: number; idleMs?: number } = {}) {
+  const srv = await rawServer(answer);
+  servers.push(srv.server);
+  const pool = new H1Pool({ secure: false, hostname: '127.0.0.1', port: srv.port }, { idleMs: opts.idleMs ?? 5_000, maxSockets: opts.maxSockets });
+  pools.push(pool);
+  return { ...srv, pool };
+}
+
+describe('H1Pool', { timeout: 10_000 }, () => {
+  test('a body by Content-Length, then the same connection for the next request; the head carries host and headers', async () => {
+    const { pool, heads, conns } = await setup((_h, s) => s.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 7\r\n\r\n{"a":1}'));
+    for (let i = 0; i < 3; i++) {
+      const ex = await get(pool);
+      assert.equal(ex.status, 200);
+      assert.equal(ex.contentType, 'application/json');
+      assert.equal(await text(ex.body), '{"a":1}');
+    }
+    assert.equal(heads.length, 3);
+    assert.equal(conns.size, 1, 'one keep-alive connection served all three');
+    assert.match(heads[0]!, /^GET \/x HTTP\/1\.1\r\nhost: 127\.0\.0\.1:\d+\r\naccept: application\/json$/);
+  });
+
+  test('a request body goes with its length', async () => {
+    const { pool, heads } = await setup((_h, s) => s.write('HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n'));
+    const ex = await pool.request({ method: 'POST', path: '/p', headers: { 'content-type': 'application/json' }, body: '{"é":1}' });
+    assert.equal(ex.status, 201);
+    assert.equal(await text(ex.body), '');
+    assert.match(heads[0]!, /content-length: 8/);
+  });
+
+  test('a chunked body split at every byte, with a chunk extension and a trailer', async () => {
+    const wire = 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n7\r\n, world\r\n0\r\nX-T: 1\r\n\r\n';
+    const { pool } = await setup((_h, s) => {
+      let i = 0;
+      const next = (): void => { if (i < wire.length) { s.write(wire[i++]!); setImmediate(next); } };
+      next();
+    });
+    const ex = await get(pool);
+    assert.equal(await text(ex.body), 'hello, world');
+    // And the connection is clean for the next answer.
+    const again = await get(pool);
+    assert.equal(await text(again.body), 'hello, world');
+  });
+
+  test('a watch: each chunk as it comes, the end when the server ends the stream', async () => {
+    let sock: Socket | undefined;
+    const { pool } = await setup((_h, s) => { sock = s; s.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n'); });
+    const ex = await get(pool, '/w?watch=true');
+    const got: string[] = [];
+    ex.body.on('data', (c) => got.push(c.toString()));
+    const ended = new Promise<void>((r) => ex.body.on('end', r));
+    const line = '{"type":"ADDED"}\n';
+    sock!.write(`${line.length.toString(16)}\r\n${line}\r\n`);
+    await waitFor(() => got.length === 1);
+    sock!.write(`${line.length.toString(16)}\r\n${line}\r\n0\r\n\r\n`);
+    await ended;
+    assert.deepEqual(got, [line, line]);
+  });
+
+  test('a body to the close (no length, not chunked) ends with the connection, which is not reused', async () => {
+    const { pool, conns } = await setup((_h, s) => { s.end('HTTP/1.1 200 OK\r\n\r\nuntil the end'); });
+    assert.equal(await text((await get(pool)).body), 'until the end');
+    assert.equal(await text((await get(pool)).body), 'until the end');
+    await waitFor(() => conns.size === 0);
+  });
+
+  test('Connection: close is honoured; 204 has no body', async () => {
+    const { pool, conns } = await setup((_h, s, n) => {
+      if (n === 1) s.write('HTTP/1.1 204 No Content\r\n\r\n');
+      else s.write('HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok');
+    });
+    assert.equal(await text((await get(pool)).body), '');
+    assert.equal(await text((await get(pool)).body), 'ok');
+    await waitFor(() => conns.size === 0 && pool.size === 0);
+  });
+
+  test('at most maxSockets connections; the others wait for one', async () => {
+    const waiting: Socket[] = [];
+    const { pool, conns } = await setup((_h, s) => { waiting.push(s); }, { maxSockets: 2 });
+    const answers = [get(pool), get(pool), get(pool), get(pool)];
+    await waitFor(() => waiting.length === 2);
+    assert.equal(conns.size, 2);
+    const reply = (): void => { waiting.shift()!.write('HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n1'); };
+    reply(); reply();
+    await waitFor(() => waiting.length === 2);
+    reply(); reply();
+    for (const a of answers) assert.equal(await text((await a).body), '1');
+    assert.equal(conns.size, 2, 'the waiting requests went on the same two connections');
+  });
+
+  test('a request with no answer in time fails with a TimeoutError; the pool goes on', async () => {
+    const { pool } = await setup((h, s) => { if (!h.includes('/hang')) s.write('HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n1'); });
+    await assert.rejects(get(pool, '/hang', { timeoutMs: 50 }), (err: Error) => err.name === 'TimeoutError');
+    assert.equal(await text((await get(pool)).body), '1');
+  });
+
+  test('a watch silent for longer than onIdle says is told so', async () => {
+    const { pool } = await setup((_h, s) => s.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n'));
+    const ex = await get(pool, '/w?watch=true');
+    const silent = new Promise<void>((r) => ex.onIdle(50, r));
+    const failed = new Promise<Error>((r) => ex.onError(r));
+    await silent;
+    ex.destroy(new Error('silent'));
+    assert.equal((await failed).message, 'silent');
+  });
+
+  test('aborting: a request waiting for a connection, and one under way', async () => {
+    const { pool } = await setup(() => undefined, { maxSockets: 1 });
+    const first = new AbortController();
+    const second = new AbortController();
+    const a = get(pool, '/a', { signal: first.signal });
+    const b = get(pool, '/b', { signal: second.signal });
+    second.abort();
+    await assert.rejects(b, (err: Error) => err.name === 'AbortError');
+    first.abort();
+    await assert.rejects(a, (err: Error) => err.name === 'AbortError');
+  });
+
+  test('a connection that closes mid-body fails the body; one refused fails the request', async () => {
+    const { pool } = await setup((_h, s) => { s.end('HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort'); });
+    const ex = await get(pool);
+    await assert.rejects(text(ex.body), (err: Error & { code?: string }) => err.code === 'ECONNRESET');
+    const closed = await rawServer(() => undefined);
+    closed.server.close();
+    await once(closed.server, 'close');
+    const dead = new H1Pool({ secure: false, hostname: '127.0.0.1', port: closed.port }, { idleMs: 1000 });
+    await assert.rejects(get(dead), (err: Error & { code?: string }) => err.code === 'ECONNREFUSED');
+  });
+
+  test('a kept connection the server closed is not used again', async () => {
+    const { pool, conns } = await setup((_h, s) => s.write('HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n1'));
+    assert.equal(await text((await get(pool)).body), '1');
+    for (const s of conns) s.destroy();
+    await waitFor(() => pool.size === 0);
+    assert.equal(await text((await get(pool)).body), '1');
+  });
+
+  test('unused connections close after idleMs; close() ends the pool', async () => {
+    const { pool, conns } = await setup((_h, s) => s.write('HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n1'), { idleMs: 50 });
+    assert.equal(await text((await get(pool)).body), '1');
+    await waitFor(() => conns.size === 0 && pool.size === 0);
+    pool.close();
+    await assert.rejects(get(pool), /closed/);
+  });
+
+  test('an answer that is not HTTP fails the request', async () => {
+    const { pool } = await setup((_h, s) => s.write('SSH-2.0-OpenSSH\r\n\r\n'));
+    await assert.rejects(get(pool), /not an HTTP\/1\.1 response/);
+  });
+});
+
+async function waitFor(cond: () => boolean, ms = 5_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > until) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}

@@ -54,6 +54,9 @@ function processMetrics(): void {
 }
 processMetrics();
 
+/** The work queues that run (workqueue.ts): their depths are read when /metrics is scraped, not written at every change. */
+export const queueDepths = new Set<{ readonly name: string; readonly depth: number }>();
+
 export const metrics = {
   apiRequests: new Counter({
     name: 'clusterlet_api_requests_total', help: 'API requests made, by cluster and verb.',
@@ -94,6 +97,9 @@ export const metrics = {
   queueDepth: new Gauge({
     name: 'clusterlet_queue_depth', help: 'Keys waiting in a work queue.',
     labelNames: ['queue'] as const, registers: [registry],
+    collect() {
+      for (const q of queueDepths) this.set({ queue: q.name }, q.depth);
+    },
   }),
   kubeletApiRequests: new Counter({
     name: 'clusterlet_kubelet_api_requests_total', help: 'Kubelet API requests served, by endpoint and HTTP code (101: upgraded).',

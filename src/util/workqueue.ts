@@ -4,7 +4,7 @@
 // `workers` keys run at once (plus `urgent.workers` for urgent keys). Keys of a higher priority run first; within one
 // priority, in the order they were added.
 import { backoffDelay } from './backoff.ts';
-import { metrics } from '../metrics.ts';
+import { metrics, queueDepths } from '../metrics.ts';
 import type { Logger } from '../log.ts';
 
 export interface HandlerResult {
@@ -64,6 +64,8 @@ export class WorkQueue {
     this.name = opts.name;
     this.#workers = opts.workers;
     this.#opts = opts;
+    // Its depth is read when /metrics is scraped, not written at every add and take.
+    queueDepths.add(this);
   }
 
   /** Keys waiting to be processed (those whose earlier run is still under way included). */
@@ -103,7 +105,6 @@ export class WorkQueue {
     const entry = { key, priority, seq: queued?.seq ?? this.#seq++ };
     if (this.#processing.has(key)) {
       this.#waiting.set(key, entry);
-      this.#reportDepth();
       return;
     }
     this.#enqueue(entry);
@@ -168,6 +169,7 @@ export class WorkQueue {
     this.#queued.clear();
     this.#waiting.clear();
     // Its series go with it (a member removed, a lead lost): a gauge left behind would show work that is not there.
+    queueDepths.delete(this);
     metrics.queueDepth.remove({ queue: this.name });
     metrics.syncLatency.remove({ queue: this.name });
   }
@@ -196,11 +198,8 @@ export class WorkQueue {
   #enqueue(entry: Entry): void {
     this.#queued.set(entry.key, entry);
     this.#heap.push(entry);
-    this.#reportDepth();
   }
 
-  /** The depth gauge; none once shut down (the queue's series are gone then, see shutdown). */
-  #reportDepth(): void { if (!this.#shutdown) metrics.queueDepth.set({ queue: this.name }, this.depth); }
 
   #pump(): void {
     while (this.#handler) {
@@ -213,7 +212,6 @@ export class WorkQueue {
       this.#queued.delete(entry.key);
       this.#processing.set(entry.key, entry.priority);
       if (urgent) this.#urgentRunning++;
-      this.#reportDepth();
       void this.#run(entry.key, entry.priority);
     }
     if (this.#isIdle()) {

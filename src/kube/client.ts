@@ -281,6 +281,8 @@ export class ClusterClient {
     return new Promise<void>((resolve, reject) => {
       const decoder = new StringDecoder('utf8');
       let buf = '';
+      // First: a body that failed before its listeners came (in the read that brought its head) is an error, not an end.
+      ex.onError((err) => (h.signal.aborted ? resolve() : reject(err)));
       ex.onIdle(h.idleMs, () => {
         const err = new Error(`watch ${path} silent for ${h.idleMs} ms`);
         err.name = 'TimeoutError';
@@ -304,7 +306,6 @@ export class ClusterClient {
       ex.body.on('end', () => resolve());
       // A connection closed without an end or an error: the caller resumes the watch.
       ex.body.on('close', () => resolve());
-      ex.onError((err) => (h.signal.aborted ? resolve() : reject(err)));
     });
   }
 
@@ -361,6 +362,8 @@ export class ClusterClient {
       headers['content-length'] = String(Buffer.byteLength(body));
     }
     const request = { method, path: target.prefix + path, headers, body, signal, timeoutMs };
+    // Taken now: setAccess may retire them while an HTTP/2 attempt is under way.
+    const pools = this.#agent;
     const h2 = watch ? undefined : this.#h2;
     if (h2 && !h2.refused) {
       try {
@@ -371,7 +374,7 @@ export class ClusterClient {
       }
     }
     try {
-      return { ex: await (watch ? this.#agent.watches : this.#agent.requests).request(request), access };
+      return { ex: await (watch ? pools.watches : pools.requests).request(request), access };
     } catch (err) {
       throw unavailable(method, access, path, err as Error);
     }
@@ -429,7 +432,7 @@ function targetOf(access: ClusterAccess): Target {
   if (!t) {
     const u = new URL(access.server);
     const secure = u.protocol === 'https:';
-    const auth = u.username ? `${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}` : undefined;
+    const auth = u.username || u.password ? `${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}` : undefined;
     t = {
       secure, hostname: u.hostname.replace(/^\[(.*)\]$/, '$1'), port: u.port ? Number(u.port) : secure ? 443 : 80,
       prefix: u.pathname.replace(/\/+$/, ''), ...(auth ? { auth } : {}),

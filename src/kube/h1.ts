@@ -111,6 +111,8 @@ class H1Body implements Body {
 }
 
 const CRLF2 = Buffer.from('\r\n\r\n');
+/** Characters a request's path or headers must not hold. */
+const UNSAFE = /[\r\n\0]/;
 const CRLF = Buffer.from('\r\n');
 
 /** Response heads larger than this are refused (kube-apiserver's are well under 1 KB). */
@@ -126,11 +128,14 @@ interface Pending {
   conn?: Conn;
 }
 
+/** The exchange under way on a connection. */
+interface Current { x: Pending; body?: H1Body; timer?: NodeJS.Timeout; onIdle?: () => void }
+
 /** One connection and the exchange under way on it, if any. */
 class Conn {
   readonly socket: Socket;
   /** The exchange under way. */
-  #cur: { x: Pending; body?: H1Body; timer?: NodeJS.Timeout; onIdle?: () => void } | undefined;
+  #cur: Current | undefined;
   /** Bytes of a head or a chunk-size line not complete yet. */
   #pending: Buffer | undefined;
   #state: 'head' | 'length' | 'chunkSize' | 'chunkData' | 'chunkEnd' | 'trailer' | 'toClose' = 'head';
@@ -155,14 +160,19 @@ class Conn {
     socket.on('timeout', () => {
       const cur = this.#cur;
       if (cur?.onIdle) cur.onIdle();
-      else if (!cur) socket.destroy(); // unused for too long
+      else if (!cur) this.#fail(new Error('unused connection closed')); // unused for too long: the pool forgets it now
     });
     socket.on('error', (err) => this.#fail(err));
     socket.on('close', () => this.#fail(hangUp()));
     socket.on('end', () => {
       // The server ended its side: a body read to the close ends here; anything else under way failed.
-      if (this.#cur?.body && this.#state === 'toClose') this.#finish();
-      else this.#fail(hangUp());
+      const cur = this.#cur;
+      try {
+        if (cur?.body && this.#state === 'toClose') this.#finish(cur, true);
+        else this.#fail(hangUp());
+      } catch (err) {
+        this.#fail(err as Error);
+      }
     });
   }
 
@@ -204,13 +214,14 @@ class Conn {
         case 'head': {
           const end = buf.indexOf(CRLF2, at);
           if (end < 0) return this.#hold(buf, at);
-          this.#head(buf.toString('latin1', at, end));
+          const complete = this.#head(buf.toString('latin1', at, end));
           at = end + 4;
+          if (complete) this.#finish(cur, at === buf.length);
           break;
         }
         case 'length':
           at = this.#bodyBytes(cur.body!, buf, at);
-          if (this.#left === 0) this.#finish();
+          if (this.#left === 0) this.#finish(cur, at === buf.length);
           break;
         case 'toClose':
           cur.body!.push(at === 0 ? buf : buf.subarray(at));
@@ -221,8 +232,9 @@ class Conn {
           if (end < 0) return this.#hold(buf, at);
           const line = buf.toString('latin1', at, end);
           const semi = line.indexOf(';');
-          const size = Number.parseInt(semi < 0 ? line : line.slice(0, semi), 16);
-          if (!Number.isFinite(size) || size < 0) throw new Error(`bad chunk size ${JSON.stringify(line.slice(0, 20))}`);
+          const hex = (semi < 0 ? line : line.slice(0, semi)).trim();
+          if (!/^[0-9a-fA-F]{1,12}$/.test(hex)) throw new Error(`bad chunk size ${JSON.stringify(line.slice(0, 20))}`);
+          const size = Number.parseInt(hex, 16);
           at = end + 2;
           this.#left = size;
           this.#state = size === 0 ? 'trailer' : 'chunkData';
@@ -232,27 +244,23 @@ class Conn {
           at = this.#bodyBytes(cur.body!, buf, at);
           if (this.#left === 0) { this.#state = 'chunkEnd'; this.#left = 2; }
           break;
-        case 'chunkEnd': {
-          // The CRLF after a chunk's data (it may come split across reads).
-          const n = Math.min(this.#left, buf.length - at);
-          at += n;
-          this.#left -= n;
-          if (this.#left === 0) this.#state = 'chunkSize';
+        case 'chunkEnd':
+          // The CRLF after a chunk's data, a byte at a time (it may come split across reads).
+          if (buf[at] !== (this.#left === 2 ? 0x0d : 0x0a)) throw new Error('no CRLF after a chunk');
+          at++;
+          if (--this.#left === 0) this.#state = 'chunkSize';
           break;
-        }
         case 'trailer': {
           // Trailer lines (kube-apiserver sends none) up to the empty line that ends the body.
           const end = buf.indexOf(CRLF, at);
           if (end < 0) return this.#hold(buf, at);
           const empty = end === at;
           at = end + 2;
-          if (empty) this.#finish();
+          if (empty) this.#finish(cur, at === buf.length);
           break;
         }
       }
     }
-    // Bytes after the answer's end: not a server to trust with the next request (nor the one that may have taken it).
-    if (at < buf.length && this.#cur !== cur && !this.dead) this.#fail(new Error('bytes after the end of a response'));
   }
 
   /** Up to #left bytes of `buf` from `at` go to `body`; returns where they stopped. */
@@ -268,13 +276,14 @@ class Conn {
     this.#pending = Buffer.from(buf.subarray(at));
   }
 
-  #head(text: string): void {
+  /** Takes a response head; true when the response has no body (it is complete). */
+  #head(text: string): boolean {
     const cur = this.#cur!;
     const lines = text.split('\r\n');
     const m = /^HTTP\/1\.([01]) (\d{3})/.exec(lines[0] ?? '');
     if (!m) throw new Error(`not an HTTP/1.1 response: ${JSON.stringify((lines[0] ?? '').slice(0, 40))}`);
     const status = Number(m[2]);
-    if (status >= 100 && status < 200) return; // informational: the real answer follows
+    if (status >= 100 && status < 200) return false; // informational: the real answer follows
     let length = -1;
     let chunked = false;
     let contentType = '';
@@ -285,8 +294,10 @@ class Conn {
       if (colon < 0) continue;
       const name = line.slice(0, colon).trim().toLowerCase();
       const value = line.slice(colon + 1).trim();
-      if (name === 'content-length') length = Number(value);
-      else if (name === 'transfer-encoding') chunked = value.toLowerCase().includes('chunked');
+      if (name === 'content-length') {
+        if (!/^\d+$/.test(value) || (length >= 0 && length !== Number(value))) throw new Error(`bad Content-Length ${JSON.stringify(value.slice(0, 20))}`);
+        length = Number(value);
+      } else if (name === 'transfer-encoding') chunked = value.toLowerCase().includes('chunked');
       else if (name === 'content-type') contentType = value;
       else if (name === 'connection') {
         const v = value.toLowerCase();
@@ -305,22 +316,34 @@ class Conn {
       onError: (h) => { body.on('error', h); },
     };
     cur.x.resolve(ex);
-    if (noBody || length === 0) return this.#finish();
+    if (noBody || (length === 0 && !chunked)) return true;
     if (chunked) this.#state = 'chunkSize';
     else if (length > 0) { this.#state = 'length'; this.#left = length; }
     else { this.#state = 'toClose'; this.#keepAlive = false; }
+    return false;
   }
 
-  /** The answer is complete: the connection goes back to the pool, or is closed. */
-  #finish(): void {
-    const cur = this.#cur!;
+  /**
+   * The answer of `cur` is complete: its body ends, then the connection goes back to the pool, or is closed. `clean`:
+   * nothing came after it (bytes after an answer make a server not to trust with the next request).
+   */
+  #finish(cur: Current, clean: boolean): void {
+    if (this.#cur !== cur) return; // ended meanwhile (its reader destroyed it on the last bytes, say)
     this.#cur = undefined;
     clearTimeout(cur.timer);
     this.#state = 'head';
-    const reusable = this.#keepAlive && !this.dead;
+    const reusable = this.#keepAlive && clean && !this.dead;
     if (!reusable) { this.dead = true; this.socket.destroy(); }
-    this.#done(this, reusable);
-    cur.body!.end();
+    // The reader sees the end before the connection serves anyone else: whatever it does then touches only its own.
+    let ended = false;
+    try {
+      cur.body!.end();
+      ended = true;
+    } finally {
+      // A reader that threw is not to be trusted with the connection's next answer either.
+      if (!ended && reusable) { this.dead = true; this.socket.destroy(); }
+      this.#done(this, reusable && ended);
+    }
   }
 
   #fail(err: Error): void {
@@ -352,6 +375,8 @@ export class H1Pool {
   /** Requests waiting for a connection (all maxSockets busy). */
   #waiting: Pending[] = [];
   #closed = false;
+  /** The server's latest TLS session: a new connection resumes it (as node's https.Agent does), saving a full handshake. */
+  #session: Buffer | undefined;
 
   constructor(origin: H1Origin, opts: H1PoolOptions) {
     this.#origin = origin;
@@ -367,6 +392,11 @@ export class H1Pool {
 
   /** Sends `r`; resolves with the answer's head once it has come (its body follows on `body`). */
   request(r: ApiRequest): Promise<Exchange> {
+    // What would end a line of the head early (a token with a trailing newline, say) is refused, as node:http does.
+    if (UNSAFE.test(r.path) || Object.entries(r.headers).some(([k, v]) => UNSAFE.test(k) || UNSAFE.test(v))) {
+      return Promise.reject(Object.assign(new Error(`${r.method} ${r.path.slice(0, 80)}: a header or the path holds a line break or NUL`),
+        { code: 'ERR_INVALID_CHAR' }));
+    }
     let head = `${r.method} ${r.path} HTTP/1.1\r\nhost: ${this.#host}\r\n`;
     for (const k in r.headers) head += `${k}: ${r.headers[k]}\r\n`;
     if (r.body !== undefined && r.headers['content-length'] === undefined) head += `content-length: ${Buffer.byteLength(r.body)}\r\n`;
@@ -397,11 +427,14 @@ export class H1Pool {
     });
   }
 
-  /** Closes every connection: the unused ones now, the busy ones when their exchange ends. */
+  /**
+   * Takes no new request, and closes every connection: the unused ones now, the busy ones once they have served their
+   * exchange and the requests already waiting for a connection (sent as before: retiring a pool, for rotated
+   * credentials say, fails nothing that was asked of it).
+   */
   close(): void {
     this.#closed = true;
     for (const c of this.#free.splice(0)) c.socket.destroy();
-    for (const w of this.#waiting.splice(0)) w.reject(new Error('connection pool closed'));
   }
 
   /** An unused connection, a new one if the limit allows, or none. */
@@ -414,36 +447,41 @@ export class H1Pool {
 
   #connect(): Conn {
     const o = this.#origin;
-    const socket = o.secure
-      ? tlsConnect({
+    let socket: Socket;
+    if (o.secure) {
+      const tls = tlsConnect({
         host: o.hostname, port: o.port, secureContext: o.secureContext, rejectUnauthorized: o.rejectUnauthorized ?? true,
         // SNI takes names only; the certificate is checked against the address otherwise.
         servername: o.servername ?? (isIP(o.hostname) ? undefined : o.hostname), ALPNProtocols: ['http/1.1'],
-      })
-      : netConnect({ host: o.hostname, port: o.port });
+        session: this.#session,
+      });
+      tls.on('session', (session: Buffer) => { this.#session = session; });
+      // A connection that failed does not hand its session on (node's agent drops it too).
+      tls.once('error', () => { this.#session = undefined; });
+      socket = tls;
+    } else {
+      socket = netConnect({ host: o.hostname, port: o.port });
+    }
     const c = new Conn(socket, (conn, reusable) => this.#release(conn, reusable));
     this.#conns.add(c);
     return c;
   }
 
   #release(c: Conn, reusable: boolean): void {
-    if (!reusable || this.#closed) {
+    if (!reusable) {
       this.#conns.delete(c);
-      if (!c.dead) { c.dead = true; c.socket.destroy(); }
+      const i = this.#free.indexOf(c);
+      if (i >= 0) this.#free.splice(i, 1);
     }
     // A request waiting for a connection takes this one, or the room it leaves.
     const w = this.#waiting.shift();
     if (w) {
-      const next = reusable && !this.#closed ? c : this.#take();
+      const next = reusable ? c : this.#take();
       if (next) { next.send(w); return; }
       this.#waiting.unshift(w);
     }
-    if (!reusable || this.#closed) {
-      const i = this.#free.indexOf(c);
-      if (i >= 0) this.#free.splice(i, 1);
-      return;
-    }
-    if (this.#free.length >= this.#opts.maxFree) {
+    if (!reusable) return;
+    if (this.#closed || this.#free.length >= this.#opts.maxFree) {
       this.#conns.delete(c);
       c.dead = true;
       c.socket.destroy();
@@ -454,4 +492,5 @@ export class H1Pool {
     c.socket.setTimeout(this.#opts.idleMs);
     this.#free.push(c);
   }
+
 }

@@ -197,6 +197,38 @@ describe('H1Pool', { timeout: 10_000 }, () => {
     await assert.rejects(get(pool), /closed/);
   });
 
+  test('closing the pool fails none of the requests already waiting for a connection: they go as before', async () => {
+    const { pool } = await setup((_h, s) => s.write('HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n1'), { maxSockets: 1 });
+    const answers = [get(pool, '/a'), get(pool, '/b'), get(pool, '/c')];
+    pool.close();
+    for (const a of answers) assert.equal(await text((await a).body), '1');
+    await assert.rejects(get(pool), /closed/, 'a new request is refused');
+    await waitFor(() => pool.size === 0);
+  });
+
+  test('a header or path with a line break is refused before anything is sent', async () => {
+    const { pool, heads } = await setup((_h, s) => s.write('HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n'));
+    await assert.rejects(pool.request({ method: 'GET', path: '/x', headers: { authorization: 'Bearer abc\n' } }),
+      (err: Error & { code?: string }) => err.code === 'ERR_INVALID_CHAR');
+    await assert.rejects(get(pool, '/x\r\nX-Evil: 1'), (err: Error & { code?: string }) => err.code === 'ERR_INVALID_CHAR');
+    assert.equal(await text((await get(pool)).body), '');
+    assert.equal(heads.length, 1, 'only the good request reached the server');
+  });
+
+  test('bytes after an answer: the connection is dropped, and the request waiting for it goes on a new one', async () => {
+    const { pool, heads } = await setup((_h, s, n) => s.write(`HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n${n}${n === 1 ? 'XX' : ''}`), { maxSockets: 1 });
+    const first = get(pool, '/a');
+    const second = get(pool, '/b');
+    assert.equal(await text((await first).body), '1');
+    assert.equal(await text((await second).body), '2');
+    assert.equal(heads.length, 2);
+  });
+
+  test('a Content-Length that is not a number fails the request', async () => {
+    const { pool } = await setup((_h, s) => s.write('HTTP/1.1 200 OK\r\nContent-Length: 1.5\r\n\r\nab'));
+    await assert.rejects(get(pool), /bad Content-Length/);
+  });
+
   test('an answer that is not HTTP fails the request', async () => {
     const { pool } = await setup((_h, s) => s.write('SSH-2.0-OpenSSH\r\n\r\n'));
     await assert.rejects(get(pool), /not an HTTP\/1\.1 response/);

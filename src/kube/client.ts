@@ -16,7 +16,7 @@ import type { ClusterAccess, Credentials } from './kubeconfig.ts';
 import { KubeError, statusError } from './errors.ts';
 import { revive } from './revive.ts';
 import { H2Sessions, type Body, type Exchange } from './h2.ts';
-import { H1Pool } from './h1.ts';
+import { H1Pool, type H1Origin } from './h1.ts';
 import { TokenBucket } from '../util/ratelimit.ts';
 import { metrics } from '../metrics.ts';
 
@@ -388,25 +388,17 @@ export class ClusterClient {
     // a cap: each holds its connection for as long as it runs, and in the requests' pool enough of them (a few per
     // member) would leave the requests none.
     const target = targetOf(access);
-    const { hostname, port } = target;
-    if (!target.secure) {
-      return {
-        requests: new H1Pool({ secure: false, hostname, port }, { maxSockets: this.#maxRequestSockets, idleMs: IDLE_SOCKET_MS }),
-        watches: new H1Pool({ secure: false, hostname, port }, { maxFree: FREE_WATCH_SOCKETS, idleMs: IDLE_SOCKET_MS }),
-      };
-    }
+    const { secure, hostname, port } = target;
+    const pools = (origin: H1Origin): Agents => ({
+      requests: new H1Pool(origin, { maxSockets: this.#maxRequestSockets, idleMs: IDLE_SOCKET_MS }),
+      watches: new H1Pool(origin, { maxFree: FREE_WATCH_SOCKETS, idleMs: IDLE_SOCKET_MS }),
+    });
+    if (!secure) return pools({ secure, hostname, port });
     // One TLS context for all the pools' connections, made once from the CA, certificate and key.
     const { ca, cert, key, servername, rejectUnauthorized } = tlsOptions(access, creds);
     const secureContext = createSecureContext({ ca, cert, key });
-    if (this.#http2) {
-      this.#h2 = new H2Sessions(`https://${hostname.includes(':') ? `[${hostname}]` : hostname}:${port}`,
-        { secureContext, servername, rejectUnauthorized });
-    }
-    const origin = { secure: true, hostname, port, secureContext, servername, rejectUnauthorized };
-    return {
-      requests: new H1Pool(origin, { maxSockets: this.#maxRequestSockets, idleMs: IDLE_SOCKET_MS }),
-      watches: new H1Pool(origin, { maxFree: FREE_WATCH_SOCKETS, idleMs: IDLE_SOCKET_MS }),
-    };
+    if (this.#http2) this.#h2 = new H2Sessions(target.origin, { secureContext, servername, rejectUnauthorized });
+    return pools({ secure, hostname, port, secureContext, servername, rejectUnauthorized });
   }
 
   /** Stops using the pools: their idle connections are closed now, the busy ones when their exchange ends. */
@@ -422,8 +414,11 @@ export class ClusterClient {
 /** The connection pools of one access and client certificate: the requests', and the watches'. */
 interface Agents { requests: H1Pool; watches: H1Pool }
 
-/** Where an access's requests go: its server's address, and the path its API is under. */
-interface Target { secure: boolean; hostname: string; port: number; prefix: string; auth?: string }
+/**
+ * Where an access's requests go: its server's address (and as an origin, `https://host:port`, for HTTP/2), the path its
+ * API is under, and the user in its URL, if any.
+ */
+interface Target { secure: boolean; hostname: string; port: number; origin: string; prefix: string; auth?: string }
 
 const targets = new WeakMap<ClusterAccess, Target>();
 
@@ -434,7 +429,7 @@ function targetOf(access: ClusterAccess): Target {
     const secure = u.protocol === 'https:';
     const auth = u.username || u.password ? `${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}` : undefined;
     t = {
-      secure, hostname: u.hostname.replace(/^\[(.*)\]$/, '$1'), port: u.port ? Number(u.port) : secure ? 443 : 80,
+      secure, hostname: u.hostname.replace(/^\[(.*)\]$/, '$1'), port: u.port ? Number(u.port) : secure ? 443 : 80, origin: u.origin,
       prefix: u.pathname.replace(/\/+$/, ''), ...(auth ? { auth } : {}),
     };
     targets.set(access, t);

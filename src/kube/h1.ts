@@ -9,9 +9,8 @@
 // ended by the connection's close; no compression (we send no Accept-Encoding), no pipelining (one request at a time
 // per connection), no upgrades (exec, attach and port-forward open their own connections). Connections are kept for
 // reuse, and closed once unused for a while or when the server says `Connection: close`.
-import { connect as netConnect, type Socket } from 'node:net';
+import { connect as netConnect, isIP, type Socket } from 'node:net';
 import { connect as tlsConnect, type SecureContext } from 'node:tls';
-import { isIP } from 'node:net';
 import { timeoutError, type ApiRequest, type Body, type Exchange } from './h2.ts';
 
 export interface H1Origin {
@@ -214,7 +213,7 @@ class Conn {
         case 'head': {
           const end = buf.indexOf(CRLF2, at);
           if (end < 0) return this.#hold(buf, at);
-          const complete = this.#head(buf.toString('latin1', at, end));
+          const complete = this.#head(cur, buf.toString('latin1', at, end));
           at = end + 4;
           if (complete) this.#finish(cur, at === buf.length);
           break;
@@ -276,9 +275,8 @@ class Conn {
     this.#pending = Buffer.from(buf.subarray(at));
   }
 
-  /** Takes a response head; true when the response has no body (it is complete). */
-  #head(text: string): boolean {
-    const cur = this.#cur!;
+  /** Takes the head of the answer to `cur`; true when the answer has no body (it is complete). */
+  #head(cur: Current, text: string): boolean {
     const lines = text.split('\r\n');
     const m = /^HTTP\/1\.([01]) (\d{3})/.exec(lines[0] ?? '');
     if (!m) throw new Error(`not an HTTP/1.1 response: ${JSON.stringify((lines[0] ?? '').slice(0, 40))}`);
@@ -332,8 +330,6 @@ class Conn {
     this.#cur = undefined;
     clearTimeout(cur.timer);
     this.#state = 'head';
-    const reusable = this.#keepAlive && clean && !this.dead;
-    if (!reusable) { this.dead = true; this.socket.destroy(); }
     // The reader sees the end before the connection serves anyone else: whatever it does then touches only its own.
     let ended = false;
     try {
@@ -341,8 +337,9 @@ class Conn {
       ended = true;
     } finally {
       // A reader that threw is not to be trusted with the connection's next answer either.
-      if (!ended && reusable) { this.dead = true; this.socket.destroy(); }
-      this.#done(this, reusable && ended);
+      const reusable = ended && clean && this.#keepAlive;
+      if (!reusable) { this.dead = true; this.socket.destroy(); }
+      this.#done(this, reusable);
     }
   }
 
@@ -392,13 +389,18 @@ export class H1Pool {
 
   /** Sends `r`; resolves with the answer's head once it has come (its body follows on `body`). */
   request(r: ApiRequest): Promise<Exchange> {
+    let head = `${r.method} ${r.path} HTTP/1.1\r\nhost: ${this.#host}\r\n`;
     // What would end a line of the head early (a token with a trailing newline, say) is refused, as node:http does.
-    if (UNSAFE.test(r.path) || Object.entries(r.headers).some(([k, v]) => UNSAFE.test(k) || UNSAFE.test(v))) {
+    let unsafe = UNSAFE.test(r.path);
+    for (const k in r.headers) {
+      const v = r.headers[k]!;
+      unsafe ||= UNSAFE.test(k) || UNSAFE.test(v);
+      head += `${k}: ${v}\r\n`;
+    }
+    if (unsafe) {
       return Promise.reject(Object.assign(new Error(`${r.method} ${r.path.slice(0, 80)}: a header or the path holds a line break or NUL`),
         { code: 'ERR_INVALID_CHAR' }));
     }
-    let head = `${r.method} ${r.path} HTTP/1.1\r\nhost: ${this.#host}\r\n`;
-    for (const k in r.headers) head += `${k}: ${r.headers[k]}\r\n`;
     if (r.body !== undefined && r.headers['content-length'] === undefined) head += `content-length: ${Buffer.byteLength(r.body)}\r\n`;
     head += '\r\n';
     return new Promise<Exchange>((resolve, reject) => {
@@ -492,5 +494,4 @@ export class H1Pool {
     c.socket.setTimeout(this.#opts.idleMs);
     this.#free.push(c);
   }
-
 }

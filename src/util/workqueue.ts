@@ -200,7 +200,6 @@ export class WorkQueue {
     this.#heap.push(entry);
   }
 
-
   #pump(): void {
     while (this.#handler) {
       const entry = this.#heap.peek();

@@ -3,17 +3,27 @@
 import { describe, test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server, type Socket } from 'node:net';
-import { once } from 'node:events';
+import { EventEmitter, once } from 'node:events';
 import { H1Pool } from '../../../src/kube/h1.ts';
 import type { Body, Exchange } from '../../../src/kube/h2.ts';
 
+interface RawServer {
+  port: number;
+  server: Server;
+  conns: Set<Socket>;
+  heads: string[];
+  /** Resolves once `cond` holds, checked as requests arrive and connections close. */
+  until(cond: () => boolean): Promise<void>;
+}
+
 /** A server that hands each request (its head, as text) to `answer` with the connection to write to. */
-async function rawServer(answer: (head: string, s: Socket, n: number) => void): Promise<{ port: number; server: Server; conns: Set<Socket>; heads: string[] }> {
+async function rawServer(answer: (head: string, s: Socket, n: number) => void): Promise<RawServer> {
   const conns = new Set<Socket>();
   const heads: string[] = [];
+  const changed = new EventEmitter();
   const server = createServer((s) => {
     conns.add(s);
-    s.on('close', () => conns.delete(s));
+    s.on('close', () => { conns.delete(s); changed.emit('change'); });
     let buf = '';
     s.on('data', (d) => {
       buf += d.toString('latin1');
@@ -25,12 +35,14 @@ async function rawServer(answer: (head: string, s: Socket, n: number) => void): 
         buf = buf.slice(i + 4 + len);
         heads.push(head);
         answer(head, s, heads.length);
+        changed.emit('change');
       }
     });
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
-  return { port: (server.address() as { port: number }).port, server, conns, heads };
+  const until = async (cond: () => boolean): Promise<void> => { while (!cond()) await once(changed, 'change'); };
+  return { port: (server.address() as { port: number }).port, server, conns, heads, until };
 }
 
 function text(b: Body): Promise<string> {
@@ -49,7 +61,7 @@ const pools: H1Pool[] = [];
 const servers: Server[] = [];
 after(() => {
   for (const p of pools) p.close();
-  for (const s of servers) { s.close(); }
+  for (const s of servers) s.close();
 });
 
 async function setup(answer: Parameters<typeof rawServer>[0], opts: { maxSockets?: number; idleMs?: number } = {}) {
@@ -101,42 +113,47 @@ describe('H1Pool', { timeout: 10_000 }, () => {
     const { pool } = await setup((_h, s) => { sock = s; s.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n'); });
     const ex = await get(pool, '/w?watch=true');
     const got: string[] = [];
-    ex.body.on('data', (c) => got.push(c.toString()));
+    let chunk = (): void => undefined;
+    ex.body.on('data', (c) => { got.push(c.toString()); chunk(); });
     const ended = new Promise<void>((r) => ex.body.on('end', r));
     const line = '{"type":"ADDED"}\n';
+    const first = new Promise<void>((r) => { chunk = r; });
     sock!.write(`${line.length.toString(16)}\r\n${line}\r\n`);
-    await waitFor(() => got.length === 1);
+    await first;
+    assert.deepEqual(got, [line], 'the first event came before the stream went on');
     sock!.write(`${line.length.toString(16)}\r\n${line}\r\n0\r\n\r\n`);
     await ended;
     assert.deepEqual(got, [line, line]);
   });
 
   test('a body to the close (no length, not chunked) ends with the connection, which is not reused', async () => {
-    const { pool, conns } = await setup((_h, s) => { s.end('HTTP/1.1 200 OK\r\n\r\nuntil the end'); });
+    const { pool, conns, until } = await setup((_h, s) => { s.end('HTTP/1.1 200 OK\r\n\r\nuntil the end'); });
     assert.equal(await text((await get(pool)).body), 'until the end');
     assert.equal(await text((await get(pool)).body), 'until the end');
-    await waitFor(() => conns.size === 0);
+    assert.equal(pool.size, 0);
+    await until(() => conns.size === 0);
   });
 
   test('Connection: close is honoured; 204 has no body', async () => {
-    const { pool, conns } = await setup((_h, s, n) => {
+    const { pool, conns, until } = await setup((_h, s, n) => {
       if (n === 1) s.write('HTTP/1.1 204 No Content\r\n\r\n');
       else s.write('HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok');
     });
     assert.equal(await text((await get(pool)).body), '');
     assert.equal(await text((await get(pool)).body), 'ok');
-    await waitFor(() => conns.size === 0 && pool.size === 0);
+    assert.equal(pool.size, 0, 'the connection was closed once its answer ended');
+    await until(() => conns.size === 0);
   });
 
   test('at most maxSockets connections; the others wait for one', async () => {
     const waiting: Socket[] = [];
-    const { pool, conns } = await setup((_h, s) => { waiting.push(s); }, { maxSockets: 2 });
+    const { pool, conns, until } = await setup((_h, s) => { waiting.push(s); }, { maxSockets: 2 });
     const answers = [get(pool), get(pool), get(pool), get(pool)];
-    await waitFor(() => waiting.length === 2);
+    await until(() => waiting.length === 2);
     assert.equal(conns.size, 2);
     const reply = (): void => { waiting.shift()!.write('HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n1'); };
     reply(); reply();
-    await waitFor(() => waiting.length === 2);
+    await until(() => waiting.length === 2);
     reply(); reply();
     for (const a of answers) assert.equal(await text((await a).body), '1');
     assert.equal(conns.size, 2, 'the waiting requests went on the same two connections');
@@ -185,14 +202,18 @@ describe('H1Pool', { timeout: 10_000 }, () => {
     const { pool, conns } = await setup((_h, s) => s.write('HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n1'));
     assert.equal(await text((await get(pool)).body), '1');
     for (const s of conns) s.destroy();
+    // The pool learns of the close from its own socket, which no event of the server's orders: its size is polled.
     await waitFor(() => pool.size === 0);
     assert.equal(await text((await get(pool)).body), '1');
   });
 
   test('unused connections close after idleMs; close() ends the pool', async () => {
-    const { pool, conns } = await setup((_h, s) => s.write('HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n1'), { idleMs: 50 });
+    const { pool, conns, until } = await setup((_h, s) => s.write('HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n1'), { idleMs: 50 });
     assert.equal(await text((await get(pool)).body), '1');
-    await waitFor(() => conns.size === 0 && pool.size === 0);
+    assert.equal(pool.size, 1, 'kept for reuse');
+    // The pool closes it on its idle timeout (and forgets it then), before the server sees the close.
+    await until(() => conns.size === 0);
+    assert.equal(pool.size, 0);
     pool.close();
     await assert.rejects(get(pool), /closed/);
   });
@@ -203,7 +224,7 @@ describe('H1Pool', { timeout: 10_000 }, () => {
     pool.close();
     for (const a of answers) assert.equal(await text((await a).body), '1');
     await assert.rejects(get(pool), /closed/, 'a new request is refused');
-    await waitFor(() => pool.size === 0);
+    assert.equal(pool.size, 0, 'its connection closed once it had served them');
   });
 
   test('a header or path with a line break is refused before anything is sent', async () => {

@@ -35,7 +35,14 @@ describe('benchmark (smoke)', () => {
       assert.ok((s.requestsPerPod.member?.create ?? 0) >= 1, 'at least one member create per pod (the delegate)');
       assert.ok((s.statusMirrorP50Ms ?? 0) > 0, "clusterlet's part of the added latency read from its histogram");
       assert.ok((s.hostPatchP50Ms ?? 0) > 0, 'host status patch latency read from its histogram');
-      assert.ok(s.cpuToReadyOffloaded > 0 && s.cpuToReadyDirect > 0 && s.cpuToReadyClusterlet > 0, 'CPU of every process counted');
+      assert.ok(s.cpuToReadyOffloaded > 0 && s.cpuToReadyDirect > 0 && s.cpuToReadyHostOnly > 0, 'CPU of all processes to Ready counted');
+      // Every process is read, clusterlet's too. At N=10 a run reaches Ready in ~0.2 s, less than clusterlet may spend in
+      // whole 10 ms clock ticks, so its share is only required to be read (a gone process reads NaN), not to be above 0.
+      for (const r of result.runs) {
+        assert.ok(Object.values(r.cpuToReady).every((v) => Number.isFinite(v) && v >= 0), `${r.mode}: every process's CPU read`);
+        assert.ok(Object.keys(r.cpuToReady).some((k) => k.endsWith('kube-apiserver')), `${r.mode}: the API servers' CPU read`);
+      }
+      assert.ok('clusterlet' in result.runs.find((r) => r.mode === 'offloaded')!.cpuToReady, "clusterlet's CPU read");
       const md = toMarkdown(result);
       assert.match(md, /^\| 10 \| [\d.]+ s \| [\d.]+ s \| [\d.]+ s \|/m);
       assert.match(md, /Machine: \d+ ×/);

@@ -56,6 +56,14 @@ export interface RunResult {
   stagesMs?: Record<string, number>;
   /** Deployment deleted → no pod left (offloaded: no delegate left in the member). */
   deleteMs: number;
+  /**
+   * When (ms after the Deployment's deletion) the last pod reached each stage of its deletion, as watches saw it:
+   * direct and host-only `terminating`, `gone`; offloaded `proxiesTerminating`, `delegatesTerminating`,
+   * `delegatesGone`, `proxiesGone`.
+   */
+  deleteStagesMs?: Record<string, number>;
+  /** CPU seconds each process used from the Deployment's deletion until no pod was left (as deleteMs). */
+  cpuToDeleted?: Record<string, number>;
 }
 
 export interface OffloadedRun extends RunResult {
@@ -71,6 +79,8 @@ export interface OffloadedRun extends RunResult {
   statusMirrorMs?: { p50?: number; p99?: number };
   /** Latency of clusterlet's status patches to the host (its histogram, ms). */
   hostPatchMs?: { p50?: number; p99?: number };
+  /** Latency of clusterlet's delegate creates in the member (its histogram, ms). */
+  memberCreateMs?: { p50?: number; p99?: number };
   /** API requests clusterlet made per pod (create → delete), by cluster and verb. */
   requestsPerPod: Record<string, Record<string, number>>;
   hostWritesPerPod: number;
@@ -100,6 +110,8 @@ export interface SizeSummary {
   statusMirrorP99Ms?: number;
   hostPatchP50Ms?: number;
   hostPatchP99Ms?: number;
+  memberCreateP50Ms?: number;
+  memberCreateP99Ms?: number;
   /** Medians of the CPU seconds all processes used until all N were Ready, per mode, and clusterlet's share offloaded. */
   cpuToReadyDirect: number;
   cpuToReadyHostOnly: number;
@@ -119,6 +131,14 @@ export interface SizeSummary {
   stagesDirectMs?: Record<string, number>;
   stagesHostOnlyMs?: Record<string, number>;
   stagesOffloadedMs?: Record<string, number>;
+  /** The same for the deletion (ms after the Deployment's deletion), and the CPU seconds of all processes it took. */
+  deleteStagesDirectMs?: Record<string, number>;
+  deleteStagesHostOnlyMs?: Record<string, number>;
+  deleteStagesOffloadedMs?: Record<string, number>;
+  cpuToDeletedDirect?: number;
+  cpuToDeletedHostOnly?: number;
+  cpuToDeletedOffloaded?: number;
+  cpuToDeletedClusterlet?: number;
 }
 
 export interface BenchResult {
@@ -152,6 +172,9 @@ export class ReadyTracker {
   /** When each pod was first seen, and first seen bound to a node. */
   readonly seenAt = new Map<string, number>();
   readonly boundAt = new Map<string, number>();
+  /** When each pod was first seen terminating (a deletionTimestamp), and seen gone. */
+  readonly terminatingAt = new Map<string, number>();
+  readonly goneAt = new Map<string, number>();
   readonly informer: Informer<V1Pod>;
   #waiters: { n: number; resolve: () => void }[] = [];
 
@@ -161,8 +184,12 @@ export class ReadyTracker {
       list: (p) => client.core.listNamespacedPod({ namespace, ...p }),
     }, { silenceMs: 120_000 }));
     this.informer.events$.subscribe((ev) => {
-      if (ev.type === 'DELETED') return;
       const now = performance.now();
+      if (ev.type === 'DELETED') {
+        this.goneAt.set(ev.key, now);
+        return;
+      }
+      if (ev.object.metadata?.deletionTimestamp && !this.terminatingAt.has(ev.key)) this.terminatingAt.set(ev.key, now);
       if (!this.seenAt.has(ev.key)) this.seenAt.set(ev.key, now);
       if (ev.object.spec?.nodeName && !this.boundAt.has(ev.key)) this.boundAt.set(ev.key, now);
       if (isReady(ev.object) && !this.readyAt.has(ev.key)) {
@@ -434,13 +461,16 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
       const cpuToReady = cpu.seconds();
       const readyMs = Math.max(...tracker.readyAt.values()) - t0;
       const stagesMs = { bound: lastOf(tracker.boundAt, t0), ready: readyMs };
+      const cpuDel = new CpuAccount(pids());
       const tDel = performance.now();
       await apps.deleteNamespacedDeployment({ namespace: ns, name: 'bench', propagationPolicy: 'Background' });
       await tracker.empty(timeout(n), `${mode} N=${n}: pods removed`);
       const deleteMs = performance.now() - tDel;
+      const cpuToDeleted = cpuDel.seconds();
+      const deleteStagesMs = { terminating: lastOf(tracker.terminatingAt, tDel), gone: lastOf(tracker.goneAt, tDel) };
       tracker.stop();
       await deleteNamespaceAndWait(client, ns, timeout(n));
-      return { mode, n, pair, readyMs, cpuToReady, stagesMs, deleteMs };
+      return { mode, n, pair, readyMs, cpuToReady, stagesMs, deleteMs, deleteStagesMs, cpuToDeleted };
     };
 
   const offloaded = async (n: number, pair: number): Promise<OffloadedRun> => {
@@ -470,11 +500,17 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
     };
     const added = deltas(delegates.readyAt, proxies.readyAt);
     const created = deltas(proxies.boundAt, delegates.seenAt);
+    const cpuDel = new CpuAccount(pids());
     const tDel = performance.now();
     await hostApps.deleteNamespacedDeployment({ namespace: ns, name: 'bench', propagationPolicy: 'Background' });
     await delegates.empty(timeout(n), `offloaded N=${n}: delegates removed`);
     const deleteMs = performance.now() - tDel;
+    const cpuToDeleted = cpuDel.seconds();
     await proxies.empty(timeout(n), `offloaded N=${n}: proxies removed`);
+    const deleteStagesMs = {
+      proxiesTerminating: lastOf(proxies.terminatingAt, tDel), delegatesTerminating: lastOf(delegates.terminatingAt, tDel),
+      delegatesGone: lastOf(delegates.goneAt, tDel), proxiesGone: lastOf(proxies.goneAt, tDel),
+    };
     const proc = sampler.stop();
     const after = await scrape(opts.metricsURL);
     proxies.stop();
@@ -485,10 +521,11 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
     const requestsPerPod = perPod(before.requests, after.requests, n);
     const hostReq = requestsPerPod.host ?? {};
     return {
-      mode: 'offloaded', n, pair, readyMs, cpuToReady, stagesMs, deleteMs,
+      mode: 'offloaded', n, pair, readyMs, cpuToReady, stagesMs, deleteMs, deleteStagesMs, cpuToDeleted,
       proxyBoundToDelegateMs: { p50: Math.round(percentile(created, 50)), p99: Math.round(percentile(created, 99)) },
       statusMirrorMs: quantiles('clusterlet_status_mirror_seconds{member=member}'),
-      hostPatchMs: quantiles('clusterlet_api_request_duration_seconds{cluster=host,verb=patch}'), ...proc,
+      hostPatchMs: quantiles('clusterlet_api_request_duration_seconds{cluster=host,verb=patch}'),
+      memberCreateMs: quantiles('clusterlet_api_request_duration_seconds{cluster=member,verb=create}'), ...proc,
       cpuMsPerPod: round1((proc.cpuSeconds * 1000) / n), requestsPerPod,
       addedLatencyMs: { p50: percentile(added, 50), p99: percentile(added, 99), max: Math.max(0, ...added) },
       hostWritesPerPod: Math.round(WRITE_VERBS.reduce((s, v) => s + (hostReq[v] ?? 0), 0) * 1000) / 1000,
@@ -517,10 +554,12 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
         runs.push(r);
         opts.onProgress?.(result(opts.sizes.filter((s) => runs.some((x) => x.n === s))));
         log(`N=${n} pair ${pair} ${r.mode}: ${(r.readyMs / 1000).toFixed(2)} s, delete ${(r.deleteMs / 1000).toFixed(2)} s, CPU s to Ready: ${
-          cpuLine(r.cpuToReady)}; last pod at each stage (s): ${Object.entries(r.stagesMs ?? {}).map(([k, v]) => `${k} ${(v / 1000).toFixed(1)}`).join(', ')}`);
+          cpuLine(r.cpuToReady)}; last pod at each stage (s): ${stagesLine(r.stagesMs)}; deleted: CPU s ${
+          r.cpuToDeleted ? cpuLine(r.cpuToDeleted) : '–'}; last pod at each stage (s): ${stagesLine(r.deleteStagesMs)}`);
         if (isOffloaded(r)) {
           log(`N=${n} pair ${pair} offloaded: clusterlet ${r.cpuMsPerPod} CPU-ms/pod; proxy bound → delegate created p50 ${r.proxyBoundToDelegateMs.p50} ms, p99 ${
-            r.proxyBoundToDelegateMs.p99} ms; added p50 ${r.addedLatencyMs.p50.toFixed(0)} ms, p99 ${r.addedLatencyMs.p99.toFixed(0)} ms; clusterlet's part p50 ${
+            r.proxyBoundToDelegateMs.p99} ms (member create p50 ${r.memberCreateMs?.p50?.toFixed(0)} ms, p99 ${
+            r.memberCreateMs?.p99?.toFixed(0)} ms); added p50 ${r.addedLatencyMs.p50.toFixed(0)} ms, p99 ${r.addedLatencyMs.p99.toFixed(0)} ms; clusterlet's part p50 ${
             r.statusMirrorMs?.p50?.toFixed(0)} ms, p99 ${r.statusMirrorMs?.p99?.toFixed(0)} ms; host status patch p50 ${r.hostPatchMs?.p50?.toFixed(0)} ms, p99 ${
             r.hostPatchMs?.p99?.toFixed(0)} ms; RSS ${r.peakRssMB} MB, host writes/pod ${r.hostWritesPerPod}`);
         }
@@ -544,6 +583,9 @@ function medianOf(values: (number | undefined)[]): number | undefined {
   const v = values.filter((x): x is number => x !== undefined);
   return v.length ? Math.round(median(v)) : undefined;
 }
+
+const stagesLine = (stages: Record<string, number> | undefined): string =>
+  Object.entries(stages ?? {}).map(([k, v]) => `${k} ${(v / 1000).toFixed(1)}`).join(', ');
 
 function cpuLine(cpu: Record<string, number>): string {
   const total = cpuTotal(cpu);
@@ -580,6 +622,8 @@ export function summarize(runs: (RunResult | OffloadedRun)[], sizes: number[]): 
       statusMirrorP99Ms: medianOf(o.map((r) => r.statusMirrorMs?.p99)),
       hostPatchP50Ms: medianOf(o.map((r) => r.hostPatchMs?.p50)),
       hostPatchP99Ms: medianOf(o.map((r) => r.hostPatchMs?.p99)),
+      memberCreateP50Ms: medianOf(o.map((r) => r.memberCreateMs?.p50)),
+      memberCreateP99Ms: medianOf(o.map((r) => r.memberCreateMs?.p99)),
       cpuToReadyDirect: round2(median(d.map((r) => cpuTotal(r.cpuToReady)))),
       cpuToReadyHostOnly: round2(median(f.map((r) => cpuTotal(r.cpuToReady)))),
       cpuToReadyOffloaded: round2(median(o.map((r) => cpuTotal(r.cpuToReady)))),
@@ -596,6 +640,13 @@ export function summarize(runs: (RunResult | OffloadedRun)[], sizes: number[]): 
       stagesDirectMs: medianStages(d),
       stagesHostOnlyMs: medianStages(f),
       stagesOffloadedMs: medianStages(o),
+      deleteStagesDirectMs: medianStages(d, 'deleteStagesMs'),
+      deleteStagesHostOnlyMs: medianStages(f, 'deleteStagesMs'),
+      deleteStagesOffloadedMs: medianStages(o, 'deleteStagesMs'),
+      cpuToDeletedDirect: medianCpu(d, cpuTotal),
+      cpuToDeletedHostOnly: medianCpu(f, cpuTotal),
+      cpuToDeletedOffloaded: medianCpu(o, cpuTotal),
+      cpuToDeletedClusterlet: medianCpu(o, (c) => c.clusterlet ?? 0),
     };
   });
 }
@@ -612,12 +663,18 @@ export function pairMax(a: Map<number, number>, b: Map<number, number>): Map<num
   return new Map([...a].filter(([pair]) => b.has(pair)).map(([pair, x]) => [pair, Math.max(x, b.get(pair)!)]));
 }
 
-function medianStages(runs: RunResult[]): Record<string, number> | undefined {
-  const withStages = runs.filter((r) => r.stagesMs);
+function medianStages(runs: RunResult[], field: 'stagesMs' | 'deleteStagesMs' = 'stagesMs'): Record<string, number> | undefined {
+  const withStages = runs.filter((r) => r[field]);
   if (withStages.length === 0) return undefined;
   const out: Record<string, number> = {};
-  for (const k of Object.keys(withStages[0]!.stagesMs!)) out[k] = Math.round(median(withStages.map((r) => r.stagesMs![k] ?? NaN)));
+  for (const k of Object.keys(withStages[0]![field]!)) out[k] = Math.round(median(withStages.map((r) => r[field]![k] ?? NaN)));
   return out;
+}
+
+/** The median over the runs that counted it of one figure of the CPU their deletion took. */
+function medianCpu(runs: RunResult[], of: (cpu: Record<string, number>) => number): number | undefined {
+  const v = runs.flatMap((r) => (r.cpuToDeleted ? [of(r.cpuToDeleted)] : []));
+  return v.length ? round2(median(v)) : undefined;
 }
 
 function machineInfo(h: Harness): Record<string, string | number> {
@@ -668,13 +725,26 @@ export function toMarkdown(r: BenchResult): string {
     lines.push(`| ${s.n} | ${s2(s.deleteDirectMedianMs, 'direct', s.n)} | ${s2(s.deleteHostOnlyMedianMs, 'hostOnly', s.n)} | ${
       s2(s.deleteOffloadedMedianMs, 'offloaded', s.n)} | ${perPair(s.deleteRatios, s.deleteRatioMedian)} |`);
   }
+  if (r.summary.some((s) => s.deleteStagesOffloadedMs || s.deleteStagesDirectMs || s.deleteStagesHostOnlyMs)) {
+    lines.push('', 'When the last pod reached each stage of its deletion, in seconds after the Deployment was deleted, and the CPU-s of all '
+      + 'processes until no pod was left (offloaded: no delegate), medians over the pairs:', '');
+    lines.push('| N | direct: terminating → gone (CPU-s) | host-only: terminating → gone (CPU-s) | offloaded: proxies terminating → delegates terminating → '
+      + 'delegates gone → proxies gone (CPU-s, clusterlet\'s) |', '|---:|---|---|---|');
+    const cpuS = (x: number | undefined): string => (x === undefined ? '–' : x.toFixed(1));
+    for (const s of r.summary) {
+      const d = s.deleteStagesDirectMs, f = s.deleteStagesHostOnlyMs, o = s.deleteStagesOffloadedMs;
+      lines.push(`| ${s.n} | ${sec(d?.terminating)} → ${sec(d?.gone)} (${cpuS(s.cpuToDeletedDirect)}) | ${sec(f?.terminating)} → ${sec(f?.gone)} (${
+        cpuS(s.cpuToDeletedHostOnly)}) | ${sec(o?.proxiesTerminating)} → ${sec(o?.delegatesTerminating)} → ${sec(o?.delegatesGone)} → ${
+        sec(o?.proxiesGone)} (${cpuS(s.cpuToDeletedOffloaded)}, ${cpuS(s.cpuToDeletedClusterlet)}) |`);
+    }
+  }
   lines.push('', 'Latency on clusterlet\'s own path, both ways, and the latency offloading adds (p50 / p99 of each run, medians over the pairs; '
     + 'target on clusterlet\'s path: p99 ≤ 200 ms at N=100, ≤ 1 s at N=1,000). Proxy bound → delegate created is seen by the bench\'s '
-    + 'watches; delegate status seen → proxy status written is clusterlet\'s histogram:', '');
-  lines.push('| N | proxy bound → delegate created | delegate status seen → proxy status written | its host status patch | added latency (delegate Ready → proxy Ready) |',
-    '|---:|---:|---:|---:|---:|');
+    + 'watches, the member create that is part of it clusterlet\'s histogram; delegate status seen → proxy status written is clusterlet\'s histogram:', '');
+  lines.push('| N | proxy bound → delegate created | its member create | delegate status seen → proxy status written | its host status patch | added latency (delegate Ready → proxy Ready) |',
+    '|---:|---:|---:|---:|---:|---:|');
   for (const s of r.summary) {
-    lines.push(`| ${s.n} | ${s.proxyBoundToDelegateP50Ms} / ${s.proxyBoundToDelegateP99Ms} ms | ${ms(s.statusMirrorP50Ms)} / ${ms(s.statusMirrorP99Ms)} ms | ${
+    lines.push(`| ${s.n} | ${s.proxyBoundToDelegateP50Ms} / ${s.proxyBoundToDelegateP99Ms} ms | ${ms(s.memberCreateP50Ms)} / ${ms(s.memberCreateP99Ms)} ms | ${ms(s.statusMirrorP50Ms)} / ${ms(s.statusMirrorP99Ms)} ms | ${
       ms(s.hostPatchP50Ms)} / ${ms(s.hostPatchP99Ms)} ms | ${s.addedLatencyP50Ms} / ${s.addedLatencyP99Ms} ms |`);
   }
   lines.push('', 'Cost (medians over the pairs):', '');

@@ -43,6 +43,9 @@ describe('benchmark (smoke)', () => {
         assert.ok(Object.keys(r.cpuToReady).some((k) => k.endsWith('kube-apiserver')), `${r.mode}: the API servers' CPU read`);
       }
       assert.ok('clusterlet' in result.runs.find((r) => r.mode === 'offloaded')!.cpuToReady, "clusterlet's CPU read");
+      assert.ok((s.deleteStagesOffloadedMs?.delegatesGone ?? 0) > 0 && (s.deleteStagesOffloadedMs?.proxiesGone ?? 0) > 0, 'offloaded deletion stages seen');
+      assert.ok((s.deleteStagesDirectMs?.gone ?? 0) > 0 && (s.deleteStagesHostOnlyMs?.gone ?? 0) > 0, 'deletion stages seen');
+      assert.ok(s.cpuToDeletedOffloaded !== undefined && s.cpuToDeletedDirect !== undefined, 'CPU of the deletion read');
       const md = toMarkdown(result);
       assert.match(md, /^\| 10 \| [\d.]+ s \| [\d.]+ s \| [\d.]+ s \|/m);
       assert.match(md, /Machine: \d+ ×/);

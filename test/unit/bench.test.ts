@@ -76,9 +76,12 @@ describe('pairRatios and pairMax', () => {
 
 const plain = (mode: 'direct' | 'hostOnly', pair: number, readyMs: number, deleteMs: number): RunResult => ({
   mode, n: 100, pair, readyMs, deleteMs, cpuToReady: { etcd: 1 }, stagesMs: { bound: readyMs / 2, ready: readyMs },
+  deleteStagesMs: { terminating: deleteMs / 2, gone: deleteMs }, cpuToDeleted: { etcd: deleteMs / 1000 },
 });
 const offloaded = (pair: number, readyMs: number, deleteMs: number, cpuSeconds: number, boundToDelegate: [number, number]): OffloadedRun => ({
-  mode: 'offloaded', n: 100, pair, readyMs, deleteMs, cpuToReady: { etcd: 2, clusterlet: 0.5 }, cpuSeconds, cpuMsPerPod: (cpuSeconds * 1000) / 100,
+  mode: 'offloaded', n: 100, pair, readyMs, deleteMs, cpuToReady: { etcd: 2, clusterlet: 0.5 }, cpuSeconds,
+  deleteStagesMs: { proxiesTerminating: 100, delegatesTerminating: 200, delegatesGone: deleteMs, proxiesGone: deleteMs + 100 },
+  cpuToDeleted: { etcd: 1, clusterlet: cpuSeconds }, cpuMsPerPod: (cpuSeconds * 1000) / 100,
   proxyBoundToDelegateMs: { p50: boundToDelegate[0], p99: boundToDelegate[1] }, statusMirrorMs: { p50: 40, p99: 90 },
   addedLatencyMs: { p50: 50, p99: 120, max: 130 }, peakRssMB: 120 + pair, requestsPerPod: { host: { create: 1 } },
   hostWritesPerPod: 3, hostListsDuringRun: 0,
@@ -117,6 +120,14 @@ describe('summarize', () => {
     assert.equal(s.deleteRatioMedian, 1.5);
   });
 
+  it('gives the stages of the deletion and the CPU it took, per mode', () => {
+    assert.deepEqual(s.deleteStagesDirectMs, { terminating: 225, gone: 450 });
+    assert.deepEqual(s.deleteStagesOffloadedMs, { proxiesTerminating: 100, delegatesTerminating: 200, delegatesGone: 800, proxiesGone: 900 });
+    assert.equal(s.cpuToDeletedHostOnly, 0.4);
+    assert.equal(s.cpuToDeletedOffloaded, 1.4);
+    assert.equal(s.cpuToDeletedClusterlet, 0.4);
+  });
+
   it("gives clusterlet's own path both ways and the host-only stages", () => {
     assert.equal(s.proxyBoundToDelegateP50Ms, 25);
     assert.equal(s.proxyBoundToDelegateP99Ms, 200);
@@ -134,8 +145,9 @@ describe('toMarkdown', () => {
     assert.match(md, /Idle RSS .*median of 5 samples.*\*\*68\.4 MB\*\*/);
     assert.match(md, /^\| 100 \| 1\.50 s \| 1\.25 s \| 3\.00 s \| 3, 1\.5 \(median 2\.25\) \| 2, 1\.5 \(median 1\.75\) \| 3, 5, 4 \(median 4\) \| 123 MB \|$/m);
     assert.match(md, /^\| 100 \| 0\.45 s \| 0\.40 s \| 0\.80 s \| 2, 1 \(median 1\.5\) \|$/m);
-    assert.match(md, /^\| 100 \| 25 \/ 200 ms \| 40 \/ 90 ms \| – \/ – ms \| 50 \/ 120 ms \|$/m);
+    assert.match(md, /^\| 100 \| 25 \/ 200 ms \| – \/ – ms \| 40 \/ 90 ms \| – \/ – ms \| 50 \/ 120 ms \|$/m);
     assert.match(md, /^\| 100 \| 0\.8 → 1\.5 \| 0\.6 → 1\.3 \| /m);
+    assert.match(md, /^\| 100 \| 0\.2 → 0\.5 \(0\.5\) \| 0\.2 → 0\.4 \(0\.4\) \| 0\.1 → 0\.2 → 0\.8 → 0\.9 \(1\.4, 0\.4\) \|$/m);
   });
 
   it('shows a mode the bench did not run (--modes) as –, not as 0, and says which it ran', () => {

@@ -7,7 +7,6 @@
 // importing the library costs about 85 MB of RSS (its index loads 2,700 generated modules) and its
 // ObjectSerializer was ~10% of clusterlet's CPU. Responses are parsed JSON with timestamps revived (revive.ts).
 import type { RequestOptions as HttpsRequestOptions } from 'node:https';
-import { StringDecoder } from 'node:string_decoder';
 import { createSecureContext } from 'node:tls';
 import type {
   AuthenticationV1Api, AuthorizationV1Api, CertificatesV1Api, CoordinationV1Api, CoreV1Api, EventsV1Api,
@@ -279,8 +278,8 @@ export class ClusterClient {
       throw statusError(ex.status, text);
     }
     return new Promise<void>((resolve, reject) => {
-      const decoder = new StringDecoder('utf8');
-      let buf = '';
+      // The bytes of a line that has not ended yet (kube-apiserver sends each event as one chunk: rarely any).
+      let partial: Buffer[] = [];
       // First: a body that failed before its listeners came (in the read that brought its head) is an error, not an end.
       ex.onError((err) => (h.signal.aborted ? resolve() : reject(err)));
       ex.onIdle(h.idleMs, () => {
@@ -288,17 +287,26 @@ export class ClusterClient {
         err.name = 'TimeoutError';
         ex.destroy(err);
       });
+      // Lines are found in the bytes and each decoded once, as a whole (a character split between chunks included):
+      // decoding every chunk and joining the text made two copies of each event before JSON.parse read it.
       ex.body.on('data', (chunk: Buffer) => {
-        buf += decoder.write(chunk);
+        let at = 0;
         let nl: number;
         try {
-          while ((nl = buf.indexOf('\n')) >= 0) {
-            const line = buf.slice(0, nl);
-            buf = buf.slice(nl + 1);
+          while ((nl = chunk.indexOf(0x0a, at)) >= 0) {
+            let line: string;
+            if (partial.length === 0) line = chunk.toString('utf8', at, nl);
+            else {
+              partial.push(chunk.subarray(at, nl));
+              line = Buffer.concat(partial).toString('utf8');
+              partial = [];
+            }
+            at = nl + 1;
             if (!line.trim()) continue;
             const ev = JSON.parse(line) as { type: string; object: unknown };
             h.onEvent(ev.type, ev.object);
           }
+          if (at < chunk.length) partial.push(at === 0 ? chunk : chunk.subarray(at));
         } catch (err) {
           ex.destroy(err as Error);
         }

@@ -455,3 +455,25 @@ describe('ClusterClient over HTTP/2', { timeout: 10_000 }, () => {
     } finally { server.close(); }
   });
 });
+
+describe('ClusterClient#watch', { timeout: 10_000 }, () => {
+  it('delivers each event whole, however its bytes are split: across chunks, inside a character, two in a chunk, blank lines between', async () => {
+    const server = await fakeServer('s');
+    try {
+      const c = new ClusterClient(access(server, { token: 't' }), { cluster: 'm', qps: 100, burst: 100 });
+      const names = ['p-é', 'p-€€', 'p-😀', 'plain'];
+      const bytes = Buffer.from(`${names.map((name, i) => JSON.stringify({ type: 'ADDED', object: { metadata: { name }, i } })).join('\n\n')}\n`);
+      const events: string[] = [];
+      const watching = c.watch('/api/v1/pods', {}, {
+        onEvent: (type, o) => events.push(`${type} ${(o as { metadata: { name: string } }).metadata.name}`),
+        signal: new AbortController().signal, idleMs: 10_000,
+      });
+      const w = await server.nextWatch();
+      // Pieces of 1 to 9 bytes: many end inside a multi-byte character, some hold a line's end and the next's start.
+      for (let at = 0, n = 1; at < bytes.length; at += n, n = (n % 9) + 1) w.write(bytes.subarray(at, at + n));
+      w.end();
+      await watching;
+      assert.deepEqual(events, names.map((n) => `ADDED ${n}`));
+    } finally { server.close(); }
+  });
+});

@@ -447,6 +447,14 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
 
   const pids = (): Map<string, number> => new Map([['clusterlet', opts.clusterletPid], ...h.pids()]);
 
+  /** Runs a deletion and waits for its end: when it started, how long it took and the CPU every process used meanwhile. */
+  const timedDeletion = async (deletion: () => Promise<void>): Promise<{ tDel: number; deleteMs: number; cpuToDeleted: Record<string, number> }> => {
+    const cpu = new CpuAccount(pids());
+    const tDel = performance.now();
+    await deletion();
+    return { tDel, deleteMs: performance.now() - tDel, cpuToDeleted: cpu.seconds() };
+  };
+
   /** A Deployment that one cluster's KWOK completes, without clusterlet: in the member (direct), or on the host node. */
   const plain = (mode: 'direct' | 'hostOnly', client: ClusterClient, apps: AppsV1Api, node?: string) =>
     async (n: number, pair: number): Promise<RunResult> => {
@@ -461,12 +469,10 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
       const cpuToReady = cpu.seconds();
       const readyMs = Math.max(...tracker.readyAt.values()) - t0;
       const stagesMs = { bound: lastOf(tracker.boundAt, t0), ready: readyMs };
-      const cpuDel = new CpuAccount(pids());
-      const tDel = performance.now();
-      await apps.deleteNamespacedDeployment({ namespace: ns, name: 'bench', propagationPolicy: 'Background' });
-      await tracker.empty(timeout(n), `${mode} N=${n}: pods removed`);
-      const deleteMs = performance.now() - tDel;
-      const cpuToDeleted = cpuDel.seconds();
+      const { tDel, deleteMs, cpuToDeleted } = await timedDeletion(async () => {
+        await apps.deleteNamespacedDeployment({ namespace: ns, name: 'bench', propagationPolicy: 'Background' });
+        await tracker.empty(timeout(n), `${mode} N=${n}: pods removed`);
+      });
       const deleteStagesMs = { terminating: lastOf(tracker.terminatingAt, tDel), gone: lastOf(tracker.goneAt, tDel) };
       tracker.stop();
       await deleteNamespaceAndWait(client, ns, timeout(n));
@@ -500,12 +506,10 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
     };
     const added = deltas(delegates.readyAt, proxies.readyAt);
     const created = deltas(proxies.boundAt, delegates.seenAt);
-    const cpuDel = new CpuAccount(pids());
-    const tDel = performance.now();
-    await hostApps.deleteNamespacedDeployment({ namespace: ns, name: 'bench', propagationPolicy: 'Background' });
-    await delegates.empty(timeout(n), `offloaded N=${n}: delegates removed`);
-    const deleteMs = performance.now() - tDel;
-    const cpuToDeleted = cpuDel.seconds();
+    const { tDel, deleteMs, cpuToDeleted } = await timedDeletion(async () => {
+      await hostApps.deleteNamespacedDeployment({ namespace: ns, name: 'bench', propagationPolicy: 'Background' });
+      await delegates.empty(timeout(n), `offloaded N=${n}: delegates removed`);
+    });
     await proxies.empty(timeout(n), `offloaded N=${n}: proxies removed`);
     const deleteStagesMs = {
       proxiesTerminating: lastOf(proxies.terminatingAt, tDel), delegatesTerminating: lastOf(delegates.terminatingAt, tDel),

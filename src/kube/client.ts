@@ -70,6 +70,13 @@ export type Discarding = RequestOptions & { discard: true };
 /** The options of a write whose answer (the whole object written) the caller does not read. */
 export const DISCARD: Discarding = Object.freeze({ discard: true } as const);
 
+/**
+ * What a call with `discard` accepts: the object's metadata alone (kube-apiserver's PartialObjectMetadata transform,
+ * which it applies to the answers of writes too), else the whole object. The API server then encodes a few hundred
+ * bytes instead of the whole pod it wrote; an error answers with a Status either way.
+ */
+export const ACCEPT_METADATA = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json';
+
 type WithOptions<A extends unknown[]> =
   A extends [infer P, ...unknown[]] ? [param: P, options?: RequestOptions]
     : A extends [(infer P)?, ...unknown[]] ? [param?: P, options?: RequestOptions] : [options?: RequestOptions];
@@ -339,7 +346,8 @@ export class ClusterClient {
   /** One request; with `discard`, the body of a success is read but not kept (an error's is, for its message). */
   async #send(method: string, path: string, body: string | undefined, contentType: string, signal?: AbortSignal, discard?: boolean):
     Promise<{ status: number; text: string; json: boolean; access: ClusterAccess }> {
-    const { ex, access } = await this.#open(method, path, body, contentType, { signal, timeoutMs: this.#requestTimeoutMs });
+    const { ex, access } = await this.#open(method, path, body, contentType,
+      { signal, timeoutMs: this.#requestTimeoutMs, accept: discard ? ACCEPT_METADATA : undefined });
     const text = discard && ex.status < 400 ? await drain(ex.body) : await readBody(ex.body);
     return { status: ex.status, text, json: ex.contentType.includes('json'), access };
   }
@@ -347,10 +355,11 @@ export class ClusterClient {
   /**
    * Sends one request on the current access; resolves with the response head and the access it went with. With
    * `timeoutMs`, the request is destroyed if it has not ended (its response read) by then. A `watch` goes over
-   * HTTPS/1.1 whatever the protocol of requests (see ClientOptions.http2).
+   * HTTPS/1.1 whatever the protocol of requests (see ClientOptions.http2). `accept`: the Accept header (JSON).
    */
   async #open(method: string, path: string, body: string | undefined, contentType: string,
-    { signal, timeoutMs, watch = false }: { signal?: AbortSignal; timeoutMs?: number; watch?: boolean }):
+    { signal, timeoutMs, watch = false, accept = 'application/json' }:
+      { signal?: AbortSignal; timeoutMs?: number; watch?: boolean; accept?: string }):
     Promise<{ ex: Exchange; access: ClusterAccess }> {
     let access: ClusterAccess;
     let creds: Credentials;
@@ -363,7 +372,7 @@ export class ClusterClient {
       this.#agent = this.#newAgent(access, creds);
     }
     const target = targetOf(access);
-    const headers: Record<string, string> = { accept: 'application/json', ...authHeaders(creds) };
+    const headers: Record<string, string> = { accept, ...authHeaders(creds) };
     if (target.auth && !headers.authorization) headers.authorization = `Basic ${Buffer.from(target.auth).toString('base64')}`;
     if (body !== undefined) {
       headers['content-type'] = contentType;

@@ -5,7 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { createSecureServer, type Http2Session } from 'node:http2';
 import type { TLSSocket } from 'node:tls';
-import { ClusterClient, GROUPS, queryOf, route, verbOf } from '../../../src/kube/client.ts';
+import { ClusterClient, DISCARD, GROUPS, queryOf, route, verbOf } from '../../../src/kube/client.ts';
 import { parseKubeconfig, type ClusterAccess } from '../../../src/kube/kubeconfig.ts';
 import type { KubeError } from '../../../src/kube/errors.ts';
 import { newServingKey, selfSignedCertificate } from '../../../src/host/api/x509.ts';
@@ -191,8 +191,8 @@ describe('queryOf', () => {
 interface FakeServer {
   url: string;
   ca: string;
-  /** Every request: its path, bearer token, client certificate CN, the connection it came on, and its HTTP version. */
-  seen: { path: string; token?: string; cn?: string; socket: TLSSocket | Http2Session; version: string }[];
+  /** Every request: its path, bearer token, client certificate CN, the connection it came on, its HTTP version and Accept. */
+  seen: { path: string; token?: string; cn?: string; socket: TLSSocket | Http2Session; version: string; accept?: string }[];
   /** The next watch request to arrive (or one that arrived and was not taken yet): write event lines, end it. */
   nextWatch(): Promise<ServerResponse>;
   close(): void;
@@ -217,7 +217,8 @@ async function fakeServer(name: string, opts: { token?: string; http2?: boolean;
     const tlsSocket = (session?.socket ?? req.socket) as TLSSocket;
     const token = /^Bearer (.*)$/.exec(req.headers.authorization ?? '')?.[1];
     const cn = tlsSocket.getPeerCertificate().subject?.CN;
-    f.seen.push({ path: req.url!, token, cn: typeof cn === 'string' ? cn : undefined, socket: session ?? tlsSocket, version: req.httpVersion });
+    f.seen.push({ path: req.url!, token, cn: typeof cn === 'string' ? cn : undefined, socket: session ?? tlsSocket, version: req.httpVersion,
+      accept: req.headers.accept });
     if (opts.slowMs && req.url!.includes('slow')) {
       setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'), opts.slowMs);
       return;
@@ -348,6 +349,18 @@ describe(`ClusterClient requests (${proto})`, { timeout: 10_000 }, () => {
     const c = new ClusterClient(access(a, { token: 't' }), { cluster: 'm', qps: 100, burst: 100, http2 });
     await assert.rejects(c.core.readNamespace({ name: 'garbled' }), SyntaxError);
     assert.equal(await c.core.deleteNamespace({ name: 'garbled' }, { discard: true }), undefined);
+  });
+
+  it('asks for the metadata alone where it discards the answer, for the whole object elsewhere', async () => {
+    const c = new ClusterClient(access(a, { token: 't' }), { cluster: 'm', qps: 100, burst: 100, http2 });
+    const from = a.seen.length;
+    await c.core.patchNamespacedPodStatus({ namespace: 'ns', name: 'accept-discarded', body: {} }, DISCARD);
+    await c.core.readNamespacedPod({ namespace: 'ns', name: 'accept-kept' });
+    const accepts = a.seen.slice(from).map((s) => [s.path.split('?')[0], s.accept]);
+    assert.deepEqual(accepts, [
+      ['/api/v1/namespaces/ns/pods/accept-discarded/status', 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json'],
+      ['/api/v1/namespaces/ns/pods/accept-kept', 'application/json'],
+    ]);
   });
 
   it('counts a request\'s timeout from when it has a connection, not while it waits for one',

@@ -72,8 +72,9 @@ export const DISCARD: Discarding = Object.freeze({ discard: true } as const);
 
 /**
  * What a call with `discard` accepts: the object's metadata alone (kube-apiserver's PartialObjectMetadata transform,
- * which it applies to the answers of writes too), else the whole object. The API server then encodes a few hundred
- * bytes instead of the whole pod it wrote; an error answers with a Status either way.
+ * which it applies to the answers of writes too), else the whole object. The API server then encodes the metadata
+ * (about 1 KB for a pod, its managedFields included) instead of the whole pod it wrote; an error answers with a Status
+ * either way.
  */
 export const ACCEPT_METADATA = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json';
 

@@ -18,6 +18,7 @@ import { H2Sessions, type Body, type Exchange } from './h2.ts';
 import { H1Pool, type H1Origin } from './h1.ts';
 import { TokenBucket } from '../util/ratelimit.ts';
 import { metrics } from '../metrics.ts';
+import { VERSION } from '../version.ts';
 
 export interface ClientOptions {
   /** Name used in metrics and logs: "host" or the member's name. */
@@ -69,6 +70,13 @@ export interface RequestOptions {
 export type Discarding = RequestOptions & { discard: true };
 /** The options of a write whose answer (the whole object written) the caller does not read. */
 export const DISCARD: Discarding = Object.freeze({ discard: true } as const);
+
+/**
+ * Who clusterlet says it is, as client-go does (`<program>/<version> (<os>/<arch>) ...`): kube-apiserver names the
+ * field manager of a write without one after this up to the '/' (so managedFields say "clusterlet", not "unknown"),
+ * and its audit log and metrics name the client by it.
+ */
+export const USER_AGENT = `clusterlet/${VERSION} (${process.platform}/${process.arch}) node/${process.versions.node}`;
 
 /**
  * What a call with `discard` accepts: the object's metadata alone (kube-apiserver's PartialObjectMetadata transform,
@@ -329,7 +337,7 @@ export class ClusterClient {
   async connectOptions(): Promise<HttpsRequestOptions & { headers: Record<string, string> }> {
     const access = this.#access;
     const creds = await access.credentials();
-    return { ...tlsOptions(access, creds), headers: authHeaders(creds) };
+    return { ...tlsOptions(access, creds), headers: { 'user-agent': USER_AGENT, ...authHeaders(creds) } };
   }
 
   #api<T>(group: Group): Api<T> {
@@ -373,7 +381,7 @@ export class ClusterClient {
       this.#agent = this.#newAgent(access, creds);
     }
     const target = targetOf(access);
-    const headers: Record<string, string> = { accept, ...authHeaders(creds) };
+    const headers: Record<string, string> = { accept, 'user-agent': USER_AGENT, ...authHeaders(creds) };
     if (target.auth && !headers.authorization) headers.authorization = `Basic ${Buffer.from(target.auth).toString('base64')}`;
     if (body !== undefined) {
       headers['content-type'] = contentType;

@@ -1,7 +1,7 @@
 // Proxy pods become delegate pods; statuses and events come back; deletion is graceful end to end.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { AppsV1Api, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import {
   client, clusterID, clusterletArgs, deleteNamespaceAndWait, harness, namespaces, startClusterlet, withSuiteClusterlet,
 } from '../support/env.ts';
@@ -45,6 +45,16 @@ describe('pod offloading', () => {
       assert.ok(!(d.spec!.tolerations ?? []).some((x) => x.key === 'virtual-kubelet.io/provider'), 'virtual-node toleration dropped');
       assert.equal(d.spec!.nodeSelector?.['kubernetes.io/hostname'], undefined, 'virtual-node selector dropped');
     }
+    // The writes are clusterlet's by name: kube-apiserver names a write's field manager after its User-Agent
+    // ("unknown" without one). Read with client-node, which keeps managedFields.
+    const managers = async (c: CoreV1Api, name: string): Promise<string[]> =>
+      ((await c.readNamespacedPod({ namespace: ns, name })).metadata!.managedFields ?? [])
+        .map((m) => `${m.manager}:${m.operation}${m.subresource ? `/${m.subresource}` : ''}`);
+    const name = delegates[0]!.metadata!.name!;
+    assert.ok((await managers(harness().member.kubeConfig().makeApiClient(CoreV1Api), name)).includes('clusterlet:Update'),
+      'the delegate created by clusterlet');
+    assert.ok((await managers(harness().host.kubeConfig().makeApiClient(CoreV1Api), name)).includes('clusterlet:Update/status'),
+      'the proxy status written by clusterlet');
     const local = await waitUntil(host, podsSpec(host, ns, 'app=local'),
       (ps) => ps.length === 2 && ps.every((p) => p.status?.phase === 'Running'), 60_000, 'local pods Running');
     for (const p of local) assert.match(p.spec!.nodeName!, /^host-local-/);

@@ -9,6 +9,7 @@ import { ClusterClient, DISCARD, GROUPS, queryOf, route, verbOf } from '../../..
 import { parseKubeconfig, type ClusterAccess } from '../../../src/kube/kubeconfig.ts';
 import type { KubeError } from '../../../src/kube/errors.ts';
 import { newServingKey, selfSignedCertificate } from '../../../src/host/api/x509.ts';
+import { VERSION } from '../../../src/version.ts';
 
 const H = 'https://h';
 
@@ -191,8 +192,8 @@ describe('queryOf', () => {
 interface FakeServer {
   url: string;
   ca: string;
-  /** Every request: its path, bearer token, client certificate CN, the connection it came on, its HTTP version and Accept. */
-  seen: { path: string; token?: string; cn?: string; socket: TLSSocket | Http2Session; version: string; accept?: string }[];
+  /** Every request: its path, bearer token, client certificate CN, the connection it came on, its HTTP version, Accept and User-Agent. */
+  seen: { path: string; token?: string; cn?: string; socket: TLSSocket | Http2Session; version: string; accept?: string; userAgent?: string }[];
   /** The next watch request to arrive (or one that arrived and was not taken yet): write event lines, end it. */
   nextWatch(): Promise<ServerResponse>;
   close(): void;
@@ -218,7 +219,7 @@ async function fakeServer(name: string, opts: { token?: string; http2?: boolean;
     const token = /^Bearer (.*)$/.exec(req.headers.authorization ?? '')?.[1];
     const cn = tlsSocket.getPeerCertificate().subject?.CN;
     f.seen.push({ path: req.url!, token, cn: typeof cn === 'string' ? cn : undefined, socket: session ?? tlsSocket, version: req.httpVersion,
-      accept: req.headers.accept });
+      accept: req.headers.accept, userAgent: req.headers['user-agent'] });
     if (opts.slowMs && req.url!.includes('slow')) {
       setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'), opts.slowMs);
       return;
@@ -361,6 +362,22 @@ describe(`ClusterClient requests (${proto})`, { timeout: 10_000 }, () => {
       ['/api/v1/namespaces/ns/pods/accept-discarded/status', 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json'],
       ['/api/v1/namespaces/ns/pods/accept-kept', 'application/json'],
     ]);
+  });
+
+  // kube-apiserver names the field manager of a write by its User-Agent up to the '/' ("unknown" without one), and
+  // audit logs and its metrics name the client by it.
+  it('names itself clusterlet/<version> in every request and watch, so that its writes are managed by "clusterlet"', async () => {
+    const c = new ClusterClient(access(a, { token: 't' }), { cluster: 'm', qps: 100, burst: 100, http2 });
+    const from = a.seen.length;
+    const stop = new AbortController();
+    const watching = c.watch('/api/v1/pods', {}, { onEvent: () => undefined, signal: stop.signal, idleMs: 10_000 });
+    (await a.nextWatch()).end();
+    await watching;
+    await c.core.patchNamespacedPodStatus({ namespace: 'ns', name: 'ua', body: {} }, DISCARD);
+    await c.core.readNamespacedPod({ namespace: 'ns', name: 'ua' });
+    const agents = a.seen.slice(from).map((s) => s.userAgent);
+    assert.equal(agents.length, 3);
+    for (const ua of agents) assert.match(ua ?? '', new RegExp(`^clusterlet/${VERSION.replace(/\./g, '\\.')} \\(${process.platform}/${process.arch}\\) node/`));
   });
 
   it('counts a request\'s timeout from when it has a connection, not while it waits for one',

@@ -14,6 +14,7 @@ import type {
 import type { ClusterAccess, Credentials } from './kubeconfig.ts';
 import { KubeError, statusError } from './errors.ts';
 import { revive } from './revive.ts';
+import { parseEventLine } from './eventline.ts';
 import { H2Sessions, type Body, type Exchange } from './h2.ts';
 import { H1Pool, type H1Origin } from './h1.ts';
 import { TokenBucket } from '../util/ratelimit.ts';
@@ -304,22 +305,26 @@ export class ClusterClient {
         ex.destroy(err);
       });
       // Lines are found in the bytes and each decoded once, as a whole (a character split between chunks included):
-      // decoding every chunk and joining the text made two copies of each event before JSON.parse read it.
+      // decoding every chunk and joining the text made two copies of each event before JSON.parse read it. The
+      // object's managedFields are cut out of the bytes first (eventline.ts).
       ex.body.on('data', (chunk: Buffer) => {
         let at = 0;
         let nl: number;
         try {
           while ((nl = chunk.indexOf(0x0a, at)) >= 0) {
-            let line: string;
-            if (partial.length === 0) line = chunk.toString('utf8', at, nl);
-            else {
+            let b = chunk;
+            let start = at;
+            let end = nl;
+            if (partial.length > 0) {
               partial.push(chunk.subarray(at, nl));
-              line = Buffer.concat(partial).toString('utf8');
+              b = Buffer.concat(partial);
+              start = 0;
+              end = b.length;
               partial = [];
             }
             at = nl + 1;
-            if (!line.trim()) continue;
-            const ev = JSON.parse(line) as { type: string; object: unknown };
+            if (blank(b, start, end)) continue;
+            const ev = parseEventLine(b, start, end) as { type: string; object: unknown };
             h.onEvent(ev.type, ev.object);
           }
           if (at < chunk.length) partial.push(at === 0 ? chunk : chunk.subarray(at));
@@ -510,6 +515,15 @@ function readBody(res: Body): Promise<string> {
     res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
     res.on('error', reject);
   });
+}
+
+/** Whether `b[start, end)` is only JSON whitespace (a keep-alive newline). */
+function blank(b: Buffer, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) {
+    const c = b[i];
+    if (c !== 0x20 && c !== 0x09 && c !== 0x0d && c !== 0x0a) return false;
+  }
+  return true;
 }
 
 /** A response body → the typed model's shape: timestamps as Dates, managedFields dropped, `continue` as `_continue`. */

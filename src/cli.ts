@@ -9,6 +9,7 @@ import { Manager } from './manager.ts';
 import { startHealthServer } from './health.ts';
 import { startKubeletApi, type KubeletApi } from './host/api/kubelet.ts';
 import { VERSION } from './version.ts';
+import { HEAP_GROWTH, startHeapGrowth } from './heapgrowth.ts';
 
 async function main(): Promise<number> {
   let parsed;
@@ -57,6 +58,10 @@ async function main(): Promise<number> {
     ]);
   }
   log.info({ version: VERSION, members: config.members.map((m) => m.name), hostName: config.hostName }, 'clusterlet starting');
+  // With the flags it is shipped with (src/nodeflags.ts), the old generation's growth scales with it above a knee.
+  if (process.execArgv.includes(`--heap-growing-percent=${HEAP_GROWTH.basePercent}`)) {
+    startHeapGrowth((percent, used) => log.debug({ percent, heapUsedMB: Math.round(used / 1048576) }, 'old generation growth between full collections'));
+  }
   manager.start();
 
   return new Promise<number>((resolve) => {

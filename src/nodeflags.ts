@@ -6,7 +6,8 @@
 // same young generation but also makes V8's compilers and runtime favour size over speed. 1,000-pod bench, offloaded
 // runs only, 3 x 3 pairs each, interleaved: clusterlet CPU median 6.7 -> 5.6 ms/pod; peak RSS median 104 -> 109 MB;
 // idle RSS the same (68.5-70 MB). Without --heap-growing-percent, peak RSS was 124-157 MB. --single-threaded-gc on top
-// of these: 156-159 MB.
+// of these: 156-159 MB. Above 48 MB of heap in use, src/heapgrowth.ts raises the percentage with the heap (up to 30):
+// at 10,000 pods, 10 % meant a full collection for every 10 MB promoted, each marking ~100 MB.
 // --no-node-snapshot: Node builds its bootstrap by running its internal modules (from their code cache) instead of
 // deserializing its startup snapshot, which leaves the snapshot's pages of the node binary (read once, then kept
 // resident as part of the process) untouched. RSS of `dist/cli.js --help` 62.1 -> 57.7 MB, and it starts 60 ms

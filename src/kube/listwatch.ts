@@ -32,6 +32,8 @@ export interface ListWatchSpec<T> {
   fieldSelector?: string;
   /** For logs and metrics. */
   resource: string;
+  /** Parse watch events without their objects' managedFields (WatchHandlers.cutManagedFields): for pods. */
+  cutManagedFields?: boolean;
 }
 
 export interface ListWatchOptions {
@@ -90,7 +92,7 @@ export function listWatch<T extends KubernetesObject>(client: ClusterClient, spe
           timeoutSeconds: 300 + Math.floor(Math.random() * 300),
           labelSelector: spec.labelSelector, fieldSelector: spec.fieldSelector,
         }, {
-          signal: c.signal, idleMs: silenceMs,
+          signal: c.signal, idleMs: silenceMs, cutManagedFields: spec.cutManagedFields,
           onEvent: (type, obj) => {
             const ev = { type, object: obj } as RawWatchEvent;
             if (type === 'ERROR') {

@@ -78,7 +78,7 @@ export class MemberCluster implements NodeProvider {
       list: (p) => client.core.listNode(p),
     }, lwOpts));
     this.pods = new Informer('member-pods', listWatch<V1Pod>(client, {
-      path: '/api/v1/pods', model: 'V1Pod', resource: 'pods',
+      path: '/api/v1/pods', model: 'V1Pod', resource: 'pods', cutManagedFields: true,
       list: (p) => client.core.listPodForAllNamespaces(p),
     }, lwOpts));
     this.delegates = new DelegateIndex(this.pods, this.owner);

@@ -73,7 +73,7 @@ export interface PodControllerOptions {
 /** The proxy pods bound to a node: a watch of the host's pods with spec.nodeName=<node>. */
 export function proxyInformer(host: ClusterClient, nodeName: string, log: Logger, watchSilenceMs?: number): Informer<V1Pod> {
   return new Informer(`proxies-${nodeName}`, listWatch<V1Pod>(host, {
-    path: '/api/v1/pods', model: 'V1Pod', resource: 'pods', fieldSelector: `spec.nodeName=${nodeName}`,
+    path: '/api/v1/pods', model: 'V1Pod', resource: 'pods', cutManagedFields: true, fieldSelector: `spec.nodeName=${nodeName}`,
     list: (p) => host.core.listPodForAllNamespaces(p),
   }, { log, silenceMs: watchSilenceMs }));
 }

@@ -380,6 +380,21 @@ describe(`ClusterClient requests (${proto})`, { timeout: 10_000 }, () => {
     for (const ua of agents) assert.match(ua ?? '', new RegExp(`^clusterlet/${VERSION.replace(/\./g, '\\.')} \\(${process.platform}/${process.arch}\\) node/`));
   });
 
+  it('parses pods\' watch events without managedFields where asked, others whole', async () => {
+    const c = new ClusterClient(access(a, { token: 't' }), { cluster: 'm', qps: 100, burst: 100, http2 });
+    const line = `${JSON.stringify({ type: 'ADDED', object: { kind: 'Pod', metadata: { name: 'p', managedFields: [{ manager: 'x' }] } } })}\n`;
+    const seen = async (cutManagedFields: boolean): Promise<unknown[]> => {
+      const got: unknown[] = [];
+      const stop = new AbortController();
+      const watching = c.watch('/api/v1/pods', {}, { onEvent: (_t, o) => got.push(o), signal: stop.signal, idleMs: 10_000, cutManagedFields });
+      (await a.nextWatch()).end(line);
+      await watching;
+      return got;
+    };
+    assert.deepEqual(await seen(true), [{ kind: 'Pod', metadata: { name: 'p' } }]);
+    assert.deepEqual(await seen(false), [{ kind: 'Pod', metadata: { name: 'p', managedFields: [{ manager: 'x' }] } }]);
+  });
+
   it('counts a request\'s timeout from when it has a connection, not while it waits for one',
     { skip: http2 && 'HTTP/2 requests are streams: none waits for a connection' }, async () => {
     const server = await fakeServer('s', { http2, slowMs: 250 });

@@ -43,6 +43,8 @@ describe('parseEventLine', () => {
       apiVersion: 'x/v1', kind: 'X',
       metadata: { annotations: { a: 'b' }, managedFields: MANAGED, name: 'x', resourceVersion: '5' }, spec: { managedFields: [1] } } }],
     ['managedFields alone in the metadata', { type: 'ADDED', object: { metadata: { managedFields: MANAGED } } }],
+    ['a nested managedFields key before the metadata\'s own (kept)', { type: 'ADDED', object: {
+      metadata: { x: { managedFields: [{ y: ['[]'] }] }, name: 'n', managedFields: MANAGED } } }],
     ['no managedFields', { type: 'DELETED', object: { metadata: { name: 'a' }, spec: { managedFields: ['kept: not the metadata\'s'] } } }],
     ['an ERROR event', { type: 'ERROR', object: { kind: 'Status', metadata: {}, code: 410, message: 'too old' } as never }],
   ];

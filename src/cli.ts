@@ -1,4 +1,4 @@
-#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=1 --heap-growing-percent=10 --no-node-snapshot
+#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=1 --heap-growing-percent=10 --no-node-snapshot --expose-gc
 // clusterlet's entry point. Exit codes (docs/CONVENTIONS.md): 0 clean stop, 2 bad configuration, 1 anything else.
 import type { Server } from 'node:http';
 import { config as rxConfig } from 'rxjs';
@@ -10,6 +10,7 @@ import { startHealthServer } from './health.ts';
 import { startKubeletApi, type KubeletApi } from './host/api/kubelet.ts';
 import { VERSION } from './version.ts';
 import { HEAP_GROWTH, startHeapGrowth } from './heapgrowth.ts';
+import { exposedGc, startIdleCollect, v8Hooks } from './idlecollect.ts';
 
 async function main(): Promise<number> {
   let parsed;
@@ -62,6 +63,9 @@ async function main(): Promise<number> {
   if (process.execArgv.includes(`--heap-growing-percent=${HEAP_GROWTH.basePercent}`)) {
     startHeapGrowth((percent, used) => log.debug({ percent, heapUsedMB: Math.round(used / 1048576) }, 'old generation growth between full collections'));
   }
+  // With --expose-gc (src/nodeflags.ts), one compacting collection each time it goes quiet after work.
+  const gc = exposedGc();
+  if (gc) startIdleCollect(v8Hooks(gc), (ms) => log.debug({ ms: Math.round(ms) }, 'quiet: heap collected and compacted'));
   manager.start();
 
   return new Promise<number>((resolve) => {

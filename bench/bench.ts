@@ -146,6 +146,11 @@ export interface BenchResult {
   startedAt: string;
   /** clusterlet's VmRSS before the first run (one member, no pods): the median and the samples, MB. */
   idleRss: { medianMB: number; samplesMB: number[] };
+  /**
+   * clusterlet's VmRSS after the last run, once every pod is gone and it has settled as before the first: what a
+   * burst leaves resident. Only when an offloaded run ran.
+   */
+  afterRss?: { medianMB: number; samplesMB: number[] };
   runs: (RunResult | OffloadedRun)[];
   summary: SizeSummary[];
 }
@@ -546,10 +551,15 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
   const idleOpts = opts.idleRss ?? IDLE_RSS;
   log(`idle RSS: waiting for ${opts.virtualNode} Ready, then ${idleOpts.settleMs / 1000} s to settle`);
   const idleSamples = await unlessExited(idleRssSamples(host, opts.virtualNode, opts.clusterletPid, idleOpts));
-  const idleMB = idleSamples.map((s) => s.total);
-  const idleRss = { medianMB: round1(median(idleMB)), samplesMB: idleMB.map(round1) };
+  const rssOf = (samples: Rss[]): { medianMB: number; samplesMB: number[] } => {
+    const mb = samples.map((s) => s.total);
+    return { medianMB: round1(median(mb)), samplesMB: mb.map(round1) };
+  };
+  const idleRss = rssOf(idleSamples);
   log(`idle RSS ${idleRss.medianMB} MB (samples ${idleRss.samplesMB.join(', ')})`);
-  const result = (sizes: number[]): BenchResult => ({ machine: machineInfo(h), startedAt, idleRss, runs, summary: summarize(runs, sizes) });
+  let afterRss: BenchResult['afterRss'];
+  const result = (sizes: number[]): BenchResult => ({ machine: machineInfo(h), startedAt, idleRss, ...(afterRss ? { afterRss } : {}),
+    runs, summary: summarize(runs, sizes) });
 
   for (const n of opts.sizes) {
     for (let pair = 1; pair <= opts.pairs; pair++) {
@@ -569,6 +579,11 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
         }
       }
     }
+  }
+  if (runs.some(isOffloaded)) {
+    log(`RSS after the runs: ${idleOpts.settleMs / 1000} s to settle`);
+    afterRss = rssOf(await unlessExited(idleRssSamples(host, opts.virtualNode, opts.clusterletPid, idleOpts)));
+    log(`RSS after the runs ${afterRss.medianMB} MB (samples ${afterRss.samplesMB.join(', ')})`);
   }
   return result(opts.sizes);
 }
@@ -708,7 +723,8 @@ export function toMarkdown(r: BenchResult): string {
     `Machine: ${m.cores} × ${m.cpu}, ${m.memoryGiB} GiB, Linux ${m.kernel}, Node ${m.node}, Kubernetes ${m.kubernetes} (local control planes, KWOK nodes).`,
     '',
     `Idle RSS of clusterlet (one member, no pods; median of ${r.idleRss.samplesMB.length} samples once its node was Ready and settled): `
-      + `**${r.idleRss.medianMB} MB** (target ≤ 70 MB).`,
+      + `**${r.idleRss.medianMB} MB** (target ≤ 70 MB).${r.afterRss ? ` After the runs, every pod gone, settled the same way: `
+      + `**${r.afterRss.medianMB} MB**.` : ''}`,
     '',
     'Each pair runs a Deployment of N three ways, in an order rotated each pair: **direct** in the member, **host-only** bound to a '
       + 'KWOK node of the host (the host control plane\'s cost alone) and **offloaded** through clusterlet'

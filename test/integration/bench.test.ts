@@ -22,6 +22,7 @@ describe('benchmark (smoke)', () => {
       });
       assert.equal(result.runs.length, 3);
       assert.ok(result.idleRss.medianMB > 0);
+      assert.ok((result.afterRss?.medianMB ?? 0) > 0, 'RSS after the runs sampled');
       const [s] = result.summary;
       assert.equal(s.n, 10);
       assert.ok(s.directMedianMs > 0 && s.offloadedMedianMs > 0);

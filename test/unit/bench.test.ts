@@ -139,10 +139,11 @@ describe('summarize', () => {
 
 describe('toMarkdown', () => {
   const md = toMarkdown({ machine: { cores: 2, cpu: 'x', memoryGiB: 24, kernel: 'k', node: 'v24', kubernetes: 'v1.36' }, startedAt: 'T',
-    idleRss: { medianMB: 68.4, samplesMB: [68, 68.4, 69, 68.2, 70] }, runs, summary: summarize(runs, [100]) });
+    idleRss: { medianMB: 68.4, samplesMB: [68, 68.4, 69, 68.2, 70] }, afterRss: { medianMB: 71.2, samplesMB: [71.2] },
+    runs, summary: summarize(runs, [100]) });
 
   it('shows the idle RSS, then each table with its row', () => {
-    assert.match(md, /Idle RSS .*median of 5 samples.*\*\*68\.4 MB\*\*/);
+    assert.match(md, /Idle RSS .*median of 5 samples.*\*\*68\.4 MB\*\*.*After the runs, every pod gone.*\*\*71\.2 MB\*\*/);
     assert.match(md, /^\| 100 \| 1\.50 s \| 1\.25 s \| 3\.00 s \| 3, 1\.5 \(median 2\.25\) \| 2, 1\.5 \(median 1\.75\) \| 3, 5, 4 \(median 4\) \| 123 MB \|$/m);
     assert.match(md, /^\| 100 \| 0\.45 s \| 0\.40 s \| 0\.80 s \| 2, 1 \(median 1\.5\) \|$/m);
     assert.match(md, /^\| 100 \| 25 \/ 200 ms \| – \/ – ms \| 40 \/ 90 ms \| – \/ – ms \| 50 \/ 120 ms \|$/m);
@@ -155,6 +156,7 @@ describe('toMarkdown', () => {
     const only = toMarkdown({ machine: { cores: 2, cpu: 'x', memoryGiB: 24, kernel: 'k', node: 'v24', kubernetes: 'v1.36' }, startedAt: 'T',
       idleRss: { medianMB: 68.4, samplesMB: [68.4] }, runs: offloadedOnly, summary: summarize(offloadedOnly, [100]) });
     assert.match(only, /this bench ran only: offloaded\)/);
+    assert.doesNotMatch(only, /After the runs/, 'no after-RSS measured, none shown');
     assert.doesNotMatch(md, /this bench ran only/);
     assert.match(only, /^\| 100 \| – \| – \| 3\.00 s \| – \| – \| 3, 5, 4 \(median 4\) \| 123 MB \|$/m);
     assert.match(only, /^\| 100 \| – \| – \| 0\.80 s \| – \|$/m);

@@ -64,6 +64,8 @@ export interface RunResult {
   deleteStagesMs?: Record<string, number>;
   /** CPU seconds each process used from the Deployment's deletion until no pod was left (as deleteMs). */
   cpuToDeleted?: Record<string, number>;
+  /** Direct: clusterlet's peak RSS while the member ran the N pods of its own (it watches every member pod). */
+  clusterletPeakRssMB?: number;
 }
 
 export interface OffloadedRun extends RunResult {
@@ -118,6 +120,12 @@ export interface SizeSummary {
   cpuToReadyOffloaded: number;
   cpuToReadyClusterlet: number;
   peakRssMB: number;
+  /**
+   * While the member ran N pods of its own (direct), which clusterlet watches as it watches every member pod: its peak
+   * RSS (the largest of the runs) and its CPU-ms per member pod from creation until they were gone (median).
+   */
+  directClusterletPeakRssMB?: number;
+  directClusterletCpuMsPerPod?: number;
   cpuSecondsMedian: number;
   hostWritesPerPod: number;
   /** Medians of the delete time per mode; offloaded against direct per pair and its median. */
@@ -467,6 +475,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
       await client.core.createNamespace({ body: { metadata: { name: ns } } });
       const tracker = new ReadyTracker(client, ns);
       await tracker.start();
+      const sampler = mode === 'direct' ? new ProcessSampler(opts.clusterletPid) : undefined;
       const cpu = new CpuAccount(pids());
       const t0 = performance.now();
       await apps.createNamespacedDeployment({ namespace: ns, body: deployment('bench', n, node) });
@@ -479,9 +488,11 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
         await tracker.empty(timeout(n), `${mode} N=${n}: pods removed`);
       });
       const deleteStagesMs = { terminating: lastOf(tracker.terminatingAt, tDel), gone: lastOf(tracker.goneAt, tDel) };
+      const clusterletPeakRssMB = sampler?.stop().peakRssMB;
       tracker.stop();
       await deleteNamespaceAndWait(client, ns, timeout(n));
-      return { mode, n, pair, readyMs, cpuToReady, stagesMs, deleteMs, deleteStagesMs, cpuToDeleted };
+      return { mode, n, pair, readyMs, cpuToReady, stagesMs, deleteMs, deleteStagesMs, cpuToDeleted,
+        ...(clusterletPeakRssMB === undefined ? {} : { clusterletPeakRssMB }) };
     };
 
   const offloaded = async (n: number, pair: number): Promise<OffloadedRun> => {
@@ -612,6 +623,17 @@ function cpuLine(cpu: Record<string, number>): string {
     .map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ');
 }
 
+/** What clusterlet cost while the member ran pods of its own (the direct runs that sampled it). */
+function directClusterlet(direct: RunResult[], n: number): Pick<SizeSummary, 'directClusterletPeakRssMB' | 'directClusterletCpuMsPerPod'> {
+  const sampled = direct.filter((r) => r.clusterletPeakRssMB !== undefined);
+  if (sampled.length === 0) return {};
+  const cpuMs = sampled.map((r) => ((r.cpuToReady.clusterlet ?? 0) + (r.cpuToDeleted?.clusterlet ?? 0)) * 1000 / n);
+  return {
+    directClusterletPeakRssMB: Math.max(...sampled.map((r) => r.clusterletPeakRssMB!)),
+    directClusterletCpuMsPerPod: round2(median(cpuMs)),
+  };
+}
+
 export function summarize(runs: (RunResult | OffloadedRun)[], sizes: number[]): SizeSummary[] {
   return sizes.map((n) => {
     const ofMode = (mode: Mode): RunResult[] => runs.filter((r) => r.n === n && r.mode === mode);
@@ -648,6 +670,7 @@ export function summarize(runs: (RunResult | OffloadedRun)[], sizes: number[]): 
       cpuToReadyOffloaded: round2(median(o.map((r) => cpuTotal(r.cpuToReady)))),
       cpuToReadyClusterlet: round2(median(o.map((r) => r.cpuToReady.clusterlet ?? 0))),
       peakRssMB: Math.max(0, ...o.map((r) => r.peakRssMB)),
+      ...directClusterlet(d, n),
       cpuSecondsMedian: median(o.map((r) => r.cpuSeconds)),
       hostWritesPerPod: median(o.map((r) => r.hostWritesPerPod)),
       deleteDirectMedianMs: median(d.map((r) => r.deleteMs)),
@@ -737,7 +760,14 @@ export function toMarkdown(r: BenchResult): string {
   for (const s of r.summary) {
     lines.push(`| ${s.n} | ${s2(s.directMedianMs, 'direct', s.n)} | ${s2(s.hostOnlyMedianMs, 'hostOnly', s.n)} | ${
       s2(s.offloadedMedianMs, 'offloaded', s.n)} | ${perPair(s.ratios, s.ratioMedian)} | ${
-      perPair(s.floorRatios, s.floorRatioMedian)} | ${perPair(s.cpuMsPerPod, s.cpuMsPerPodMedian)} | ${s.peakRssMB} MB |`);
+      perPair(s.floorRatios, s.floorRatioMedian)} | ${perPair(s.cpuMsPerPod, s.cpuMsPerPodMedian)} | ${s.cpuMsPerPod.length ? `${s.peakRssMB} MB` : '–'} |`);
+  }
+  const watched = r.summary.filter((s) => s.directClusterletPeakRssMB !== undefined);
+  if (watched.length) {
+    lines.push('', 'clusterlet watches every pod of its member: while the member ran N pods of its own (the direct runs), '
+      + 'its peak RSS (largest of the runs) and its CPU from their creation until they were gone (median):', '');
+    lines.push('| N | clusterlet peak RSS | clusterlet CPU-ms per member pod |', '|---:|---:|---:|');
+    for (const s of watched) lines.push(`| ${s.n} | ${s.directClusterletPeakRssMB} MB | ${s.directClusterletCpuMsPerPod} |`);
   }
   lines.push('', 'Deleting the Deployment → no pod left (offloaded: no delegate left in the member), medians over the pairs:', '');
   lines.push('| N | direct | host-only | offloaded | offloaded / direct per pair (target ≤ 1.5) |', '|---:|---:|---:|---:|---|');

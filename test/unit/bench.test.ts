@@ -74,9 +74,13 @@ describe('pairRatios and pairMax', () => {
   });
 });
 
+// A direct run also samples clusterlet, which watches the member's own pods.
 const plain = (mode: 'direct' | 'hostOnly', pair: number, readyMs: number, deleteMs: number): RunResult => ({
-  mode, n: 100, pair, readyMs, deleteMs, cpuToReady: { etcd: 1 }, stagesMs: { bound: readyMs / 2, ready: readyMs },
-  deleteStagesMs: { terminating: deleteMs / 2, gone: deleteMs }, cpuToDeleted: { etcd: deleteMs / 1000 },
+  mode, n: 100, pair, readyMs, deleteMs, stagesMs: { bound: readyMs / 2, ready: readyMs },
+  deleteStagesMs: { terminating: deleteMs / 2, gone: deleteMs },
+  ...(mode === 'direct'
+    ? { cpuToReady: { etcd: 1, clusterlet: 0.1 * pair }, cpuToDeleted: { etcd: deleteMs / 1000, clusterlet: 0.05 }, clusterletPeakRssMB: 80 + pair }
+    : { cpuToReady: { etcd: 1 }, cpuToDeleted: { etcd: deleteMs / 1000 } }),
 });
 const offloaded = (pair: number, readyMs: number, deleteMs: number, cpuSeconds: number, boundToDelegate: [number, number]): OffloadedRun => ({
   mode: 'offloaded', n: 100, pair, readyMs, deleteMs, cpuToReady: { etcd: 2, clusterlet: 0.5 }, cpuSeconds,
@@ -128,6 +132,12 @@ describe('summarize', () => {
     assert.equal(s.cpuToDeletedClusterlet, 0.4);
   });
 
+  it("gives clusterlet's cost while the member ran pods of its own (direct)", () => {
+    assert.equal(s.directClusterletPeakRssMB, 82);
+    assert.equal(s.directClusterletCpuMsPerPod, 2);
+    assert.equal(summarize(runs.filter((r) => r.mode !== 'direct'), [100])[0].directClusterletPeakRssMB, undefined);
+  });
+
   it("gives clusterlet's own path both ways and the host-only stages", () => {
     assert.equal(s.proxyBoundToDelegateP50Ms, 25);
     assert.equal(s.proxyBoundToDelegateP99Ms, 200);
@@ -148,6 +158,7 @@ describe('toMarkdown', () => {
     assert.match(md, /^\| 100 \| 0\.45 s \| 0\.40 s \| 0\.80 s \| 2, 1 \(median 1\.5\) \|$/m);
     assert.match(md, /^\| 100 \| 25 \/ 200 ms \| – \/ – ms \| 40 \/ 90 ms \| – \/ – ms \| 50 \/ 120 ms \|$/m);
     assert.match(md, /^\| 100 \| 0\.8 → 1\.5 \| 0\.6 → 1\.3 \| /m);
+    assert.match(md, /while the member ran N pods of its own[^]*^\| 100 \| 82 MB \| 2 \|$/m);
     assert.match(md, /^\| 100 \| 0\.2 → 0\.5 \(0\.5\) \| 0\.2 → 0\.4 \(0\.4\) \| 0\.1 → 0\.2 → 0\.8 → 0\.9 \(1\.4, 0\.4\) \|$/m);
   });
 
@@ -157,6 +168,11 @@ describe('toMarkdown', () => {
       idleRss: { medianMB: 68.4, samplesMB: [68.4] }, runs: offloadedOnly, summary: summarize(offloadedOnly, [100]) });
     assert.match(only, /this bench ran only: offloaded\)/);
     assert.doesNotMatch(only, /After the runs/, 'no after-RSS measured, none shown');
+    assert.doesNotMatch(only, /pods of its own/, 'no direct run, no line of it');
+    const directOnly = runs.filter((r) => r.mode === 'direct');
+    const noOffloaded = toMarkdown({ machine: { cores: 2, cpu: 'x', memoryGiB: 24, kernel: 'k', node: 'v24', kubernetes: 'v1.36' }, startedAt: 'T',
+      idleRss: { medianMB: 68.4, samplesMB: [68.4] }, runs: directOnly, summary: summarize(directOnly, [100]) });
+    assert.match(noOffloaded, /^\| 100 \| 1\.50 s \| – \| – \| – \| – \| – \| – \|$/m, 'no offloaded run: no peak RSS of one');
     assert.doesNotMatch(md, /this bench ran only/);
     assert.match(only, /^\| 100 \| – \| – \| 3\.00 s \| – \| – \| 3, 5, 4 \(median 4\) \| 123 MB \|$/m);
     assert.match(only, /^\| 100 \| – \| – \| 0\.80 s \| – \|$/m);

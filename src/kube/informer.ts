@@ -22,29 +22,37 @@ export function splitKey(key: string): { namespace: string; name: string } {
   return i < 0 ? { namespace: '', name: key } : { namespace: key.slice(0, i), name: key.slice(i + 1) };
 }
 
-export interface InformerOptions {
+export interface InformerOptions<T extends KubernetesObject = KubernetesObject> {
   /**
    * Which keys the store keeps (default: every key). Objects of other keys are neither stored nor reported, as if
    * the source did not have them: one watch can serve a few objects of interest among many. Whoever narrows the
    * store tells it when a key stops being kept (`forget`) and may hand it an object read elsewhere (`seed`).
    */
   keep?: (key: string) => boolean;
+  /**
+   * What the store keeps of each object, and what its events carry (default: the object, managedFields dropped). As
+   * client-go's SetTransform: a store of many objects of which only a few fields are read keeps only those.
+   */
+  transform?: (obj: T) => T;
 }
 
 export class Informer<T extends KubernetesObject> {
   readonly name: string;
   #source: Observable<ListWatchEvent<T>>;
   #keep: (key: string) => boolean;
+  #transform: (obj: T) => T;
   #store = new Map<string, T>();
   #events = new Subject<StoreEvent<T>>();
   #sub: Subscription | undefined;
   #synced = false;
   #syncWaiters: (() => void)[] = [];
 
-  constructor(name: string, source: Observable<ListWatchEvent<T>>, opts: InformerOptions = {}) {
+  constructor(name: string, source: Observable<ListWatchEvent<T>>, opts: InformerOptions<T> = {}) {
     this.name = name;
     this.#source = source;
     this.#keep = opts.keep ?? (() => true);
+    const transform = opts.transform;
+    this.#transform = transform ? (obj) => transform(slim(obj)) : slim;
   }
 
   /** Changes, after the store has been updated. */
@@ -86,7 +94,7 @@ export class Informer<T extends KubernetesObject> {
    */
   seed(obj: T): void {
     const key = objectKey(obj);
-    if (this.#keep(key) && !this.#store.has(key)) this.#store.set(key, slim(obj));
+    if (this.#keep(key) && !this.#store.has(key)) this.#store.set(key, this.#transform(obj));
   }
 
   #apply(ev: ListWatchEvent<T>): void {
@@ -95,7 +103,7 @@ export class Informer<T extends KubernetesObject> {
       for (const obj of ev.items) {
         const key = objectKey(obj);
         seen.add(key);
-        if (this.#keep(key)) this.#put(key, slim(obj));
+        if (this.#keep(key)) this.#put(key, this.#transform(obj));
       }
       for (const [key, old] of this.#store) {
         if (!seen.has(key)) {
@@ -111,7 +119,7 @@ export class Informer<T extends KubernetesObject> {
     }
     const key = objectKey(ev.object);
     if (!this.#keep(key)) return;
-    const obj = slim(ev.object);
+    const obj = this.#transform(ev.object);
     if (ev.type === 'DELETED') {
       const old = this.#store.get(key);
       this.#store.delete(key);

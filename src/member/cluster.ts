@@ -8,6 +8,7 @@ import {
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import type { MemberConfig } from '../config.ts';
 import type { ClusterClient } from '../kube/client.ts';
+import { memberPodShape } from '../forge/foreign.ts';
 import { Informer } from '../kube/informer.ts';
 import { listWatch } from '../kube/listwatch.ts';
 import { PodRequests } from './requests.ts';
@@ -80,7 +81,7 @@ export class MemberCluster implements NodeProvider {
     this.pods = new Informer('member-pods', listWatch<V1Pod>(client, {
       path: '/api/v1/pods', model: 'V1Pod', resource: 'pods', cutManagedFields: true,
       list: (p) => client.core.listPodForAllNamespaces(p),
-    }, lwOpts));
+    }, lwOpts), { transform: (pod) => memberPodShape(pod, this.owner) });
     this.delegates = new DelegateIndex(this.pods, this.owner);
 
     const threshold = this.#opts.probeFailureThreshold;

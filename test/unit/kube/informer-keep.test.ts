@@ -69,3 +69,24 @@ describe('Informer keep', () => {
     assert.equal(inf.size, 2);
   });
 });
+
+describe('Informer transform', () => {
+  it('stores and reports the transformed object, from the list, the watch, a relist and a seed alike', () => {
+    const source = new Subject<ListWatchEvent<V1ConfigMap>>();
+    const shape = (o: V1ConfigMap): V1ConfigMap => ({ metadata: o.metadata, data: { size: String(Object.keys(o.data ?? {}).length) } });
+    const inf = new Informer('test', source, { transform: shape }).start();
+    const events: StoreEvent<V1ConfigMap>[] = [];
+    inf.events$.subscribe((e) => events.push(e));
+    source.next({ type: 'SYNC', items: [cm('a', '1', { x: '1', y: '2' })] });
+    source.next({ type: 'MODIFIED', object: cm('a', '2', { x: '1' }) });
+    source.next({ type: 'ADDED', object: cm('b', '1', { x: '1', y: '2', z: '3' }) });
+    inf.seed(cm('c', '1', {}));
+    source.next({ type: 'SYNC', items: [cm('a', '2', { x: '1' })] });
+    assert.deepEqual(events.map((e) => [e.type, e.key, e.object.data?.size, e.old?.data?.size]), [
+      ['ADDED', 'ns/a', '2', undefined], ['MODIFIED', 'ns/a', '1', '2'], ['ADDED', 'ns/b', '3', undefined],
+      ['DELETED', 'ns/b', '3', '3'], ['DELETED', 'ns/c', '0', '0'],
+    ]);
+    assert.deepEqual(inf.get('ns/a')?.data, { size: '1' });
+    assert.equal(inf.get('ns/a')?.metadata?.managedFields, undefined, 'slimmed as well');
+  });
+});

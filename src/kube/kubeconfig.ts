@@ -294,6 +294,11 @@ function userSource(ctx: Ctx, u: Obj | undefined, path: string, cluster: Obj): S
   const tokenFile = file === undefined ? undefined : new TokenFile(ctx, file);
   if (tokenFile && !token) tokenFile.loadNow(`${path}.tokenFile`);
   const exec = isObj(u.exec) ? new ExecPlugin(ctx, `${path}.exec`, execConfig(ctx, u.exec, `${path}.exec`), cluster) : undefined;
+  if (!tokenFile && !exec) {
+    // Nothing to re-read or refresh: every request of the process asks, so the same answer, made once.
+    const same = Promise.resolve(Object.freeze({ ...fixed }));
+    return { credentials: () => same, invalidate: () => {} };
+  }
   return {
     async credentials() {
       // exec.get() before any await, so a call made before invalidate() keeps its place in line.

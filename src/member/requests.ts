@@ -2,6 +2,7 @@
 // time, so the virtual node's allocatable costs O(nodes) to compute however many pods the member runs.
 import type { V1Pod } from '@kubernetes/client-node';
 import { isAnyDelegate } from '../forge/owner.ts';
+import { sameValue } from '../forge/objects.ts';
 import { addRequests, podCounts, podRequests, resizeStatus, type RequestsByNode } from '../forge/capacity.ts';
 import type { StoreEvent } from '../kube/informer.ts';
 
@@ -69,5 +70,5 @@ export function requestsRelevant(pod: V1Pod, old: V1Pod, isOurs: (pod: V1Pod) =>
     || pod.metadata?.generation !== old.metadata?.generation || isOurs(pod) !== isOurs(old)) return true;
   // Past this point both versions count alike. This runs on every status change of every member pod: the resize
   // comparison (objects built and serialized) only for a pod that counts, never for our delegates.
-  return podCounts(pod, isOurs) && JSON.stringify(resizeStatus(pod)) !== JSON.stringify(resizeStatus(old));
+  return podCounts(pod, isOurs) && !sameValue(resizeStatus(pod), resizeStatus(old));
 }

@@ -18,6 +18,7 @@ import { PodRejectedError } from '../../provider/errors.ts';
 import type { PodEvent, PodProvider, ProviderPod } from '../../provider/pod.ts';
 import { metrics } from '../../metrics.ts';
 import { OFFLOADED_CONDITION } from '../../forge/keys.ts';
+import { sameValue } from '../../forge/objects.ts';
 import type { Logger } from '../../log.ts';
 
 /** Consecutive failed syncs of a pod after which the failure shows on the proxy (condition + Warning event). */
@@ -507,10 +508,8 @@ const proxyRef = (namespace: string, name: string, uid: string): EventSubject =>
 function onlyStatusChanged(a: V1Pod, b: V1Pod): boolean {
   const ma = a.metadata;
   const mb = b.metadata;
-  return ma?.generation === mb?.generation && String(ma?.deletionTimestamp) === String(mb?.deletionTimestamp)
-    && JSON.stringify(ma?.labels) === JSON.stringify(mb?.labels)
-    && JSON.stringify(ma?.annotations) === JSON.stringify(mb?.annotations)
-    && JSON.stringify(a.spec) === JSON.stringify(b.spec);
+  return ma?.generation === mb?.generation && sameValue(ma?.deletionTimestamp, mb?.deletionTimestamp)
+    && sameValue(ma?.labels, mb?.labels) && sameValue(ma?.annotations, mb?.annotations) && sameValue(a.spec, b.spec);
 }
 
 const refusedByFence = (err: unknown): boolean => err instanceof KubeError && err.reason === 'NotLeader';

@@ -19,6 +19,7 @@ import { byNamespace, StoreIndex } from '../../kube/storeindex.ts';
 import { forgeMemberService, memberServiceMatches, needsRecreate, reflectable, selects } from '../../forge/service.ts';
 import { NODE_LABEL, ORIGIN_LABEL, PROXY_NAMESPACE_ANNOTATION } from '../../forge/keys.ts';
 import { delegateOf, fromHost, ownedBy } from '../../forge/owner.ts';
+import { sameValue } from '../../forge/objects.ts';
 import {
   endpointSliceMatches, forgeMemberEndpointSlice, MANAGED_BY, MANAGED_BY_LABEL, SERVICE_NAME_LABEL,
 } from '../../forge/endpointslice.ts';
@@ -184,7 +185,7 @@ export class ServiceReflector {
   #podChanged(ev: StoreEvent<V1Pod>): void {
     const d = delegateOf(ev.object, this.#member.owner);
     if (!d) return;
-    if (ev.type === 'MODIFIED' && JSON.stringify(ev.old?.metadata?.labels) === JSON.stringify(ev.object.metadata?.labels)) return;
+    if (ev.type === 'MODIFIED' && sameValue(ev.old?.metadata?.labels, ev.object.metadata?.labels)) return;
     this.#addNamespace(d.ref.namespace);
   }
 

@@ -85,6 +85,8 @@ export interface OffloadedRun extends RunResult {
   memberCreateMs?: { p50?: number; p99?: number };
   /** API requests clusterlet made per pod (create → delete), by cluster and verb. */
   requestsPerPod: Record<string, Record<string, number>>;
+  /** Watch events clusterlet received per pod (create → delete), by cluster and resource. */
+  watchEventsPerPod?: Record<string, Record<string, number>>;
   hostWritesPerPod: number;
   hostListsDuringRun: number;
 }
@@ -135,6 +137,8 @@ export interface SizeSummary {
   deleteRatios: number[];
   deleteRatioMedian: number;
   requestsPerPod: Record<string, Record<string, number>>;
+  /** Of the last offloaded run: the watch events clusterlet received per pod, by cluster and resource. */
+  watchEventsPerPod: Record<string, Record<string, number>>;
   /** Medians over the runs of when the last pod reached each stage (ms after creation). */
   stagesDirectMs?: Record<string, number>;
   stagesHostOnlyMs?: Record<string, number>;
@@ -358,6 +362,8 @@ type Counts = Map<string, number>;
 interface Scrape {
   /** API requests by `cluster/verb`. */
   requests: Counts;
+  /** Watch events clusterlet received, by `cluster/resource`. */
+  watchEvents: Counts;
   /** Cumulative bucket counts of the histograms the bench reads, by series (`name{labels}` without le) then le. */
   buckets: Map<string, Map<number, number>>;
 }
@@ -366,12 +372,13 @@ const HISTOGRAMS = ['clusterlet_status_mirror_seconds', 'clusterlet_api_request_
 
 async function scrape(url: string): Promise<Scrape> {
   const text = await (await fetch(url)).text();
-  const out: Scrape = { requests: new Map(), buckets: new Map() };
+  const out: Scrape = { requests: new Map(), watchEvents: new Map(), buckets: new Map() };
   for (const line of text.split('\n')) {
     const m = /^(\w+)\{([^}]*)\} (\S+)$/.exec(line);
     if (!m) continue;
     const labels = Object.fromEntries([...m[2].matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
     if (m[1] === 'clusterlet_api_requests_total') out.requests.set(`${labels.cluster}/${labels.verb}`, Number(m[3]));
+    if (m[1] === 'clusterlet_watch_events_total') out.watchEvents.set(`${labels.cluster}/${labels.resource}`, Number(m[3]));
     const base = m[1].replace(/_bucket$/, '');
     if (m[1].endsWith('_bucket') && HISTOGRAMS.includes(base)) {
       const { le, ...rest } = labels;
@@ -547,6 +554,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
       hostPatchMs: quantiles('clusterlet_api_request_duration_seconds{cluster=host,verb=patch}'),
       memberCreateMs: quantiles('clusterlet_api_request_duration_seconds{cluster=member,verb=create}'), ...proc,
       cpuMsPerPod: round1((proc.cpuSeconds * 1000) / n), requestsPerPod,
+      watchEventsPerPod: perPod(before.watchEvents, after.watchEvents, n),
       addedLatencyMs: { p50: percentile(added, 50), p99: percentile(added, 99), max: Math.max(0, ...added) },
       hostWritesPerPod: Math.round(WRITE_VERBS.reduce((s, v) => s + (hostReq[v] ?? 0), 0) * 1000) / 1000,
       hostListsDuringRun: Math.round((hostReq.list ?? 0) * n),
@@ -679,6 +687,7 @@ export function summarize(runs: (RunResult | OffloadedRun)[], sizes: number[]): 
       deleteRatios,
       deleteRatioMedian: round2(median(deleteRatios)),
       requestsPerPod: last?.requestsPerPod ?? {},
+      watchEventsPerPod: last?.watchEventsPerPod ?? {},
       stagesDirectMs: medianStages(d),
       stagesHostOnlyMs: medianStages(f),
       stagesOffloadedMs: medianStages(o),
@@ -817,6 +826,15 @@ export function toMarkdown(r: BenchResult): string {
   for (const s of r.summary) {
     for (const [cluster, verbs] of Object.entries(s.requestsPerPod)) {
       lines.push(`| ${s.n} | ${cluster} | ${Object.entries(verbs).map(([v, c]) => `${v} ${c}`).join(', ')} |`);
+    }
+  }
+  if (r.summary.some((s) => Object.keys(s.watchEventsPerPod ?? {}).length > 0)) {
+    lines.push('', 'Watch events clusterlet received per pod (create → delete), by cluster and resource:', '');
+    lines.push('| N | cluster | watch events per pod by resource |', '|---:|---|---|');
+    for (const s of r.summary) {
+      for (const [cluster, resources] of Object.entries(s.watchEventsPerPod ?? {})) {
+        lines.push(`| ${s.n} | ${cluster} | ${Object.entries(resources).map(([res, c]) => `${res} ${c}`).join(', ')} |`);
+      }
     }
   }
   return lines.join('\n') + '\n';

@@ -10,7 +10,7 @@ import type { ClusterClient } from './client.ts';
 import { toKubeError } from './errors.ts';
 import { revive } from './revive.ts';
 import { backoffDelay } from '../util/backoff.ts';
-import { metrics } from '../metrics.ts';
+import { metrics, watchEventTally } from '../metrics.ts';
 import type { Logger } from '../log.ts';
 
 export type ListWatchEvent<T> =
@@ -53,6 +53,7 @@ export function listWatch<T extends KubernetesObject>(client: ClusterClient, spe
   const silenceMs = opts.silenceMs ?? 90_000;
   const pageSize = opts.pageSize ?? 500;
   const minBackoffMs = opts.minBackoffMs ?? 500;
+  const events = watchEventTally(client.name, spec.resource);
   const restart = (reason: string): void => {
     metrics.watchRestarts.inc({ cluster: client.name, resource: spec.resource, reason });
   };
@@ -104,6 +105,7 @@ export function listWatch<T extends KubernetesObject>(client: ClusterClient, spe
             last = ev.object.metadata?.resourceVersion ?? last;
             if (type === 'BOOKMARK' || closed) return;
             if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') {
+              events.n++;
               subscriber.next({ type, object: revive<T>(obj) });
             }
           },

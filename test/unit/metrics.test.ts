@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { forgetMember, metrics, registry } from '../../src/metrics.ts';
+import { forgetMember, metrics, registry, watchEventTally } from '../../src/metrics.ts';
 
 test('the process metrics are read when scraped, under prom-client\'s default names', async () => {
   const text = await registry.metrics();
@@ -24,6 +24,7 @@ test('forgetMember drops every series of that member (by member, and its API cli
     metrics.statusMirror.observe({ member: m }, 0.2);
     metrics.apiRequests.inc({ cluster: m, verb: 'get' });
     metrics.leaderChanges.inc({ member: m, change: 'acquired' });
+    watchEventTally(m, 'pods').n += 2;
   }
   metrics.apiRequests.inc({ cluster: 'host', verb: 'get' });
   await forgetMember('gone');
@@ -31,7 +32,8 @@ test('forgetMember drops every series of that member (by member, and its API cli
   assert.doesNotMatch(text, /(member|cluster)="gone"/);
   for (const series of ['clusterlet_member_ready{member="kept"} 1', 'clusterlet_pod_syncs_total{member="kept",result="created"} 1',
     'clusterlet_status_mirror_seconds_count{member="kept"} 1', 'clusterlet_api_requests_total{cluster="kept",verb="get"} 1',
-    'clusterlet_api_requests_total{cluster="host",verb="get"} 1', 'clusterlet_leader_changes_total{member="kept",change="acquired"} 1']) {
+    'clusterlet_api_requests_total{cluster="host",verb="get"} 1', 'clusterlet_leader_changes_total{member="kept",change="acquired"} 1',
+    'clusterlet_watch_events_total{cluster="kept",resource="pods"} 2']) {
     assert.ok(text.includes(series), series);
   }
   await forgetMember('kept');

@@ -44,7 +44,27 @@ async function restarts(cluster: string): Promise<Record<string, number>> {
   return out;
 }
 
+/** Watch events counted for `cluster` (clusterlet_watch_events_total), by resource. */
+async function watchEvents(cluster: string): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const v of (await metrics.watchEvents.get()).values) {
+    if (v.labels.cluster === cluster) out[String(v.labels.resource)] = v.value;
+  }
+  return out;
+}
+
 describe('listWatch', () => {
+  it('counts the watch events it hands on (not bookmarks, not the list), added up when scraped', async () => {
+    const { fake } = start([cm('a', '3')], '10');
+    const w = await fake.watch(1);
+    w.send('ADDED', cm('c', '11'));
+    w.send('BOOKMARK', { kind: 'ConfigMap', metadata: { resourceVersion: '12' } } as V1ConfigMap);
+    w.send('MODIFIED', cm('c', '13', { k: 'v' }));
+    assert.deepEqual(await watchEvents(fake.name), { configmaps: 2 });
+    w.send('DELETED', cm('c', '14'));
+    assert.deepEqual(await watchEvents(fake.name), { configmaps: 3 }, 'a scrape adds what came since the last one');
+  });
+
   it('lists, emits one SYNC with every item, then watches from the list\'s resourceVersion', async () => {
     const { fake, events } = start([cm('a', '3'), cm('b', '7')], '10');
     const w = await fake.watch(1);

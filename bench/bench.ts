@@ -85,7 +85,7 @@ export interface OffloadedRun extends RunResult {
   memberCreateMs?: { p50?: number; p99?: number };
   /** API requests clusterlet made per pod (create → delete), by cluster and verb. */
   requestsPerPod: Record<string, Record<string, number>>;
-  /** Watch events clusterlet received per pod (create → delete), by cluster and resource. */
+  /** Watch events clusterlet received per pod (create → delete), by cluster, then by resource and by "resource type". */
   watchEventsPerPod?: Record<string, Record<string, number>>;
   hostWritesPerPod: number;
   hostListsDuringRun: number;
@@ -378,7 +378,12 @@ async function scrape(url: string): Promise<Scrape> {
     if (!m) continue;
     const labels = Object.fromEntries([...m[2].matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
     if (m[1] === 'clusterlet_api_requests_total') out.requests.set(`${labels.cluster}/${labels.verb}`, Number(m[3]));
-    if (m[1] === 'clusterlet_watch_events_total') out.watchEvents.set(`${labels.cluster}/${labels.resource}`, Number(m[3]));
+    if (m[1] === 'clusterlet_watch_events_total') {
+      // By resource, and by resource and type ("pods modified").
+      const byResource = `${labels.cluster}/${labels.resource}`;
+      out.watchEvents.set(byResource, (out.watchEvents.get(byResource) ?? 0) + Number(m[3]));
+      if (labels.type) out.watchEvents.set(`${byResource} ${labels.type}`, Number(m[3]));
+    }
     const base = m[1].replace(/_bucket$/, '');
     if (m[1].endsWith('_bucket') && HISTOGRAMS.includes(base)) {
       const { le, ...rest } = labels;
@@ -830,10 +835,15 @@ export function toMarkdown(r: BenchResult): string {
   }
   if (r.summary.some((s) => Object.keys(s.watchEventsPerPod ?? {}).length > 0)) {
     lines.push('', 'Watch events clusterlet received per pod (create → delete), by cluster and resource:', '');
-    lines.push('| N | cluster | watch events per pod by resource |', '|---:|---|---|');
+    lines.push('| N | cluster | watch events per pod by resource (by type) |', '|---:|---|---|');
     for (const s of r.summary) {
       for (const [cluster, resources] of Object.entries(s.watchEventsPerPod ?? {})) {
-        lines.push(`| ${s.n} | ${cluster} | ${Object.entries(resources).map(([res, c]) => `${res} ${c}`).join(', ')} |`);
+        const byType = (res: string): string => {
+          const types = Object.entries(resources).filter(([k]) => k.startsWith(`${res} `)).map(([k, c]) => `${k.slice(res.length + 1)} ${c}`);
+          return types.length ? ` (${types.join(', ')})` : '';
+        };
+        lines.push(`| ${s.n} | ${cluster} | ${Object.entries(resources).filter(([k]) => !k.includes(' '))
+          .map(([res, c]) => `${res} ${c}${byType(res)}`).join(', ')} |`);
       }
     }
   }

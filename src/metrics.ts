@@ -57,28 +57,34 @@ processMetrics();
 /** The work queues that run (workqueue.ts): their depths are read when /metrics is scraped, not written at every change. */
 export const queueDepths = new Set<{ readonly name: string; readonly depth: number }>();
 
+/** The kinds of watch event counted (bookmarks and errors are not changes of an object). */
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+export type WatchEventTally = Record<WatchEventType, number>;
+
 /**
  * Watch events received, by `cluster/resource`: counted by listwatch.ts with a plain increment (there is one for every
  * change of every watched object) and added to the counter when /metrics is scraped.
  */
-const watchEventCounts = new Map<string, { labels: { cluster: string; resource: string }; n: number }>();
+const watchEventCounts = new Map<string, { cluster: string; resource: string; tally: WatchEventTally }>();
 
-/** The tally of watch events of one cluster and resource (shared by every watch of them). */
-export function watchEventTally(cluster: string, resource: string): { n: number } {
+/** The tally of watch events of one cluster and resource, by type (shared by every watch of them). */
+export function watchEventTally(cluster: string, resource: string): WatchEventTally {
   const key = `${cluster}/${resource}`;
   let t = watchEventCounts.get(key);
-  if (!t) watchEventCounts.set(key, t = { labels: { cluster, resource }, n: 0 });
-  return t;
+  if (!t) watchEventCounts.set(key, t = { cluster, resource, tally: { ADDED: 0, MODIFIED: 0, DELETED: 0 } });
+  return t.tally;
 }
 
 export const metrics = {
   watchEvents: new Counter({
-    name: 'clusterlet_watch_events_total', help: 'Watch events received (added, modified, deleted), by cluster and resource.',
-    labelNames: ['cluster', 'resource'] as const, registers: [registry],
+    name: 'clusterlet_watch_events_total', help: 'Watch events received, by cluster, resource and type (added, modified, deleted).',
+    labelNames: ['cluster', 'resource', 'type'] as const, registers: [registry],
     collect() {
-      for (const t of watchEventCounts.values()) {
-        if (t.n > 0) this.inc(t.labels, t.n);
-        t.n = 0;
+      for (const { cluster, resource, tally } of watchEventCounts.values()) {
+        for (const type of ['ADDED', 'MODIFIED', 'DELETED'] as const) {
+          if (tally[type] > 0) this.inc({ cluster, resource, type: type.toLowerCase() }, tally[type]);
+          tally[type] = 0;
+        }
       }
     },
   }),
@@ -188,7 +194,7 @@ export const metrics = {
  */
 export async function forgetMember(name: string): Promise<void> {
   type Labels = Record<string, string | number>;
-  for (const [key, t] of watchEventCounts) if (t.labels.cluster === name) watchEventCounts.delete(key);
+  for (const [key, t] of watchEventCounts) if (t.cluster === name) watchEventCounts.delete(key);
   for (const metric of Object.values(metrics) as unknown as { labelNames: readonly string[]; remove(l: Labels): void;
     get(): Promise<{ values: { labels: Labels }[] }> }[]) {
     const label = metric.labelNames.includes('member') ? 'member' : metric.labelNames.includes('cluster') ? 'cluster' : undefined;

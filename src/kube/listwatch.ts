@@ -105,7 +105,7 @@ export function listWatch<T extends KubernetesObject>(client: ClusterClient, spe
             last = ev.object.metadata?.resourceVersion ?? last;
             if (type === 'BOOKMARK' || closed) return;
             if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') {
-              events.n++;
+              events[type]++;
               subscriber.next({ type, object: revive<T>(obj) });
             }
           },

@@ -88,7 +88,7 @@ const offloaded = (pair: number, readyMs: number, deleteMs: number, cpuSeconds: 
   cpuToDeleted: { etcd: 1, clusterlet: cpuSeconds }, cpuMsPerPod: (cpuSeconds * 1000) / 100,
   proxyBoundToDelegateMs: { p50: boundToDelegate[0], p99: boundToDelegate[1] }, statusMirrorMs: { p50: 40, p99: 90 },
   addedLatencyMs: { p50: 50, p99: 120, max: 130 }, peakRssMB: 120 + pair, requestsPerPod: { host: { create: 1 } },
-  watchEventsPerPod: { host: { pods: 4 + pair }, member: { pods: 6, events: 1 } },
+  watchEventsPerPod: { host: { pods: 4 + pair, 'pods added': 1, 'pods modified': 2 + pair, 'pods deleted': 1 }, member: { pods: 6, events: 1 } },
   hostWritesPerPod: 3, hostListsDuringRun: 0,
 });
 // Pair 1: direct 1.0 s, host-only 1.5 s, offloaded 3.0 s; pair 2: direct 2.0 s, host-only 1.0 s, offloaded 3.0 s;
@@ -160,7 +160,7 @@ describe('toMarkdown', () => {
     assert.match(md, /^\| 100 \| 25 \/ 200 ms \| – \/ – ms \| 40 \/ 90 ms \| – \/ – ms \| 50 \/ 120 ms \|$/m);
     assert.match(md, /^\| 100 \| 0\.8 → 1\.5 \| 0\.6 → 1\.3 \| /m);
     assert.match(md, /while the member ran N pods of its own[^]*^\| 100 \| 82 MB \| 2 \|$/m);
-    assert.match(md, /Watch events clusterlet received per pod[^]*^\| 100 \| host \| pods 7 \|$\n^\| 100 \| member \| pods 6, events 1 \|$/m,
+    assert.match(md, /Watch events clusterlet received per pod[^]*^\| 100 \| host \| pods 7 \(added 1, modified 5, deleted 1\) \|$\n^\| 100 \| member \| pods 6, events 1 \|$/m,
       'of the last offloaded run');
     assert.match(md, /^\| 100 \| 0\.2 → 0\.5 \(0\.5\) \| 0\.2 → 0\.4 \(0\.4\) \| 0\.1 → 0\.2 → 0\.8 → 0\.9 \(1\.4, 0\.4\) \|$/m);
   });

@@ -24,7 +24,7 @@ test('forgetMember drops every series of that member (by member, and its API cli
     metrics.statusMirror.observe({ member: m }, 0.2);
     metrics.apiRequests.inc({ cluster: m, verb: 'get' });
     metrics.leaderChanges.inc({ member: m, change: 'acquired' });
-    watchEventTally(m, 'pods').n += 2;
+    watchEventTally(m, 'pods').MODIFIED += 2;
   }
   metrics.apiRequests.inc({ cluster: 'host', verb: 'get' });
   await forgetMember('gone');
@@ -33,7 +33,7 @@ test('forgetMember drops every series of that member (by member, and its API cli
   for (const series of ['clusterlet_member_ready{member="kept"} 1', 'clusterlet_pod_syncs_total{member="kept",result="created"} 1',
     'clusterlet_status_mirror_seconds_count{member="kept"} 1', 'clusterlet_api_requests_total{cluster="kept",verb="get"} 1',
     'clusterlet_api_requests_total{cluster="host",verb="get"} 1', 'clusterlet_leader_changes_total{member="kept",change="acquired"} 1',
-    'clusterlet_watch_events_total{cluster="kept",resource="pods"} 2']) {
+    'clusterlet_watch_events_total{cluster="kept",resource="pods",type="modified"} 2']) {
     assert.ok(text.includes(series), series);
   }
   await forgetMember('kept');

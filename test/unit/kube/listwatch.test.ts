@@ -48,7 +48,7 @@ async function restarts(cluster: string): Promise<Record<string, number>> {
 async function watchEvents(cluster: string): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
   for (const v of (await metrics.watchEvents.get()).values) {
-    if (v.labels.cluster === cluster) out[String(v.labels.resource)] = v.value;
+    if (v.labels.cluster === cluster) out[`${v.labels.resource} ${v.labels.type}`] = v.value;
   }
   return out;
 }
@@ -60,9 +60,11 @@ describe('listWatch', () => {
     w.send('ADDED', cm('c', '11'));
     w.send('BOOKMARK', { kind: 'ConfigMap', metadata: { resourceVersion: '12' } } as V1ConfigMap);
     w.send('MODIFIED', cm('c', '13', { k: 'v' }));
-    assert.deepEqual(await watchEvents(fake.name), { configmaps: 2 });
-    w.send('DELETED', cm('c', '14'));
-    assert.deepEqual(await watchEvents(fake.name), { configmaps: 3 }, 'a scrape adds what came since the last one');
+    w.send('MODIFIED', cm('c', '15', { k: 'w' }));
+    assert.deepEqual(await watchEvents(fake.name), { 'configmaps added': 1, 'configmaps modified': 2 });
+    w.send('DELETED', cm('c', '16'));
+    assert.deepEqual(await watchEvents(fake.name), { 'configmaps added': 1, 'configmaps modified': 2, 'configmaps deleted': 1 },
+      'a scrape adds what came since the last one');
   });
 
   it('lists, emits one SYNC with every item, then watches from the list\'s resourceVersion', async () => {

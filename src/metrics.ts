@@ -124,6 +124,12 @@ export const metrics = {
     labelNames: ['cluster', 'verb'] as const, registers: [registry],
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
   }),
+  connectionWait: new Histogram({
+    name: 'clusterlet_api_connection_wait_seconds',
+    help: 'How long an API request waited for a free connection (all of its cluster\'s pool busy), by cluster: only requests that waited.',
+    labelNames: ['cluster'] as const, registers: [registry],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  }),
   queueDepth: new Gauge({
     name: 'clusterlet_queue_depth', help: 'Keys waiting in a work queue.',
     labelNames: ['queue'] as const, registers: [registry],

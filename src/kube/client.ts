@@ -429,7 +429,8 @@ export class ClusterClient {
     const target = targetOf(access);
     const { secure, hostname, port } = target;
     const pools = (origin: H1Origin): Agents => ({
-      requests: new H1Pool(origin, { maxSockets: this.#maxRequestSockets, idleMs: IDLE_SOCKET_MS }),
+      requests: new H1Pool(origin, { maxSockets: this.#maxRequestSockets, idleMs: IDLE_SOCKET_MS,
+        onWaited: (ms) => metrics.connectionWait.observe({ cluster: this.name }, ms / 1000) }),
       watches: new H1Pool(origin, { maxFree: FREE_WATCH_SOCKETS, idleMs: IDLE_SOCKET_MS }),
     });
     if (!secure) return pools({ secure, hostname, port });

@@ -30,6 +30,8 @@ export interface H1PoolOptions {
   maxFree?: number;
   /** An unused connection is closed after this long. */
   idleMs: number;
+  /** Told, in ms, how long a request waited for a connection, when it had to (all maxSockets busy). */
+  onWaited?: (ms: number) => void;
 }
 
 /** The connection ended or failed before the answer did (node:http's word for it). */
@@ -125,6 +127,8 @@ interface Pending {
   reject(err: Error): void;
   /** The connection it was sent on. */
   conn?: Conn;
+  /** When it began to wait for a connection (performance.now()), if it had to. */
+  waitingSince?: number;
 }
 
 /** The exchange under way on a connection. */
@@ -364,7 +368,7 @@ function abortedExchange(): Error {
 /** The connections to one server with one TLS identity (a new identity or server gets a new pool). */
 export class H1Pool {
   #origin: H1Origin;
-  #opts: Required<H1PoolOptions>;
+  #opts: H1PoolOptions & { maxSockets: number; maxFree: number };
   #host: string;
   #conns = new Set<Conn>();
   /** Unused connections, the most recently used last. */
@@ -378,7 +382,8 @@ export class H1Pool {
   constructor(origin: H1Origin, opts: H1PoolOptions) {
     this.#origin = origin;
     const maxSockets = opts.maxSockets ?? Infinity;
-    this.#opts = { maxSockets, maxFree: opts.maxFree ?? (Number.isFinite(maxSockets) ? maxSockets : 16), idleMs: opts.idleMs };
+    this.#opts = { maxSockets, maxFree: opts.maxFree ?? (Number.isFinite(maxSockets) ? maxSockets : 16), idleMs: opts.idleMs,
+      onWaited: opts.onWaited };
     const host = isIP(origin.hostname) === 6 ? `[${origin.hostname}]` : origin.hostname;
     const std = origin.secure ? 443 : 80;
     this.#host = origin.port === std ? host : `${host}:${origin.port}`;
@@ -424,8 +429,12 @@ export class H1Pool {
         x.reject = (err) => { off(); reject(err); };
       }
       const c = this.#take();
-      if (c) c.send(x);
-      else this.#waiting.push(x);
+      if (c) {
+        c.send(x);
+      } else {
+        x.waitingSince = performance.now();
+        this.#waiting.push(x);
+      }
     });
   }
 
@@ -479,7 +488,11 @@ export class H1Pool {
     const w = this.#waiting.shift();
     if (w) {
       const next = reusable ? c : this.#take();
-      if (next) { next.send(w); return; }
+      if (next) {
+        this.#opts.onWaited?.(performance.now() - w.waitingSince!);
+        next.send(w);
+        return;
+      }
       this.#waiting.unshift(w);
     }
     if (!reusable) return;

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { deltas, histogramQuantile, median, modeOrder, pairMax, pairRatios, percentile, rssKB, summarize, toMarkdown,
-  type OffloadedRun, type RunResult } from '../../bench/bench.ts';
+import { connectionWaitOf, deltas, histogramQuantile, median, modeOrder, pairMax, pairRatios, percentile, rssKB, summarize,
+  toMarkdown, waitLine, type OffloadedRun, type RunResult, type Scrape } from '../../bench/bench.ts';
 
 const h = (pairs: [number, number][]): Map<number, number> => new Map(pairs);
 
@@ -18,6 +18,28 @@ describe('histogramQuantile', () => {
     assert.equal(histogramQuantile(undefined, h([[1, 1], [Infinity, 10]]), 0.99), 1000);
     assert.equal(histogramQuantile(h([[1, 3], [Infinity, 3]]), h([[1, 3], [Infinity, 3]]), 0.5), undefined);
     assert.equal(histogramQuantile(undefined, undefined, 0.5), undefined);
+  });
+});
+
+describe('connectionWaitOf', () => {
+  const scrape = (requests: [string, number][], waits?: [number, number][]): Scrape => ({
+    requests: new Map(requests), watchEvents: new Map(),
+    buckets: new Map(waits ? [['clusterlet_api_connection_wait_seconds{cluster=host}', h(waits)]] : []),
+  });
+  it("is the share of the cluster's requests (watches aside) that waited between the scrapes, with their wait's quantiles", () => {
+    const before = scrape([['host/patch', 100], ['host/watch', 5], ['member/create', 50]], [[0.1, 4], [1, 4], [Infinity, 4]]);
+    const after = scrape([['host/patch', 300], ['host/create', 100], ['host/watch', 50], ['member/create', 500]],
+      [[0.1, 34], [1, 64], [Infinity, 64]]);
+    // 300 host requests (not the watches), 60 of them waited: 30 up to 0.1 s and 30 in (0.1, 1].
+    const w = connectionWaitOf(before, after, 'host');
+    assert.equal(w.share, 0.2);
+    assert.equal(w.p50, 100);
+    assert.equal(w.p99, (0.1 + 0.9 * (29.4 / 30)) * 1000);
+    assert.deepEqual(connectionWaitOf(before, after, 'member'), { share: 0, p50: undefined, p99: undefined });
+  });
+  it('reads as a line: the share in percent, and the quantiles when any waited', () => {
+    assert.equal(waitLine({ host: { share: 0.125, p50: 30.4, p99: 240 }, member: { share: 0 } }), 'host 12.5% (p50 30 / p99 240 ms), member 0%');
+    assert.equal(waitLine(undefined), '–');
   });
 });
 

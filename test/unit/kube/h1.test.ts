@@ -64,10 +64,12 @@ after(() => {
   for (const s of servers) s.close();
 });
 
-async function setup(answer: Parameters<typeof rawServer>[0], opts: { maxSockets?: number; idleMs?: number } = {}) {
+async function setup(answer: Parameters<typeof rawServer>[0],
+  opts: { maxSockets?: number; idleMs?: number; onWaited?: (ms: number) => void } = {}) {
   const srv = await rawServer(answer);
   servers.push(srv.server);
-  const pool = new H1Pool({ secure: false, hostname: '127.0.0.1', port: srv.port }, { idleMs: opts.idleMs ?? 5_000, maxSockets: opts.maxSockets });
+  const pool = new H1Pool({ secure: false, hostname: '127.0.0.1', port: srv.port },
+    { idleMs: opts.idleMs ?? 5_000, maxSockets: opts.maxSockets, onWaited: opts.onWaited });
   pools.push(pool);
   return { ...srv, pool };
 }
@@ -157,6 +159,25 @@ describe('H1Pool', { timeout: 10_000 }, () => {
     reply(); reply();
     for (const a of answers) assert.equal(await text((await a).body), '1');
     assert.equal(conns.size, 2, 'the waiting requests went on the same two connections');
+  });
+
+  test('a request that waited for a connection says how long; one that did not, nothing', async () => {
+    const waited: number[] = [];
+    const held: Socket[] = [];
+    const { pool, until } = await setup((_h, s) => { held.push(s); }, { maxSockets: 1, onWaited: (ms) => waited.push(ms) });
+    const first = get(pool);
+    await until(() => held.length === 1);
+    const second = get(pool);
+    const t0 = performance.now();
+    await new Promise((r) => setTimeout(r, 30));
+    held.shift()!.write('HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n1');
+    assert.equal(await text((await first).body), '1');
+    await until(() => held.length === 1);
+    const bound = performance.now() - t0;
+    held.shift()!.write('HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n2');
+    assert.equal(await text((await second).body), '2');
+    assert.equal(waited.length, 1, 'only the second request waited');
+    assert.ok(waited[0]! >= 25 && waited[0]! <= bound + 1, `waited ${waited[0]} ms, between 25 and ${bound} ms`);
   });
 
   test('a request with no answer in time fails with a TimeoutError; the pool goes on', async () => {

@@ -174,7 +174,9 @@ const REQUEST_TIMEOUT_MS = 60_000;
  * unused in it. Each HTTPS connection holds ~70 KB. 1,000-pod bench, offloaded runs, 3 pairs each: with up to 128
  * shared with the watches (each worker of the lifecycle and status queues a connection: ~50 to the host at the peak),
  * peak RSS 107-115 MB (3 runs), CPU 6.4-8.4 ms per pod, all Ready in 17.6-26.5 s; with 24 for the requests alone,
- * 104-107 MB, 5.8-6.9 ms, 16.3-18.4 s (1 run): fewer writes at once queue less in the API servers.
+ * 104-107 MB, 5.8-6.9 ms, 16.3-18.4 s (1 run): fewer writes at once queue less in the API servers. With 64 (4 pairs
+ * each, interleaved; bench/results/sockets-64-b68e6c4.md) no host request waited for a connection, against 22-44 % with
+ * 24, yet proxies turned Ready no sooner after their delegates and peak RSS was 5-7 MB higher.
  */
 export const MAX_REQUEST_SOCKETS = 24;
 const IDLE_SOCKET_MS = 30_000;

@@ -104,6 +104,11 @@ export const metrics = {
     name: 'clusterlet_pods_offloaded', help: 'Proxy pods with a delegate, by member.',
     labelNames: ['member'] as const, registers: [registry],
   }),
+  mirroredEvents: new Counter({
+    name: 'clusterlet_mirrored_events_total',
+    help: 'Member events about delegates, by member and what became of them: written onto the proxy, skipped (the proxy was gone by then), or failed.',
+    labelNames: ['member', 'result'] as const, registers: [registry],
+  }),
   podSyncs: new Counter({
     name: 'clusterlet_pod_syncs_total', help: 'Pod syncs, by member and result.',
     labelNames: ['member', 'result'] as const, registers: [registry],

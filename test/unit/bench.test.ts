@@ -23,7 +23,7 @@ describe('histogramQuantile', () => {
 
 describe('connectionWaitOf', () => {
   const scrape = (requests: [string, number][], waits?: [number, number][]): Scrape => ({
-    requests: new Map(requests), watchEvents: new Map(),
+    requests: new Map(requests), watchEvents: new Map(), mirroredEvents: new Map(),
     buckets: new Map(waits ? [['clusterlet_api_connection_wait_seconds{cluster=host}', h(waits)]] : []),
   });
   it("is the share of the cluster's requests (watches aside) that waited between the scrapes, with their wait's quantiles", () => {

@@ -479,14 +479,20 @@ export class PodController {
   }
 
   async #mirrorEvent(e: PodEvent): Promise<void> {
+    const result = await this.#writeMirroredEvent(e);
+    if (!this.#stopped) metrics.mirroredEvents.inc({ member: this.#opts.member, result });
+  }
+
+  async #writeMirroredEvent(e: PodEvent): Promise<'written' | 'skipped' | 'failed'> {
     const proxy = this.pods.get(`${e.namespace}/${e.name}`);
-    if (!proxy) return;
+    // Gone by its turn (events give way to status writes): nobody is left to read it.
+    if (!proxy) return 'skipped';
     const source = { component: `${e.event.source?.component ?? 'member'} (member ${this.#opts.member})`, host: this.#opts.nodeName };
     for (let attempt = 0; !this.#stopped; attempt++) {
       try {
         await writeEvent(this.#host, proxyRef(e.namespace, e.name, proxy.metadata!.uid!), e.id, { ...e.event, source },
           { bump: false, instance: this.#opts.nodeName });
-        return;
+        return 'written';
       } catch (err) {
         const k = toKubeError(err);
         // A host that is briefly away or busy (or a concurrent write of the same event) is tried again, a few times.
@@ -494,11 +500,12 @@ export class PodController {
           && (k.kind === 'Unavailable' || k.kind === 'TooManyRequests' || k.kind === 'Conflict' || k.kind === 'Unknown');
         if (!again) {
           this.#log.warn({ namespace: e.namespace, pod: e.name, err: k.message }, 'could not mirror a member event');
-          return;
+          return 'failed';
         }
         await new Promise((r) => setTimeout(r, backoffDelay(attempt, 500, 8_000)).unref());
       }
     }
+    return 'failed';
   }
 }
 

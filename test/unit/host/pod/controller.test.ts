@@ -368,6 +368,22 @@ describe('PodController', () => {
     assert.equal(ev.source?.component, 'kubelet (member eu)');
   });
 
+  it('counts each member event by what became of it: written, or skipped when its proxy is gone by its turn', async () => {
+    const { host, provider } = await created();
+    const count = async (result: string): Promise<number> => Number(new RegExp(
+      `clusterlet_mirrored_events_total\\{member="eu",result="${result}"\\} (\\d+)`).exec(await registry.metrics())?.[1] ?? 0);
+    const [written, skipped] = [await count('written'), await count('skipped')];
+    provider.events.next({ namespace: NS, name: 'a', id: 'ev-1', event: { type: 'Normal', reason: 'Pulled', message: 'image pulled', count: 1,
+      source: { component: 'kubelet' } } });
+    provider.events.next({ namespace: NS, name: 'gone', id: 'ev-2', event: { type: 'Normal', reason: 'Killing', message: 'stopping', count: 1,
+      source: { component: 'kubelet' } } });
+    for (const deadline = Date.now() + 5_000; (await count('written')) !== written + 1 || (await count('skipped')) !== skipped + 1;) {
+      assert.ok(Date.now() < deadline, 'timed out waiting for both events counted');
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    assert.deepEqual(host.eventReasons().filter((r) => r === 'Pulled' || r === 'Killing'), ['Pulled'], 'nothing written for the pod without a proxy');
+  });
+
   it('mirrors an event the host first refused (away for a moment): the write is tried again', async () => {
     const { host, provider } = await created();
     host.failEventCreates = 1;

@@ -88,8 +88,8 @@ export interface OffloadedRun extends RunResult {
    * requests, and p50 / p99 of their wait (clusterlet's histogram, ms), by cluster.
    */
   connectionWait?: Record<string, { share: number; p50?: number; p99?: number }>;
-  /** Member events about the delegates per pod (create → delete), by what became of them: written, skipped, failed. */
-  mirroredEventsPerPod?: Record<string, number>;
+  /** Member events about the delegates per pod (create → delete), by member, then by what became of them: written, skipped, failed. */
+  mirroredEventsPerPod?: Record<string, Record<string, number>>;
   /** API requests clusterlet made per pod (create → delete), by cluster and verb. */
   requestsPerPod: Record<string, Record<string, number>>;
   /** Watch events clusterlet received per pod (create → delete), by cluster, then by resource and by "resource type". */
@@ -371,7 +371,7 @@ export interface Scrape {
   requests: Counts;
   /** Watch events clusterlet received, by `cluster/resource`. */
   watchEvents: Counts;
-  /** Member events about delegates, by what became of them (`written`, `skipped`, `failed`). */
+  /** Member events about delegates, by `member/result` (`written`, `skipped`, `failed`). */
   mirroredEvents: Counts;
   /** Cumulative bucket counts of the histograms the bench reads, by series (`name{labels}` without le) then le. */
   buckets: Map<string, Map<number, number>>;
@@ -387,7 +387,7 @@ async function scrape(url: string): Promise<Scrape> {
     if (!m) continue;
     const labels = Object.fromEntries([...m[2].matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
     if (m[1] === 'clusterlet_api_requests_total') out.requests.set(`${labels.cluster}/${labels.verb}`, Number(m[3]));
-    if (m[1] === 'clusterlet_mirrored_events_total') out.mirroredEvents.set(labels.result, Number(m[3]));
+    if (m[1] === 'clusterlet_mirrored_events_total') out.mirroredEvents.set(`${labels.member}/${labels.result}`, Number(m[3]));
     if (m[1] === 'clusterlet_watch_events_total') {
       // By resource, and by resource and type ("pods modified").
       const byResource = `${labels.cluster}/${labels.resource}`;
@@ -591,8 +591,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
       memberCreateMs: quantiles('clusterlet_api_request_duration_seconds{cluster=member,verb=create}'), connectionWait, ...proc,
       cpuMsPerPod: round1((proc.cpuSeconds * 1000) / n), requestsPerPod,
       watchEventsPerPod: perPod(before.watchEvents, after.watchEvents, n),
-      mirroredEventsPerPod: Object.fromEntries([...after.mirroredEvents].map(([result, v]) =>
-        [result, Math.round(((v - (before.mirroredEvents.get(result) ?? 0)) / n) * 1000) / 1000])),
+      mirroredEventsPerPod: perPod(before.mirroredEvents, after.mirroredEvents, n),
       addedLatencyMs: { p50: percentile(added, 50), p99: percentile(added, 99), max: Math.max(0, ...added) },
       hostWritesPerPod: Math.round(WRITE_VERBS.reduce((s, v) => s + (hostReq[v] ?? 0), 0) * 1000) / 1000,
       hostListsDuringRun: Math.round((hostReq.list ?? 0) * n),
@@ -633,7 +632,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
             r.memberCreateMs?.p99?.toFixed(0)} ms); added p50 ${r.addedLatencyMs.p50.toFixed(0)} ms, p99 ${r.addedLatencyMs.p99.toFixed(0)} ms; clusterlet's part p50 ${
             r.statusMirrorMs?.p50?.toFixed(0)} ms, p99 ${r.statusMirrorMs?.p99?.toFixed(0)} ms; host status patch p50 ${r.hostPatchMs?.p50?.toFixed(0)} ms, p99 ${
             r.hostPatchMs?.p99?.toFixed(0)} ms; waited for a connection: ${waitLine(r.connectionWait)}; member events per pod ${
-            Object.entries(r.mirroredEventsPerPod ?? {}).map(([k, v]) => `${k} ${v}`).join(', ') || '–'}; RSS ${r.peakRssMB} MB, host writes/pod ${
+            Object.values(r.mirroredEventsPerPod ?? {}).flatMap((m) => Object.entries(m)).map(([k, v]) => `${k} ${v}`).join(', ') || '–'}; RSS ${r.peakRssMB} MB, host writes/pod ${
             r.hostWritesPerPod}`);
         }
       }

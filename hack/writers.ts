@@ -65,8 +65,9 @@ try {
   const seen = new Map<string, Obj>();
   const live = new Set<string>();
   const abort = new AbortController();
-  const watchPods = (c: ClusterClient, kind: string, path: string): void => {
-    void c.watch(path, { allowWatchBookmarks: false }, {
+  // Each watch starts from its list's resourceVersion: no event after it is missed, however late the watch opens.
+  const watchPods = (c: ClusterClient, kind: string, path: string, resourceVersion: string | undefined): void => {
+    void c.watch(path, { allowWatchBookmarks: false, resourceVersion }, {
       signal: abort.signal, idleMs: 600_000,
       onEvent: (type, object) => {
         const o = object as Obj;
@@ -77,9 +78,8 @@ try {
       },
     }).catch((err: unknown) => { if (!abort.signal.aborted) log(`watch ${kind}: ${String(err)}`); });
   };
-  watchPods(host, 'proxy', `/api/v1/namespaces/${ns}/pods`);
-  watchPods(member, 'delegate', '/api/v1/pods');
-  await new Promise((r) => setTimeout(r, 1000)); // the watches open (their first event would otherwise be missed)
+  watchPods(host, 'proxy', `/api/v1/namespaces/${ns}/pods`, (await host.core.listNamespacedPod({ namespace: ns })).metadata?.resourceVersion);
+  watchPods(member, 'delegate', '/api/v1/pods', (await member.core.listPodForAllNamespaces({})).metadata?.resourceVersion);
   await apps.createNamespacedDeployment({ namespace: ns, body: deployment('writers', pods, 'clusterlet-member') });
   const ready = (o: Obj): boolean => ((o.status as { conditions?: { type: string; status: string }[] })?.conditions ?? [])
     .some((c) => c.type === 'Ready' && c.status === 'True');

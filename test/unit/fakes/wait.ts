@@ -2,11 +2,14 @@
 // for), or for queues to handle what is pending.
 import assert from 'node:assert/strict';
 
-export async function eventually(what: string, check: () => boolean, timeoutMs = 5000): Promise<void> {
+export async function eventually(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!check()) {
+  for (;;) {
+    // A synchronous check is answered without a turn of the microtask queue, as callers that read the fakes expect.
+    const r = check();
+    if (r === true || (r !== false && await r)) return;
     if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
+    await new Promise((res) => setTimeout(res, 5));
   }
 }
 

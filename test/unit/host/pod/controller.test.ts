@@ -6,7 +6,7 @@ import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { PodController } from '../../../../src/host/pod/controller.ts';
 import { FakeHost } from '../../fakes/host.ts';
 import { GatedHost, GatedProvider } from '../../fakes/gated.ts';
-import { forgetMember, registry } from '../../../../src/metrics.ts';
+import { forgetMember, metrics, registry } from '../../../../src/metrics.ts';
 import { FakeProvider, PodRejectedError } from '../../fakes/provider.ts';
 import { NODE, startController as start, stopControllers } from '../../fakes/podcontroller.ts';
 import { eventually } from '../../fakes/wait.ts';
@@ -370,17 +370,14 @@ describe('PodController', () => {
 
   it('counts each member event by what became of it: written, or skipped when its proxy is gone by its turn', async () => {
     const { host, provider } = await created();
-    const count = async (result: string): Promise<number> => Number(new RegExp(
-      `clusterlet_mirrored_events_total\\{member="eu",result="${result}"\\} (\\d+)`).exec(await registry.metrics())?.[1] ?? 0);
+    const count = async (result: string): Promise<number> => (await metrics.mirroredEvents.get()).values
+      .find((v) => v.labels.member === 'eu' && v.labels.result === result)?.value ?? 0;
     const [written, skipped] = [await count('written'), await count('skipped')];
     provider.events.next({ namespace: NS, name: 'a', id: 'ev-1', event: { type: 'Normal', reason: 'Pulled', message: 'image pulled', count: 1,
       source: { component: 'kubelet' } } });
     provider.events.next({ namespace: NS, name: 'gone', id: 'ev-2', event: { type: 'Normal', reason: 'Killing', message: 'stopping', count: 1,
       source: { component: 'kubelet' } } });
-    for (const deadline = Date.now() + 5_000; (await count('written')) !== written + 1 || (await count('skipped')) !== skipped + 1;) {
-      assert.ok(Date.now() < deadline, 'timed out waiting for both events counted');
-      await new Promise((r) => setTimeout(r, 5));
-    }
+    await eventually('both events counted', async () => (await count('written')) === written + 1 && (await count('skipped')) === skipped + 1);
     assert.deepEqual(host.eventReasons().filter((r) => r === 'Pulled' || r === 'Killing'), ['Pulled'], 'nothing written for the pod without a proxy');
   });
 

@@ -18,6 +18,7 @@ import { parseEventLine } from './eventline.ts';
 import { H2Sessions, type Body, type Exchange } from './h2.ts';
 import { H1Pool, type H1Origin } from './h1.ts';
 import { TokenBucket } from '../util/ratelimit.ts';
+import type { Priority } from '../util/lanes.ts';
 import { metrics } from '../metrics.ts';
 import { VERSION } from '../version.ts';
 
@@ -65,6 +66,11 @@ export interface RequestOptions {
    * answer is the whole object written; a controller that only needs to know the write succeeded saves decoding it.
    */
   discard?: boolean;
+  /**
+   * Where the request stands when it has to wait, for the rate limit or for a connection: `high` for what a user
+   * or a controller waits on (a proxy's status, a lease), `low` for what may come late (events). Default `normal`.
+   */
+  priority?: Priority;
 }
 
 /** Options of a call whose answer is not wanted (see RequestOptions.discard). */
@@ -262,7 +268,7 @@ export class ClusterClient {
 
   /** One request; resolves with the parsed, revived body (text when the response is not JSON). */
   async request<T>(method: string, path: string, opts: RequestOptions & { body?: unknown } = {}): Promise<T> {
-    await this.limiter.take();
+    await this.limiter.take(opts.priority);
     const refused = method === 'GET' ? undefined : this.#fence?.();
     if (refused !== undefined) {
       metrics.fencedWrites.inc({ cluster: this.name });
@@ -273,10 +279,10 @@ export class ClusterClient {
     const end = metrics.apiLatency.startTimer({ cluster: this.name, verb });
     const body = opts.body === undefined ? undefined : JSON.stringify(opts.body);
     const contentType = method === 'PATCH' ? (opts.contentType ?? PATCH.json) : 'application/json';
-    let res = await this.#send(method, path, body, contentType, opts.signal, opts.discard);
+    let res = await this.#send(method, path, body, contentType, opts);
     if (res.status === 401) {
       res.access.invalidate();
-      res = await this.#send(method, path, body, contentType, opts.signal, opts.discard);
+      res = await this.#send(method, path, body, contentType, opts);
     }
     end();
     if (res.status >= 400) {
@@ -368,10 +374,10 @@ export class ClusterClient {
   }
 
   /** One request; with `discard`, the body of a success is read but not kept (an error's is, for its message). */
-  async #send(method: string, path: string, body: string | undefined, contentType: string, signal?: AbortSignal, discard?: boolean):
-    Promise<{ status: number; text: string; json: boolean; access: ClusterAccess }> {
+  async #send(method: string, path: string, body: string | undefined, contentType: string,
+    { signal, discard, priority }: RequestOptions): Promise<{ status: number; text: string; json: boolean; access: ClusterAccess }> {
     const { ex, access } = await this.#open(method, path, body, contentType,
-      { signal, timeoutMs: this.#requestTimeoutMs, accept: discard ? ACCEPT_METADATA : undefined });
+      { signal, timeoutMs: this.#requestTimeoutMs, accept: discard ? ACCEPT_METADATA : undefined, priority });
     const text = discard && ex.status < 400 ? await drain(ex.body) : await readBody(ex.body);
     return { status: ex.status, text, json: ex.contentType.includes('json'), access };
   }
@@ -382,8 +388,8 @@ export class ClusterClient {
    * HTTPS/1.1 whatever the protocol of requests (see ClientOptions.http2). `accept`: the Accept header (JSON).
    */
   async #open(method: string, path: string, body: string | undefined, contentType: string,
-    { signal, timeoutMs, watch = false, accept = 'application/json' }:
-      { signal?: AbortSignal; timeoutMs?: number; watch?: boolean; accept?: string }):
+    { signal, timeoutMs, watch = false, accept = 'application/json', priority }:
+      { signal?: AbortSignal; timeoutMs?: number; watch?: boolean; accept?: string; priority?: Priority }):
     Promise<{ ex: Exchange; access: ClusterAccess }> {
     let access: ClusterAccess;
     let creds: Credentials;
@@ -402,7 +408,7 @@ export class ClusterClient {
       headers['content-type'] = contentType;
       headers['content-length'] = String(Buffer.byteLength(body));
     }
-    const request = { method, path: target.prefix + path, headers, body, signal, timeoutMs };
+    const request = { method, path: target.prefix + path, headers, body, signal, timeoutMs, priority };
     // Taken now: setAccess may retire them while an HTTP/2 attempt is under way.
     const pools = this.#agent;
     const h2 = watch ? undefined : this.#h2;

@@ -6,6 +6,10 @@ import type { CoreV1Event } from '@kubernetes/client-node';
 import { DISCARD, PATCH, type ClusterClient } from './client.ts';
 import { toKubeError } from './errors.ts';
 
+// Events wait for the host's rate limit and connections behind every other request: nobody waits on them.
+const LOW = { priority: 'low' } as const;
+const LOW_DISCARD = { ...DISCARD, priority: 'low' } as const;
+
 /** The object an event is about. */
 export interface EventSubject { apiVersion: string; kind: string; namespace: string; name: string; uid: string }
 
@@ -26,16 +30,16 @@ export async function writeEvent(client: ClusterClient, about: EventSubject, id:
   try {
     await client.core.createNamespacedEvent({ namespace, body: {
       metadata: { name, namespace }, involvedObject: about, ...ev, reportingComponent: 'clusterlet', reportingInstance: opts.instance,
-    } }, DISCARD);
+    } }, LOW_DISCARD);
   } catch (err) {
     const k = toKubeError(err);
     if (k.kind !== 'AlreadyExists') throw k;
-    const cur = await client.core.readNamespacedEvent({ namespace, name });
+    const cur = await client.core.readNamespacedEvent({ namespace, name }, LOW);
     const count = opts.bump ? (cur.count ?? 1) + 1 : ev.count ?? cur.count;
     if (!opts.bump && count === cur.count && ev.message === cur.message) return;
     await client.core.patchNamespacedEvent({ namespace, name, body: {
       count, message: ev.message, lastTimestamp: ev.lastTimestamp ?? new Date(),
-    } }, { contentType: PATCH.merge });
+    } }, { contentType: PATCH.merge, priority: 'low' });
   }
 }
 

@@ -12,6 +12,7 @@
 import { connect as netConnect, isIP, type Socket } from 'node:net';
 import { connect as tlsConnect, type SecureContext } from 'node:tls';
 import { timeoutError, type ApiRequest, type Body, type Exchange } from './h2.ts';
+import { Lanes } from '../util/lanes.ts';
 
 export interface H1Origin {
   secure: boolean;
@@ -373,8 +374,8 @@ export class H1Pool {
   #conns = new Set<Conn>();
   /** Unused connections, the most recently used last. */
   #free: Conn[] = [];
-  /** Requests waiting for a connection (all maxSockets busy). */
-  #waiting: Pending[] = [];
+  /** Requests waiting for a connection (all maxSockets busy), the most urgent served first. */
+  #waiting = new Lanes<Pending>();
   #closed = false;
   /** The server's latest TLS session: a new connection resumes it (as node's https.Agent does), saving a full handshake. */
   #session: Buffer | undefined;
@@ -415,9 +416,7 @@ export class H1Pool {
       const x: Pending = { r, head, resolve, reject };
       if (signal) {
         const onAbort = (): void => {
-          const i = this.#waiting.indexOf(x);
-          if (i >= 0) {
-            this.#waiting.splice(i, 1);
+          if (this.#waiting.remove(x, r.priority)) {
             reject(abortError(signal));
           } else {
             x.conn?.destroyIf(x, abortError(signal));
@@ -433,7 +432,7 @@ export class H1Pool {
         c.send(x);
       } else {
         x.waitingSince = performance.now();
-        this.#waiting.push(x);
+        this.#waiting.push(x, r.priority);
       }
     });
   }
@@ -493,7 +492,7 @@ export class H1Pool {
         next.send(w);
         return;
       }
-      this.#waiting.unshift(w);
+      this.#waiting.unshift(w, w.r.priority);
     }
     if (!reusable) return;
     if (this.#closed || this.#free.length >= this.#opts.maxFree) {

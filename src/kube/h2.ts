@@ -10,6 +10,7 @@
 // not used again; its streams under way finish or fail on it, and their callers retry as after any failed request.
 import { connect, constants, type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders } from 'node:http2';
 import type { SecureContext } from 'node:tls';
+import type { Priority } from '../util/lanes.ts';
 
 /** A response body as its readers use it: a node stream (HTTP/2) or H1Body (HTTP/1.1, h1.ts). */
 export interface Body {
@@ -46,6 +47,8 @@ export interface ApiRequest {
    * has a connection (HTTPS/1.1) or a stream (HTTP/2).
    */
   timeoutMs?: number;
+  /** Which waits for a connection less (HTTPS/1.1: see H1Pool), when all are busy. */
+  priority?: Priority;
 }
 
 /** What a request that outlived its timeout fails with. */

@@ -1,10 +1,12 @@
-/** Token bucket: `qps` tokens per second, up to `burst` banked. `take()` waits for a token, FIFO. */
+import { Lanes, type Priority } from './lanes.ts';
+
+/** Token bucket: `qps` tokens per second, up to `burst` banked. `take()` waits for a token, FIFO within a priority. */
 export class TokenBucket {
   readonly qps: number;
   readonly burst: number;
   #tokens: number;
   #last = performance.now();
-  #waiters: (() => void)[] = [];
+  #waiters = new Lanes<() => void>();
   #timer: NodeJS.Timeout | undefined;
 
   constructor(qps: number, burst: number) {
@@ -14,14 +16,14 @@ export class TokenBucket {
     this.#tokens = burst;
   }
 
-  take(): Promise<void> {
+  take(priority: Priority = 'normal'): Promise<void> {
     this.#refill();
     if (this.#waiters.length === 0 && this.#tokens >= 1) {
       this.#tokens -= 1;
       return Promise.resolve();
     }
     return new Promise((resolve) => {
-      this.#waiters.push(resolve);
+      this.#waiters.push(resolve, priority);
       this.#schedule();
     });
   }

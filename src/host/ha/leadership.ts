@@ -18,6 +18,9 @@ import type { LeaderElectionConfig } from '../../config.ts';
 import { metrics } from '../../metrics.ts';
 import type { Logger } from '../../log.ts';
 
+/** Lease requests: a leader that renews late loses its lease. */
+const HIGH = { priority: 'high' } as const;
+
 export function memberLeaseName(member: string): string { return `clusterlet-${member}`; }
 
 /**
@@ -32,9 +35,9 @@ export function replicaLeaseName(identity: string): string {
 /** The host's coordination API for the Leases of one namespace. */
 export function hostLeaseApi(host: ClusterClient, namespace: string): LeaseApi {
   return {
-    read: (name) => ignoreNotFound(() => host.coordination.readNamespacedLease({ name, namespace })),
-    create: (lease) => host.coordination.createNamespacedLease({ namespace, body: lease }),
-    replace: (lease) => host.coordination.replaceNamespacedLease({ name: lease.metadata!.name!, namespace, body: lease }),
+    read: (name) => ignoreNotFound(() => host.coordination.readNamespacedLease({ name, namespace }, HIGH)),
+    create: (lease) => host.coordination.createNamespacedLease({ namespace, body: lease }, HIGH),
+    replace: (lease) => host.coordination.replaceNamespacedLease({ name: lease.metadata!.name!, namespace, body: lease }, HIGH),
   };
 }
 

@@ -26,8 +26,9 @@ export interface NodeControllerOptions {
   watchSilenceMs?: number;
 }
 
-const strategic = { contentType: PATCH.strategic };
-const mergePatch = { contentType: PATCH.merge };
+// The node's status and lease go before clusterlet's other requests that wait: late, the node turns NotReady.
+const strategic = { contentType: PATCH.strategic, priority: 'high' } as const;
+const mergePatch = { contentType: PATCH.merge, priority: 'high' } as const;
 
 export class NodeController {
   #ctx: NodeContext;

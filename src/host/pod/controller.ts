@@ -79,8 +79,9 @@ export function proxyInformer(host: ClusterClient, nodeName: string, log: Logger
   }, { log, silenceMs: watchSilenceMs }));
 }
 
-// Status writes: their answer (the whole pod) is not read.
-const strategic = { ...DISCARD, contentType: PATCH.strategic };
+// Status writes: their answer (the whole pod) is not read, and they go before the other writes that wait (events,
+// lifecycle retries) for the host's rate limit or a connection: a user waits on them.
+const strategic = { ...DISCARD, contentType: PATCH.strategic, priority: 'high' } as const;
 
 export class PodController {
   readonly pods: Informer<V1Pod>;

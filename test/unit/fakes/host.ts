@@ -3,7 +3,7 @@
 // enough of one to drive the controller through its protocol, fast and without a cluster.
 import type { CoreV1Event, V1Pod, V1PodCondition } from '@kubernetes/client-node';
 import { KubeError } from '../../../src/kube/errors.ts';
-import type { ClusterClient, WatchHandlers } from '../../../src/kube/client.ts';
+import type { ClusterClient, RequestOptions, WatchHandlers } from '../../../src/kube/client.ts';
 
 type Patch = { $patch?: string; type?: string; [k: string]: unknown };
 
@@ -12,6 +12,8 @@ export class FakeHost {
   readonly events = new Map<string, CoreV1Event>();
   readonly statusPatches: { key: string; body: Record<string, unknown> }[] = [];
   readonly deletes: { key: string; grace?: number }[] = [];
+  /** The priority each write asked for (RequestOptions.priority), by method: what waits least for the host. */
+  readonly priorities: { method: string; priority: string }[] = [];
   /** Every delete request, answered or not (a pod already gone answers 404). */
   deleteRequests = 0;
   /** Holds the watch's DELETED events until releaseDeletes(): a watch behind the writes, as under load. */
@@ -63,7 +65,8 @@ export class FakeHost {
         const items = [...this.pods.values()].filter((x) => !node || x.spec?.nodeName === node).map((x) => structuredClone(x));
         return { items, metadata: { resourceVersion: String(this.#rv) } };
       },
-      patchNamespacedPodStatus: async (p: { namespace: string; name: string; body: { status: Record<string, unknown> } }) => {
+      patchNamespacedPodStatus: async (p: { namespace: string; name: string; body: { status: Record<string, unknown> } }, o?: RequestOptions) => {
+        this.priorities.push({ method: 'patchNamespacedPodStatus', priority: o?.priority ?? 'normal' });
         await this.beforeStatusPatch?.();
         const key = `${p.namespace}/${p.name}`;
         const pod = this.pods.get(key);
@@ -83,7 +86,8 @@ export class FakeHost {
         if (this.holdDeletes) this.#heldDeletes.push(pod); else this.#emit('DELETED', pod);
         return pod;
       },
-      createNamespacedEvent: async (p: { namespace: string; body: CoreV1Event }) => {
+      createNamespacedEvent: async (p: { namespace: string; body: CoreV1Event }, o?: RequestOptions) => {
+        this.priorities.push({ method: 'createNamespacedEvent', priority: o?.priority ?? 'normal' });
         if (this.failEventCreates > 0 && this.failEventCreates--) throw new KubeError('Unavailable', 503, 'ServiceUnavailable', 'the host is away');
         const key = `${p.namespace}/${p.body.metadata!.name}`;
         if (this.events.has(key)) throw new KubeError('AlreadyExists', 409, 'AlreadyExists', 'exists');

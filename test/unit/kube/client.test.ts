@@ -407,6 +407,34 @@ describe(`ClusterClient requests (${proto})`, { timeout: 10_000 }, () => {
     } finally { server.close(); }
   });
 
+  it('sends waiting requests by their priority, whether they wait for the rate limit or (HTTPS/1.1) for a connection', async () => {
+    const server = await fakeServer('s', { http2, slowMs: 100 });
+    try {
+      const order = (c: ClusterClient, first: Promise<unknown>): Promise<string[]> => {
+        const from = server.seen.length;
+        const rest = [
+          c.core.createNamespacedEvent({ namespace: 'ns', body: { metadata: {}, involvedObject: {} } }, { discard: true, priority: 'low' }),
+          c.core.readNamespacedPod({ namespace: 'ns', name: 'normal' }),
+          c.core.patchNamespacedPodStatus({ namespace: 'ns', name: 'high', body: {} }, { discard: true, priority: 'high' }),
+        ];
+        return Promise.all([first, ...rest]).then(() => server.seen.slice(from).map((x) => x.path.split('?')[0]!));
+      };
+      if (!http2) { // HTTP/2 requests are streams: none waits for a connection
+        // One connection, held by a slow request: the others wait for it.
+        const pooled = new ClusterClient(access(server, { token: 't' }), { cluster: 'm', qps: 100, burst: 100, maxRequestSockets: 1, http2 });
+        await list(pooled);
+        assert.deepEqual(await order(pooled, pooled.request('GET', '/api/v1/namespaces/slow')), [
+          '/api/v1/namespaces/slow', '/api/v1/namespaces/ns/pods/high/status', '/api/v1/namespaces/ns/pods/normal', '/api/v1/namespaces/ns/events',
+        ]);
+      }
+      // A burst of one: the others wait for the rate limit's next tokens.
+      const limited = new ClusterClient(access(server, { token: 't' }), { cluster: 'm', qps: 20, burst: 1, http2 });
+      assert.deepEqual(await order(limited, list(limited)), [
+        '/api/v1/namespaces', '/api/v1/namespaces/ns/pods/high/status', '/api/v1/namespaces/ns/pods/normal', '/api/v1/namespaces/ns/events',
+      ]);
+    } finally { server.close(); }
+  });
+
   it('answers requests while more watches run than the requests\' pool has connections', async () => {
     const server = await fakeServer('s', { http2 });
     const stop = new AbortController();

@@ -181,6 +181,23 @@ describe('H1Pool', { timeout: 10_000 }, () => {
     assert.ok(waited[0]! >= least && waited[0]! <= most, `waited ${waited[0]} ms, between ${least} and ${most} ms`);
   });
 
+  test('requests waiting for a connection: high priority first, then normal, low last; first come first within one', async () => {
+    const held: Socket[] = [];
+    const { pool, heads, until } = await setup((_h, s) => { held.push(s); }, { maxSockets: 1 });
+    const paths = ['/busy', '/low', '/n1', '/high', '/n2', '/gone'];
+    const gone = new AbortController();
+    const prio: Record<string, 'high' | 'normal' | 'low' | undefined> = { '/low': 'low', '/high': 'high', '/n2': 'normal', '/gone': 'high' };
+    const answers = paths.map((p) => get(pool, p, { priority: prio[p], signal: p === '/gone' ? gone.signal : undefined }));
+    gone.abort(); // a waiting request taken out of its lane is never sent
+    await assert.rejects(answers.pop()!, (err: Error) => err.name === 'AbortError');
+    for (let i = 0; i < 5; i++) {
+      await until(() => held.length === 1);
+      held.shift()!.write('HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n1');
+    }
+    for (const a of answers) assert.equal(await text((await a).body), '1');
+    assert.deepEqual(heads.map((h) => h.split(' ')[1]), ['/busy', '/high', '/n1', '/n2', '/low']);
+  });
+
   test('a request with no answer in time fails with a TimeoutError; the pool goes on', async () => {
     const { pool } = await setup((h, s) => { if (!h.includes('/hang')) s.write('HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n1'); });
     await assert.rejects(get(pool, '/hang', { timeoutMs: 50 }), (err: Error) => err.name === 'TimeoutError');

@@ -50,6 +50,20 @@ describe('TokenBucket', () => {
     assert.deepEqual(order, [0, 1, 2, 3, 4, 5]);
   });
 
+  it('serves waiting high-priority callers before normal ones, and low ones last', async () => {
+    const b = new TokenBucket(200, 1);
+    await b.take(); // the burst is spent: everyone below waits
+    const order: string[] = [];
+    const takes = [
+      b.take('low').then(() => { order.push('low'); }),
+      b.take().then(() => { order.push('normal 1'); }),
+      b.take('high').then(() => { order.push('high'); }),
+      b.take('normal').then(() => { order.push('normal 2'); }),
+    ];
+    await Promise.all(takes);
+    assert.deepEqual(order, ['high', 'normal 1', 'normal 2', 'low']);
+  });
+
   it('does not let a new caller overtake waiters', async () => {
     const b = new TokenBucket(50, 1);
     const order: string[] = [];

@@ -368,6 +368,18 @@ describe('PodController', () => {
     assert.equal(ev.source?.component, 'kubelet (member eu)');
   });
 
+  it('asks the host to send its status writes before other waiting requests, and its event writes after them', async () => {
+    const { host, provider } = await created();
+    provider.pods.set(`${NS}/a`, { ...provider.pods.get(`${NS}/a`)!, phase: 'Running', status: { ...ready(), phase: 'Running' } });
+    provider.changes.next({ key: `${NS}/a`, lifecycle: false });
+    provider.events.next({ namespace: NS, name: 'a', id: 'ev-1', event: { type: 'Normal', reason: 'Pulled', message: 'image pulled', count: 1,
+      source: { component: 'kubelet' } } });
+    await eventually('the proxy Ready, the event on it', () => isReadyOnHost(host, 'a') && host.eventReasons().includes('Pulled'));
+    const asked = (method: string) => [...new Set(host.priorities.filter((x) => x.method === method).map((x) => x.priority))];
+    assert.deepEqual(asked('patchNamespacedPodStatus'), ['high']);
+    assert.deepEqual(asked('createNamespacedEvent'), ['low']);
+  });
+
   it('counts each member event by what became of it: written, or skipped when its proxy is gone by its turn', async () => {
     const { host, provider } = await created();
     const count = async (result: string): Promise<number> => (await metrics.mirroredEvents.get()).values

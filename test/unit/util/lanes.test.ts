@@ -1,0 +1,41 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Lanes, type Priority } from '../../../src/util/lanes.ts';
+
+describe('Lanes', () => {
+  it('serves the most urgent lane first, in order within a lane', () => {
+    const cases: { name: string; pushes: [string, Priority | undefined][]; want: string[] }[] = [
+      { name: 'one lane: first in, first out', pushes: [['a', undefined], ['b', undefined], ['c', undefined]], want: ['a', 'b', 'c'] },
+      { name: 'high overtakes normal and low', pushes: [['l1', 'low'], ['n1', 'normal'], ['h1', 'high'], ['n2', undefined], ['h2', 'high']],
+        want: ['h1', 'h2', 'n1', 'n2', 'l1'] },
+      { name: 'low only once nothing else waits', pushes: [['l1', 'low'], ['l2', 'low'], ['n1', 'normal']], want: ['n1', 'l1', 'l2'] },
+      { name: 'empty', pushes: [], want: [] },
+    ];
+    for (const c of cases) {
+      const l = new Lanes<string>();
+      for (const [item, p] of c.pushes) l.push(item, p);
+      assert.equal(l.length, c.want.length, c.name);
+      const got: string[] = [];
+      for (let x = l.shift(); x !== undefined; x = l.shift()) got.push(x);
+      assert.deepEqual(got, c.want, c.name);
+      assert.equal(l.length, 0, c.name);
+    }
+  });
+
+  it('puts an item back at the head of its lane, and removes one from its lane', () => {
+    const l = new Lanes<string>();
+    l.push('n1');
+    l.push('n2');
+    l.push('h1', 'high');
+    const first = l.shift();
+    assert.equal(first, 'h1');
+    l.unshift(first!, 'high');
+    assert.equal(l.shift(), 'h1');
+    assert.equal(l.remove('n2', 'high'), false, 'not in that lane');
+    assert.equal(l.remove('n2'), true);
+    assert.equal(l.remove('n2'), false, 'already removed');
+    assert.equal(l.length, 1);
+    assert.equal(l.shift(), 'n1');
+    assert.equal(l.shift(), undefined);
+  });
+});

@@ -1,7 +1,7 @@
 // Status forge: a delegate's status in host coordinates (the virtual node's address, restarts of lost predecessors
 // carried, only the conditions the member's kubelet and scheduler own). Merging it with the proxy's own status, and
 // deciding what to write, is the host's (host/pod/status.ts). See docs/ARCHITECTURE.md.
-import type { V1ContainerStatus, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import type { V1ContainerStateTerminated, V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
 import { RESTARTS_ANNOTATION } from './keys.ts';
 import { isScheduled, isTerminal } from './pod.ts';
 import { compact, nonEmpty } from './objects.ts';
@@ -29,13 +29,31 @@ export function forgeHostStatus(delegate: V1Pod, hostIP: string): V1PodStatus {
   // every status sync, and nobody writes into it.
   const source = delegate.status ?? {};
   const earlier = delegateRestarts(delegate);
+  const lost = lostAt(delegate);
+  // A delegate that replaces a lost one and has not started its containers: the pod is restarting them, as a kubelet
+  // shows it, not a new pod (Running, its containers waiting with their restarts, not Ready).
+  if (earlier && !isTerminal(delegate) && !source.containerStatuses?.length) {
+    return compact({
+      phase: 'Running',
+      conditions: restartingConditions(delegateConditions(source.conditions ?? []), lost),
+      message: source.message,
+      reason: source.reason,
+      containerStatuses: delegate.spec?.containers.map((c) => restartingStatus(c.name, c.image, earlier[c.name] ?? 0, lost)),
+      hostIP,
+      hostIPs: [{ ip: hostIP }],
+      podIP: source.podIP,
+      podIPs: source.podIPs,
+      startTime: source.startTime,
+      qosClass: source.qosClass,
+    });
+  }
   return compact({
     phase: proxyPhase(delegate),
     conditions: nonEmpty(delegateConditions(source.conditions ?? [])),
     message: source.message,
     reason: source.reason,
-    containerStatuses: withRestarts(source.containerStatuses, earlier),
-    initContainerStatuses: withRestarts(source.initContainerStatuses, earlier),
+    containerStatuses: withRestarts(source.containerStatuses, earlier, lost),
+    initContainerStatuses: withRestarts(source.initContainerStatuses, earlier, lost),
     ephemeralContainerStatuses: source.ephemeralContainerStatuses,
     hostIP,
     hostIPs: [{ ip: hostIP }],
@@ -80,10 +98,51 @@ function delegateRestarts(delegate: V1Pod): Record<string, number> | undefined {
   }
 }
 
-/** Container statuses with the restarts of earlier delegates added (copies: the delegate's are left as they are). */
-function withRestarts(statuses: V1ContainerStatus[] | undefined, earlier: Record<string, number> | undefined): V1ContainerStatus[] | undefined {
+/**
+ * Container statuses with the restarts of earlier delegates added, and, for a container that has not restarted in
+ * this delegate, its last state: killed with the lost one (copies: the delegate's are left as they are).
+ */
+function withRestarts(statuses: V1ContainerStatus[] | undefined, earlier: Record<string, number> | undefined,
+  lost: Date | undefined): V1ContainerStatus[] | undefined {
   if (!earlier || !statuses) return statuses;
-  return statuses.map((cs) => ({ ...cs, restartCount: (cs.restartCount ?? 0) + (earlier[cs.name] ?? 0) }));
+  return statuses.map((cs) => {
+    const before = earlier[cs.name] ?? 0;
+    const out = { ...cs, restartCount: (cs.restartCount ?? 0) + before };
+    if (before > 0 && !cs.lastState?.terminated) out.lastState = { terminated: lostTermination(lost) };
+    return out;
+  });
+}
+
+// What a kubelet reports for a container that was killed rather than seen to exit (SIGKILL).
+export const LOST_CONTAINER_EXIT_CODE = 137;
+const LOST_REASON = 'DelegateLost';
+const LOST_MESSAGE = 'killed with its delegate, which the member lost (its node gone, or the pod deleted or evicted there)';
+
+/** When the lost delegate was replaced: the replacement's creation, a time that does not move between syncs. */
+function lostAt(delegate: V1Pod): Date | undefined {
+  const t = delegate.metadata?.creationTimestamp;
+  return t === undefined ? undefined : new Date(t);
+}
+
+function lostTermination(at: Date | undefined): V1ContainerStateTerminated {
+  return compact({ exitCode: LOST_CONTAINER_EXIT_CODE, reason: LOST_REASON, message: LOST_MESSAGE, finishedAt: at });
+}
+
+/** A container of a replacement delegate not started yet: waiting, with its restarts, last killed with the lost one. */
+function restartingStatus(name: string, image: string | undefined, restarts: number, lost: Date | undefined): V1ContainerStatus {
+  return {
+    name, image: image ?? '', imageID: '', ready: false, started: false, restartCount: restarts,
+    state: { waiting: { reason: 'ContainerCreating' } },
+    lastState: { terminated: lostTermination(lost) },
+  };
+}
+
+/** The replacement's conditions, with Ready and ContainersReady False (ContainersNotReady) until it reports its own. */
+function restartingConditions(conditions: V1PodCondition[], lost: Date | undefined): V1PodCondition[] {
+  const has = new Set(conditions.map((c) => c.type));
+  const down = ['ContainersReady', 'Ready'].filter((t) => !has.has(t))
+    .map((type) => compact<V1PodCondition>({ type, status: 'False', reason: 'ContainersNotReady', lastTransitionTime: lost }));
+  return [...conditions, ...down];
 }
 
 /**

@@ -11,7 +11,7 @@ import {
   client, clusterID, clusterletArgs, clusterletKubeconfig, harness, namespaces, startClusterlet, type ClusterletProcess,
 } from '../support/env.ts';
 import { identityKubeconfig } from '../support/identity.ts';
-import { waitUntil } from '../support/wait.ts';
+import { everyVersion, waitUntil } from '../support/wait.ts';
 import { cmSpec, condition, deployment, eventSpec, isReady, nodeSpec, podSpec, podsSpec, waitVirtualNodeSchedulable, waitNode } from '../support/objects.ts';
 import { freePort, pollUntil } from '../harness/net.ts';
 import { fakeNode } from '../harness/cluster.ts';
@@ -189,6 +189,24 @@ describe('member outages', () => {
     const [lostNode, lost] = [...count].sort((a, b) => b[1] - a[1])[0];
     const lostNames = new Set(delegates.filter((p) => p.spec!.nodeName === lostNode).map((p) => p.metadata!.name!));
     const def = harness().member.opts.nodes.find((n) => n.name === lostNode)!;
+    // Every version of the proxies that lose their delegate, from before the loss to the end: as a kubelet restarting a
+    // pod's containers shows it, the pod stays Running, keeps its start time, and its restart count never goes back.
+    const startTime = new Map(proxies.map((p) => [p.metadata!.name!, String(p.status?.startTime)]));
+    const seen = new Map<string, string[]>([...lostNames].map((n) => [n, []]));
+    const wrong: string[] = [];
+    const stopRecording = everyVersion(host, podsSpec(host, ns), (p) => {
+      const name = p.metadata!.name!;
+      if (!seen.has(name)) return;
+      const cs = p.status?.containerStatuses?.[0];
+      const v = `${p.status?.phase} ready=${isReady(p)} restarts=${cs?.restartCount} started=${String(p.status?.startTime)} `
+        + `state=${Object.keys(cs?.state ?? {}).join()} last=${cs?.lastState?.terminated?.reason ?? ''}`;
+      seen.get(name)!.push(v);
+      const rc = cs?.restartCount ?? 0;
+      const before = seen.get(name)!.slice(0, -1).map((x) => Number(/restarts=(\d+)/.exec(x)?.[1] ?? 0));
+      if (p.status?.phase !== 'Running' || String(p.status?.startTime) !== startTime.get(name) || before.some((b) => b > rc)) {
+        wrong.push(`${name}: ${v}`);
+      }
+    });
     await member.core.deleteNode({ name: lostNode });
     try {
       // The member's pod GC fails and deletes the orphaned delegates (after its 40 s quarantine); clusterlet creates them again.
@@ -198,13 +216,28 @@ describe('member outages', () => {
       for (const p of after) assert.ok(uids.has(p.metadata!.labels!['clusterlet.io/proxy-uid']), 'each delegate belongs to an original proxy');
       const now = await waitUntil(host, podsSpec(host, ns), (ps) => ps.length === 6 && ps.every(isReady)
         && ps.filter((p) => lostNames.has(p.metadata!.name!)).every((p) => (p.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1),
-      60_000, '6 proxies Ready, the lost ones with a restart counted');
+      60_000, '6 proxies Ready, the lost ones with a restart counted').catch(async (err: unknown) => {
+        // What the delegates carried (the restarts annotation) and what clusterlet said about them.
+        for (const d of (await member.core.listNamespacedPod({ namespace: ns })).items) {
+          t.diagnostic(`delegate ${d.metadata!.name} on ${d.spec?.nodeName} ${d.status?.phase} created ${String(d.metadata!.creationTimestamp)} `
+            + `restarts=${d.metadata!.annotations?.['clusterlet.io/restarts']} rc=${d.status?.containerStatuses?.[0]?.restartCount}`);
+        }
+        for (const [n, vs] of seen) t.diagnostic(`proxy ${n}: ${vs.join(' | ')}`);
+        for (const l of cl.logs().split('\n').filter((x) => x.includes(ns))) t.diagnostic(l.slice(0, 400));
+        throw err;
+      });
+      stopRecording();
+      assert.deepEqual(wrong, [], 'each proxy that lost its delegate stays Running, keeps its start time and never counts fewer restarts');
       assert.deepEqual(new Set(now.map((p) => p.metadata!.uid!)), uids, 'the same 6 proxies: none failed, none replaced');
       assert.ok(now.every((p) => p.status?.phase === 'Running'));
+      for (const p of now.filter((x) => lostNames.has(x.metadata!.name!))) {
+        assert.equal(p.status?.containerStatuses?.[0]?.lastState?.terminated?.reason, 'DelegateLost', `${p.metadata!.name}: the loss as its container's last state`);
+      }
       const events = await host.core.listNamespacedEvent({ namespace: ns });
       assert.ok(events.items.some((e) => e.reason === 'DelegateLost' && lostNames.has(e.involvedObject!.name!)),
         `a DelegateLost event on the proxies that lost their delegate (${lost})`);
     } finally {
+      stopRecording();
       await member.core.createNode({ body: fakeNode(def) }).catch(() => undefined);
       await waitUntil(member, nodeSpec(member, lostNode), (ns) => ns.length === 1 && isReady(ns[0]), 60_000, `${lostNode} back`);
     }

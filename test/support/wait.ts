@@ -89,3 +89,15 @@ function summarize(o: KubernetesObject): string {
   const conds = (s.status?.conditions ?? []).map((c) => `${c.type}=${c.status}${c.reason ? `(${c.reason})` : ''}`).join(',');
   return `${o.metadata?.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata?.name} ${s.status?.phase ?? ''} ${conds}`;
 }
+
+/**
+ * Watches the objects and hands `note` every version seen (the first list's and every change's), until the returned
+ * function is called: what a test asserts over the whole of a change, not only its end.
+ */
+export function everyVersion<T extends KubernetesObject>(client: ClusterClient, spec: ListWatchSpec<T>, note: (o: T) => void): () => void {
+  const sub = listWatch<T>(client, spec, { silenceMs: 30_000 }).subscribe((e) => {
+    if (e.type === 'SYNC') for (const o of e.items) note(o);
+    else note(e.object);
+  });
+  return () => sub.unsubscribe();
+}

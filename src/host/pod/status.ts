@@ -5,15 +5,13 @@ import type { V1Container, V1ContainerStatus, V1Pod, V1PodCondition, V1PodReadin
 import { OFFLOADED_CONDITION } from '../../forge/keys.ts';
 import { isTerminal } from '../../forge/pod.ts';
 import { compact, nonEmpty, wholeSeconds } from '../../forge/objects.ts';
-import { DELEGATE_CONDITIONS, HOST_SHARED_CONDITIONS } from '../../forge/status.ts';
+import { DELEGATE_CONDITIONS, HOST_SHARED_CONDITIONS, LOST_CONTAINER_EXIT_CODE } from '../../forge/status.ts';
 import type { ProviderPod } from '../../provider/pod.ts';
 import { byCodeUnits } from '../../util/order.ts';
 
 /** Conditions the status mirror neither writes nor deletes: the pod controller's own. */
 export const OWN_CONDITIONS: ReadonlySet<string> = new Set([OFFLOADED_CONDITION]);
 
-// What the kubelet reports for a container that was lost rather than seen to exit.
-const LOST_CONTAINER_EXIT_CODE = 137;
 
 /**
  * The status the proxy should show: the delegate's, with the conditions the host owns on the proxy kept, and its
@@ -22,6 +20,8 @@ const LOST_CONTAINER_EXIT_CODE = 137;
 export function desiredProxyStatus(proxy: V1Pod, fromDelegate: V1PodStatus, now: Date = new Date()): V1PodStatus {
   return compact({
     ...fromDelegate,
+    // When the pod started, once: a delegate that replaces a lost one starts later, but the pod does not start again.
+    startTime: proxy.status?.startTime ?? fromDelegate.startTime,
     conditions: nonEmpty(proxyConditions(fromDelegate.conditions ?? [], proxy)),
     ephemeralContainerStatuses: nonEmpty(ephemeralStatuses(proxy, fromDelegate.ephemeralContainerStatuses ?? [], now)),
   });

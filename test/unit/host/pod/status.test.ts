@@ -482,6 +482,61 @@ describe('a lost delegate created again', () => {
     const s = forgeProxyStatus(d, { hostIP: '10.0.0.1', proxy });
     assert.deepEqual(s.containerStatuses!.map((c) => [c.name, c.restartCount]), [['app', 3], ['side', 5]]);
   });
+  const LOST = {
+    exitCode: 137, reason: 'DelegateLost', finishedAt: T1,
+    message: 'killed with its delegate, which the member lost (its node gone, or the pod deleted or evicted there)',
+  };
+  /** The replacement of the proxy's lost delegate, created at T1, with `status` from the member. */
+  const replacement = (status: V1PodStatus | undefined, nodeName?: string): V1Pod => {
+    const d = forgeDelegatePod(proxy, { ...ctx, restarts: { app: 3, side: 1 } });
+    d.metadata!.creationTimestamp = T1;
+    if (nodeName) d.spec!.nodeName = nodeName;
+    d.status = status;
+    return d;
+  };
+  const shown = { ...proxy, status: { ...proxy.status, startTime: T0, conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: T0 }] } };
+
+  it('until it starts its containers, the pod shows them restarting: Running, each waiting with its restarts and killed last, not Ready', () => {
+    const cases: [string, V1PodStatus | undefined, string | undefined][] = [
+      ['just created', undefined, undefined],
+      ['scheduled in the member', { phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'True', lastTransitionTime: T1 }] }, 'm1'],
+    ];
+    for (const [name, status, node] of cases) {
+      const s = forgeProxyStatus(replacement(status, node), { hostIP: '10.0.0.1', proxy: shown });
+      assert.equal(s.phase, 'Running', name);
+      assert.equal(s.startTime, T0, `${name}: the pod's start, not the replacement's`);
+      assert.deepEqual(s.containerStatuses, [
+        { name: 'app', image: 'a', imageID: '', ready: false, started: false, restartCount: 3, state: { waiting: { reason: 'ContainerCreating' } },
+          lastState: { terminated: LOST } },
+        { name: 'side', image: 's', imageID: '', ready: false, started: false, restartCount: 1, state: { waiting: { reason: 'ContainerCreating' } },
+          lastState: { terminated: LOST } },
+      ], name);
+      const cond = (t: string) => s.conditions!.find((c) => c.type === t);
+      assert.deepEqual([cond('Ready'), cond('ContainersReady')], [
+        { type: 'Ready', status: 'False', reason: 'ContainersNotReady', lastTransitionTime: T1 },
+        { type: 'ContainersReady', status: 'False', reason: 'ContainersNotReady', lastTransitionTime: T1 },
+      ], name);
+      // The same answer on every sync: nothing to write again.
+      assert.ok(statusEqual(forgeProxyStatus(replacement(status, node), { hostIP: '10.0.0.1', proxy: shown }), s), name);
+    }
+  });
+
+  it('once running, a container that has not restarted there shows the loss as its last state; one that has, its own', () => {
+    const own = { terminated: { exitCode: 1, reason: 'Error', finishedAt: T0 } };
+    const s = forgeProxyStatus(replacement({ phase: 'Running', startTime: T1, containerStatuses: [
+      { name: 'app', image: 'a', imageID: '', ready: true, restartCount: 0, state: { running: { startedAt: T1 } } },
+      { name: 'side', image: 's', imageID: '', ready: true, restartCount: 1, state: { running: { startedAt: T1 } }, lastState: own },
+    ] }, 'm1'), { hostIP: '10.0.0.1', proxy: shown });
+    assert.deepEqual(s.containerStatuses!.map((c) => [c.name, c.restartCount, c.lastState]), [['app', 3, { terminated: LOST }], ['side', 2, own]]);
+    assert.equal(s.startTime, T0, 'the pod started once');
+  });
+
+  it('a replacement that finished shows its own status, not a restart', () => {
+    const s = forgeProxyStatus(replacement({ phase: 'Failed', reason: 'Evicted' }, 'm1'), { hostIP: '10.0.0.1' });
+    assert.equal(s.phase, 'Failed');
+    assert.equal(s.containerStatuses, undefined);
+  });
+
   it('a first delegate carries no restarts annotation, and a garbled one is ignored', () => {
     assert.equal(forgeDelegatePod(proxy, ctx).metadata!.annotations!['clusterlet.io/restarts'], undefined);
     const d = forgeDelegatePod(proxy, ctx);

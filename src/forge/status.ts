@@ -32,27 +32,16 @@ export function forgeHostStatus(delegate: V1Pod, hostIP: string): V1PodStatus {
   const lost = lostAt(delegate);
   // A delegate that replaces a lost one and has not started its containers: the pod is restarting them, as a kubelet
   // shows it, not a new pod (Running, its containers waiting with their restarts, not Ready).
-  if (earlier && !isTerminal(delegate) && !source.containerStatuses?.length) {
-    return compact({
-      phase: 'Running',
-      conditions: restartingConditions(delegateConditions(source.conditions ?? []), lost),
-      message: source.message,
-      reason: source.reason,
-      containerStatuses: delegate.spec?.containers.map((c) => restartingStatus(c.name, c.image, earlier[c.name] ?? 0, lost)),
-      hostIP,
-      hostIPs: [{ ip: hostIP }],
-      podIP: source.podIP,
-      podIPs: source.podIPs,
-      startTime: source.startTime,
-      qosClass: source.qosClass,
-    });
-  }
+  const restarting = earlier !== undefined && !isTerminal(delegate) && !source.containerStatuses?.length;
+  const conditions = delegateConditions(source.conditions ?? []);
   return compact({
-    phase: proxyPhase(delegate),
-    conditions: nonEmpty(delegateConditions(source.conditions ?? [])),
+    phase: restarting ? 'Running' : proxyPhase(delegate),
+    conditions: restarting ? restartingConditions(conditions, lost) : nonEmpty(conditions),
     message: source.message,
     reason: source.reason,
-    containerStatuses: withRestarts(source.containerStatuses, earlier, lost),
+    containerStatuses: restarting
+      ? delegate.spec?.containers.map((c) => restartingStatus(c.name, c.image, earlier[c.name] ?? 0, lost))
+      : withRestarts(source.containerStatuses, earlier, lost),
     initContainerStatuses: withRestarts(source.initContainerStatuses, earlier, lost),
     ephemeralContainerStatuses: source.ephemeralContainerStatuses,
     hostIP,

@@ -87,7 +87,7 @@ export interface OffloadedRun extends RunResult {
    * Requests that waited for a free connection of their cluster's pool until all N were Ready: the share of the
    * requests, and p50 / p99 of their wait (clusterlet's histogram, ms), by cluster.
    */
-  connectionWait?: Record<string, { share: number; p50?: number; p99?: number }>;
+  connectionWait?: Record<string, ConnectionWait>;
   /** Member events about the delegates per pod (create → delete), by member, then by what became of them: written, skipped, failed. */
   mirroredEventsPerPod?: Record<string, Record<string, number>>;
   /** API requests clusterlet made per pod (create → delete), by cluster and verb. */
@@ -380,7 +380,11 @@ export interface Scrape {
 const HISTOGRAMS = ['clusterlet_status_mirror_seconds', 'clusterlet_api_request_duration_seconds', 'clusterlet_api_connection_wait_seconds'];
 
 async function scrape(url: string): Promise<Scrape> {
-  const text = await (await fetch(url)).text();
+  return parseScrape(await (await fetch(url)).text());
+}
+
+/** What the bench reads of clusterlet's /metrics text. */
+export function parseScrape(text: string): Scrape {
   const out: Scrape = { requests: new Map(), watchEvents: new Map(), mirroredEvents: new Map(), buckets: new Map() };
   for (const line of text.split('\n')) {
     const m = /^(\w+)\{([^}]*)\} (\S+)$/.exec(line);
@@ -399,29 +403,50 @@ async function scrape(url: string): Promise<Scrape> {
       const { le, ...rest } = labels;
       const series = `${base}{${Object.entries(rest).map(([k, v]) => `${k}=${v}`).join(',')}}`;
       if (!out.buckets.has(series)) out.buckets.set(series, new Map());
-      out.buckets.get(series)!.set(le === '+Inf' ? Infinity : Number(le), Number(m[3]));
+      const bound = le === '+Inf' ? Infinity : Number(le);
+      out.buckets.get(series)!.set(bound, Number(m[3]));
+      // The connection waits of every priority together, by cluster, besides each priority's.
+      if (base === 'clusterlet_api_connection_wait_seconds' && rest.priority !== undefined) {
+        const all = `${base}{cluster=${rest.cluster}}`;
+        if (!out.buckets.has(all)) out.buckets.set(all, new Map());
+        out.buckets.get(all)!.set(bound, (out.buckets.get(all)!.get(bound) ?? 0) + Number(m[3]));
+      }
     }
   }
   return out;
 }
 
-/** Of a cluster's requests between two scrapes, the share that waited for a free connection, and p50 / p99 of the wait (ms). */
-export function connectionWaitOf(before: Scrape, after: Scrape, cluster: string): { share: number; p50?: number; p99?: number } {
+/** A cluster's requests that waited for a connection (see connectionWaitOf). */
+export interface ConnectionWait { share: number; p50?: number; p99?: number; byPriority?: Record<string, number> }
+
+/**
+ * Of a cluster's requests between two scrapes, the share that waited for a free connection, p50 / p99 of the wait (ms),
+ * and how many of those that waited asked for each priority (requests of a higher one go first).
+ */
+export function connectionWaitOf(before: Scrape, after: Scrape, cluster: string): ConnectionWait {
   const series = `clusterlet_api_connection_wait_seconds{cluster=${cluster}}`;
+  const count = (s: string): number => (after.buckets.get(s)?.get(Infinity) ?? 0) - (before.buckets.get(s)?.get(Infinity) ?? 0);
   const [b, a] = [before.buckets.get(series), after.buckets.get(series)];
-  const waited = (a?.get(Infinity) ?? 0) - (b?.get(Infinity) ?? 0);
+  const waited = count(series);
+  const byPriority: Record<string, number> = {};
+  for (const p of ['high', 'normal', 'low']) {
+    const n = count(`clusterlet_api_connection_wait_seconds{cluster=${cluster},priority=${p}}`);
+    if (n > 0) byPriority[p] = n;
+  }
   let requests = 0;
   // Watches have a pool of their own, without a cap.
   for (const [k, v] of after.requests) if (k.startsWith(`${cluster}/`) && k !== `${cluster}/watch`) requests += v - (before.requests.get(k) ?? 0);
   const share = requests > 0 ? Math.round((waited / requests) * 1000) / 1000 : 0;
-  return { share, p50: histogramQuantile(b, a, 0.5), p99: histogramQuantile(b, a, 0.99) };
+  return { share, p50: histogramQuantile(b, a, 0.5), p99: histogramQuantile(b, a, 0.99),
+    ...(Object.keys(byPriority).length ? { byPriority } : {}) };
 }
 
 /** `host 12.5% (p50 30 / p99 240 ms), member 0%`: a run's connection waits, for its progress line. */
 export function waitLine(w: OffloadedRun['connectionWait']): string {
   if (!w) return '–';
   return Object.entries(w).map(([cluster, x]) => `${cluster} ${round1(x.share * 100)}%${
-    x.p50 === undefined ? '' : ` (p50 ${x.p50.toFixed(0)} / p99 ${x.p99?.toFixed(0)} ms)`}`).join(', ');
+    x.p50 === undefined ? '' : ` (p50 ${x.p50.toFixed(0)} / p99 ${x.p99?.toFixed(0)} ms${
+      x.byPriority ? `; ${Object.entries(x.byPriority).map(([p, n]) => `${p} ${n}`).join(', ')}` : ''})`}`).join(', ');
 }
 
 /** The q-quantile (0..1) in ms of what a histogram series observed between two scrapes, as Prometheus' histogram_quantile. */

@@ -131,8 +131,8 @@ export const metrics = {
   }),
   connectionWait: new Histogram({
     name: 'clusterlet_api_connection_wait_seconds',
-    help: 'How long an API request waited for a free connection (all of its cluster\'s pool busy), by cluster: only requests that waited.',
-    labelNames: ['cluster'] as const, registers: [registry],
+    help: 'How long an API request waited for a free connection (all of its cluster\'s pool busy), by cluster and priority: only requests that waited.',
+    labelNames: ['cluster', 'priority'] as const, registers: [registry],
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
   }),
   queueDepth: new Gauge({

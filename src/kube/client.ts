@@ -438,7 +438,7 @@ export class ClusterClient {
     const { secure, hostname, port } = target;
     const pools = (origin: H1Origin): Agents => ({
       requests: new H1Pool(origin, { maxSockets: this.#maxRequestSockets, idleMs: IDLE_SOCKET_MS,
-        onWaited: (ms) => metrics.connectionWait.observe({ cluster: this.name }, ms / 1000) }),
+        onWaited: (ms, priority) => metrics.connectionWait.observe({ cluster: this.name, priority }, ms / 1000) }),
       watches: new H1Pool(origin, { maxFree: FREE_WATCH_SOCKETS, idleMs: IDLE_SOCKET_MS }),
     });
     if (!secure) return pools({ secure, hostname, port });

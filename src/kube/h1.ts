@@ -12,7 +12,7 @@
 import { connect as netConnect, isIP, type Socket } from 'node:net';
 import { connect as tlsConnect, type SecureContext } from 'node:tls';
 import { timeoutError, type ApiRequest, type Body, type Exchange } from './h2.ts';
-import { Lanes } from '../util/lanes.ts';
+import { Lanes, type Priority } from '../util/lanes.ts';
 
 export interface H1Origin {
   secure: boolean;
@@ -32,7 +32,7 @@ export interface H1PoolOptions {
   /** An unused connection is closed after this long. */
   idleMs: number;
   /** Told, in ms, how long a request waited for a connection, when it had to (all maxSockets busy). */
-  onWaited?: (ms: number) => void;
+  onWaited?: (ms: number, priority: Priority) => void;
 }
 
 /** The connection ended or failed before the answer did (node:http's word for it). */
@@ -488,7 +488,7 @@ export class H1Pool {
     if (w) {
       const next = reusable ? c : this.#take();
       if (next) {
-        this.#opts.onWaited?.(performance.now() - w.waitingSince!);
+        this.#opts.onWaited?.(performance.now() - w.waitingSince!, w.r.priority ?? 'normal');
         next.send(w);
         return;
       }

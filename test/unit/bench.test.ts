@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { connectionWaitOf, deltas, histogramQuantile, median, modeOrder, pairMax, pairRatios, percentile, rssKB, summarize,
+import { connectionWaitOf, deltas, parseScrape, histogramQuantile, median, modeOrder, pairMax, pairRatios, percentile, rssKB, summarize,
   toMarkdown, waitLine, type OffloadedRun, type RunResult, type Scrape } from '../../bench/bench.ts';
 
 const h = (pairs: [number, number][]): Map<number, number> => new Map(pairs);
@@ -36,6 +36,21 @@ describe('connectionWaitOf', () => {
     assert.equal(w.p50, 100);
     assert.equal(w.p99, (0.1 + 0.9 * (29.4 / 30)) * 1000);
     assert.deepEqual(connectionWaitOf(before, after, 'member'), { share: 0, p50: undefined, p99: undefined });
+  });
+  it('sums the waits of every priority, and counts each priority\'s', () => {
+    const text = (high: number, low: number): string => [
+      `clusterlet_api_connection_wait_seconds_bucket{le="0.1",cluster="host",priority="high"} ${high}`,
+      `clusterlet_api_connection_wait_seconds_bucket{le="+Inf",cluster="host",priority="high"} ${high}`,
+      `clusterlet_api_connection_wait_seconds_bucket{le="0.1",cluster="host",priority="low"} 0`,
+      `clusterlet_api_connection_wait_seconds_bucket{le="+Inf",cluster="host",priority="low"} ${low}`,
+      'clusterlet_api_requests_total{cluster="host",verb="patch"} ' + String(10 * (high + low)),
+    ].join('\n');
+    const w = connectionWaitOf(parseScrape(text(1, 2)), parseScrape(text(3, 10)), 'host');
+    // 100 requests between the scrapes, 10 waited: 2 high (at most 0.1 s), 8 low (longer).
+    assert.equal(w.share, 0.1);
+    assert.deepEqual(w.byPriority, { high: 2, low: 8 });
+    assert.equal(w.p50, 100, 'in the open-ended bucket: its lower bound, as histogram_quantile');
+    assert.equal(waitLine({ host: { share: 0.1, p50: 50, p99: 900, byPriority: { high: 2, low: 8 } } }), 'host 10% (p50 50 / p99 900 ms; high 2, low 8)');
   });
   it('reads as a line: the share in percent, and the quantiles when any waited', () => {
     assert.equal(waitLine({ host: { share: 0.125, p50: 30.4, p99: 240 }, member: { share: 0 } }), 'host 12.5% (p50 30 / p99 240 ms), member 0%');

@@ -65,7 +65,7 @@ after(() => {
 });
 
 async function setup(answer: Parameters<typeof rawServer>[0],
-  opts: { maxSockets?: number; idleMs?: number; onWaited?: (ms: number) => void } = {}) {
+  opts: { maxSockets?: number; idleMs?: number; onWaited?: (ms: number, priority: string) => void } = {}) {
   const srv = await rawServer(answer);
   servers.push(srv.server);
   const pool = new H1Pool({ secure: false, hostname: '127.0.0.1', port: srv.port },
@@ -183,7 +183,8 @@ describe('H1Pool', { timeout: 10_000 }, () => {
 
   test('requests waiting for a connection: high priority first, then normal, low last; first come first within one', async () => {
     const held: Socket[] = [];
-    const { pool, heads, until } = await setup((_h, s) => { held.push(s); }, { maxSockets: 1 });
+    const lanes: string[] = [];
+    const { pool, heads, until } = await setup((_h, s) => { held.push(s); }, { maxSockets: 1, onWaited: (_ms, p) => lanes.push(p) });
     const paths = ['/busy', '/low', '/n1', '/high', '/n2', '/gone'];
     const gone = new AbortController();
     const prio: Record<string, 'high' | 'normal' | 'low' | undefined> = { '/low': 'low', '/high': 'high', '/n2': 'normal', '/gone': 'high' };
@@ -196,6 +197,7 @@ describe('H1Pool', { timeout: 10_000 }, () => {
     }
     for (const a of answers) assert.equal(await text((await a).body), '1');
     assert.deepEqual(heads.map((h) => h.split(' ')[1]), ['/busy', '/high', '/n1', '/n2', '/low']);
+    assert.deepEqual(lanes, ['high', 'normal', 'normal', 'low'], 'each wait reported with its priority');
   });
 
   test('a request with no answer in time fails with a TimeoutError; the pool goes on', async () => {

@@ -90,6 +90,8 @@ export interface OffloadedRun extends RunResult {
   connectionWait?: Record<string, ConnectionWait>;
   /** Member events about the delegates per pod (create → delete), by member, then by what became of them: written, skipped, failed. */
   mirroredEventsPerPod?: Record<string, Record<string, number>>;
+  /** clusterlet's watch restarts during the run (create → delete), by `cluster resource reason`: none, when it has none. */
+  watchRestarts?: Record<string, number>;
   /** API requests clusterlet made per pod (create → delete), by cluster and verb. */
   requestsPerPod: Record<string, Record<string, number>>;
   /** Watch events clusterlet received per pod (create → delete), by cluster, then by resource and by "resource type". */
@@ -373,6 +375,8 @@ export interface Scrape {
   watchEvents: Counts;
   /** Member events about delegates, by `member/result` (`written`, `skipped`, `failed`). */
   mirroredEvents: Counts;
+  /** clusterlet's watch restarts, by `cluster resource reason` (silent, ended, gone, error). */
+  watchRestarts: Counts;
   /** Cumulative bucket counts of the histograms the bench reads, by series (`name{labels}` without le) then le. */
   buckets: Map<string, Map<number, number>>;
 }
@@ -385,13 +389,14 @@ async function scrape(url: string): Promise<Scrape> {
 
 /** What the bench reads of clusterlet's /metrics text. */
 export function parseScrape(text: string): Scrape {
-  const out: Scrape = { requests: new Map(), watchEvents: new Map(), mirroredEvents: new Map(), buckets: new Map() };
+  const out: Scrape = { requests: new Map(), watchEvents: new Map(), mirroredEvents: new Map(), watchRestarts: new Map(), buckets: new Map() };
   for (const line of text.split('\n')) {
     const m = /^(\w+)\{([^}]*)\} (\S+)$/.exec(line);
     if (!m) continue;
     const labels = Object.fromEntries([...m[2].matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
     if (m[1] === 'clusterlet_api_requests_total') out.requests.set(`${labels.cluster}/${labels.verb}`, Number(m[3]));
     if (m[1] === 'clusterlet_mirrored_events_total') out.mirroredEvents.set(`${labels.member}/${labels.result}`, Number(m[3]));
+    if (m[1] === 'clusterlet_watch_restarts_total') out.watchRestarts.set(`${labels.cluster} ${labels.resource} ${labels.reason}`, Number(m[3]));
     if (m[1] === 'clusterlet_watch_events_total') {
       // By resource, and by resource and type ("pods modified").
       const byResource = `${labels.cluster}/${labels.resource}`;
@@ -462,6 +467,19 @@ export function histogramQuantile(before: Map<number, number> | undefined, after
   const lo = i === 0 ? 0 : les[i - 1];
   const below = i === 0 ? 0 : cum[i - 1];
   return (lo + (les[i] - lo) * ((rank - below) / ((cum[i] - below) || 1))) * 1000;
+}
+
+/** What each counter rose by between two scrapes, the ones that did not left out. */
+export function countsBetween(before: Counts, after: Counts): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [k, v] of after) if (v > (before.get(k) ?? 0)) out[k] = v - (before.get(k) ?? 0);
+  return out;
+}
+
+/** `host pods silent 3, member pods gone 1`, or `none`. */
+export function restartsLine(r: Record<string, number> | undefined): string {
+  const e = Object.entries(r ?? {});
+  return e.length ? e.map(([k, v]) => `${k} ${v}`).join(', ') : 'none';
 }
 
 function perPod(before: Counts, after: Counts, n: number): Record<string, Record<string, number>> {
@@ -617,6 +635,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
       cpuMsPerPod: round1((proc.cpuSeconds * 1000) / n), requestsPerPod,
       watchEventsPerPod: perPod(before.watchEvents, after.watchEvents, n),
       mirroredEventsPerPod: perPod(before.mirroredEvents, after.mirroredEvents, n),
+      watchRestarts: countsBetween(before.watchRestarts, after.watchRestarts),
       addedLatencyMs: { p50: percentile(added, 50), p99: percentile(added, 99), max: Math.max(0, ...added) },
       hostWritesPerPod: Math.round(WRITE_VERBS.reduce((s, v) => s + (hostReq[v] ?? 0), 0) * 1000) / 1000,
       hostListsDuringRun: Math.round((hostReq.list ?? 0) * n),
@@ -658,7 +677,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
             r.statusMirrorMs?.p50?.toFixed(0)} ms, p99 ${r.statusMirrorMs?.p99?.toFixed(0)} ms; host status patch p50 ${r.hostPatchMs?.p50?.toFixed(0)} ms, p99 ${
             r.hostPatchMs?.p99?.toFixed(0)} ms; waited for a connection: ${waitLine(r.connectionWait)}; member events per pod ${
             Object.values(r.mirroredEventsPerPod ?? {}).flatMap((m) => Object.entries(m)).map(([k, v]) => `${k} ${v}`).join(', ') || '–'}; RSS ${r.peakRssMB} MB, host writes/pod ${
-            r.hostWritesPerPod}`);
+            r.hostWritesPerPod}; watch restarts: ${restartsLine(r.watchRestarts)}`);
         }
       }
     }

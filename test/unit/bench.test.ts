@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { connectionWaitOf, deltas, parseScrape, histogramQuantile, median, modeOrder, pairMax, pairRatios, percentile, rssKB, summarize,
+import { connectionWaitOf, countsBetween, deltas, parseScrape, restartsLine, histogramQuantile, median, modeOrder, pairMax, pairRatios, percentile, rssKB, summarize,
   toMarkdown, waitLine, type OffloadedRun, type RunResult, type Scrape } from '../../bench/bench.ts';
 
 const h = (pairs: [number, number][]): Map<number, number> => new Map(pairs);
@@ -21,9 +21,23 @@ describe('histogramQuantile', () => {
   });
 });
 
+describe('watch restarts', () => {
+  it('are what each counter rose by during the run, by cluster, resource and reason; a line says none without any', () => {
+    const text = (silent: number, gone: number): string => [
+      `clusterlet_watch_restarts_total{cluster="host",resource="pods",reason="silent"} ${silent}`,
+      `clusterlet_watch_restarts_total{cluster="member",resource="pods",reason="gone"} ${gone}`,
+    ].join('\n');
+    const r = countsBetween(parseScrape(text(2, 1)).watchRestarts, parseScrape(text(5, 1)).watchRestarts);
+    assert.deepEqual(r, { 'host pods silent': 3 });
+    assert.equal(restartsLine(r), 'host pods silent 3');
+    assert.equal(restartsLine({}), 'none');
+    assert.equal(restartsLine(undefined), 'none');
+  });
+});
+
 describe('connectionWaitOf', () => {
   const scrape = (requests: [string, number][], waits?: [number, number][]): Scrape => ({
-    requests: new Map(requests), watchEvents: new Map(), mirroredEvents: new Map(),
+    requests: new Map(requests), watchEvents: new Map(), mirroredEvents: new Map(), watchRestarts: new Map(),
     buckets: new Map(waits ? [['clusterlet_api_connection_wait_seconds{cluster=host}', h(waits)]] : []),
   });
   it("is the share of the cluster's requests (watches aside) that waited between the scrapes, with their wait's quantiles", () => {

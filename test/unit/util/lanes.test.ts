@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { Lanes, type Priority } from '../../../src/util/lanes.ts';
+import { Lanes, PASS_LIMIT, type Priority } from '../../../src/util/lanes.ts';
 
 describe('Lanes', () => {
   it('serves the most urgent lane first, in order within a lane', () => {
@@ -20,6 +20,32 @@ describe('Lanes', () => {
       assert.deepEqual(got, c.want, c.name);
       assert.equal(l.length, 0, c.name);
     }
+  });
+
+  it('never starves a less urgent lane: after PASS_LIMIT served ahead of it, the one waiting longest goes', () => {
+    const l = new Lanes<string>();
+    l.push('low 1', 'low');
+    l.push('normal 1');
+    l.push('low 2', 'low');
+    for (let i = 1; i <= 2 * PASS_LIMIT + 4; i++) l.push(`high ${i}`, 'high');
+    const got: string[] = [];
+    for (let x = l.shift(); x !== undefined; x = l.shift()) got.push(x);
+    const high = (from: number, n: number): string[] => Array.from({ length: n }, (_, i) => `high ${from + i}`);
+    assert.deepEqual(got, [
+      ...high(1, PASS_LIMIT), 'low 1', // the oldest of those behind, whatever its lane
+      ...high(PASS_LIMIT + 1, PASS_LIMIT), 'normal 1',
+      ...high(2 * PASS_LIMIT + 1, 4), 'low 2', // nothing more urgent waits: no count needed
+    ]);
+  });
+
+  it('counts only what is served while a less urgent lane waits', () => {
+    const l = new Lanes<string>();
+    for (let i = 1; i <= PASS_LIMIT; i++) l.push(`high ${i}`, 'high');
+    for (let i = 0; i < PASS_LIMIT; i++) l.shift(); // nobody behind: not passing anyone
+    l.push('low', 'low');
+    l.push('high', 'high');
+    assert.equal(l.shift(), 'high', 'the first pass of low, not the ninth');
+    assert.equal(l.shift(), 'low');
   });
 
   it('puts an item back at the head of its lane, and removes one from its lane', () => {

@@ -484,15 +484,14 @@ export class H1Pool {
       if (i >= 0) this.#free.splice(i, 1);
     }
     // A request waiting for a connection takes this one, or the room it leaves.
-    const w = this.#waiting.shift();
-    if (w) {
+    if (this.#waiting.length > 0) {
       const next = reusable ? c : this.#take();
       if (next) {
+        const w = this.#waiting.shift()!;
         this.#opts.onWaited?.(performance.now() - w.waitingSince!, w.r.priority ?? 'normal');
         next.send(w);
         return;
       }
-      this.#waiting.unshift(w, w.r.priority);
     }
     if (!reusable) return;
     if (this.#closed || this.#free.length >= this.#opts.maxFree) {

@@ -17,41 +17,33 @@ interface Entry<T> { item: T; seq: number }
 /** Items waiting in lanes, the most urgent lane served first (see PASS_LIMIT). */
 export class Lanes<T> {
   #lanes: Entry<T>[][] = [[], [], []];
-  #length = 0;
   #seq = 0;
   /** Items served in a row from a lane while a less urgent one waited. */
   #passed = 0;
 
-  get length(): number { return this.#length; }
+  get length(): number { return this.#lanes[0]!.length + this.#lanes[1]!.length + this.#lanes[2]!.length; }
 
   push(item: T, priority: Priority = 'normal'): void {
     this.#lanes[LANE[priority]]!.push({ item, seq: this.#seq++ });
-    this.#length++;
-  }
-
-  /** Puts `item` back at the head of its lane (it was shifted, and could not be served after all). */
-  unshift(item: T, priority: Priority = 'normal'): void {
-    const lane = this.#lanes[LANE[priority]]!;
-    lane.unshift({ item, seq: Math.min(this.#seq, ...lane.slice(0, 1).map((e) => e.seq)) - 1 });
-    this.#length++;
   }
 
   /** The first item of the most urgent lane that has one, or, every PASS_LIMIT + 1 items, the oldest of the others. */
   shift(): T | undefined {
-    if (this.#length === 0) return undefined;
     const first = this.#lanes.findIndex((l) => l.length > 0);
+    if (first < 0) return undefined;
+    // The lane, below the first, whose head has waited longest.
+    let behind = -1;
+    for (let i = first + 1; i < this.#lanes.length; i++) {
+      const head = this.#lanes[i]![0];
+      if (head && (behind < 0 || head.seq < this.#lanes[behind]![0]!.seq)) behind = i;
+    }
     let from = first;
-    const behind = this.#lanes.slice(first + 1).some((l) => l.length > 0);
-    if (!behind) {
+    if (behind < 0) {
       this.#passed = 0;
     } else if (++this.#passed > PASS_LIMIT) {
       this.#passed = 0;
-      for (let i = first + 1; i < this.#lanes.length; i++) {
-        const head = this.#lanes[i]![0];
-        if (head && (from === first || head.seq < this.#lanes[from]![0]!.seq)) from = i;
-      }
+      from = behind;
     }
-    this.#length--;
     return this.#lanes[from]!.shift()!.item;
   }
 
@@ -61,7 +53,6 @@ export class Lanes<T> {
     const i = lane.findIndex((e) => e.item === item);
     if (i < 0) return false;
     lane.splice(i, 1);
-    this.#length--;
     return true;
   }
 }

@@ -408,16 +408,18 @@ export function parseScrape(text: string): Scrape {
       const { le, ...rest } = labels;
       const series = `${base}{${Object.entries(rest).map(([k, v]) => `${k}=${v}`).join(',')}}`;
       if (!out.buckets.has(series)) out.buckets.set(series, new Map());
-      const bound = le === '+Inf' ? Infinity : Number(le);
-      out.buckets.get(series)!.set(bound, Number(m[3]));
-      // The connection waits of every priority together, by cluster, besides each priority's.
-      if (base === 'clusterlet_api_connection_wait_seconds' && rest.priority !== undefined) {
-        const all = `${base}{cluster=${rest.cluster}}`;
-        if (!out.buckets.has(all)) out.buckets.set(all, new Map());
-        out.buckets.get(all)!.set(bound, (out.buckets.get(all)!.get(bound) ?? 0) + Number(m[3]));
-      }
+      out.buckets.get(series)!.set(le === '+Inf' ? Infinity : Number(le), Number(m[3]));
     }
   }
+  return out;
+}
+
+const PRIORITIES = ['high', 'normal', 'low'] as const;
+
+/** Cumulative bucket counts of several series of one histogram added up, le by le; undefined when none has any. */
+function sumBuckets(series: (Map<number, number> | undefined)[]): Map<number, number> | undefined {
+  let out: Map<number, number> | undefined;
+  for (const s of series) for (const [le, v] of s ?? []) (out ??= new Map()).set(le, (out.get(le) ?? 0) + v);
   return out;
 }
 
@@ -429,15 +431,16 @@ export interface ConnectionWait { share: number; p50?: number; p99?: number; byP
  * and how many of those that waited asked for each priority (requests of a higher one go first).
  */
 export function connectionWaitOf(before: Scrape, after: Scrape, cluster: string): ConnectionWait {
-  const series = `clusterlet_api_connection_wait_seconds{cluster=${cluster}}`;
-  const count = (s: string): number => (after.buckets.get(s)?.get(Infinity) ?? 0) - (before.buckets.get(s)?.get(Infinity) ?? 0);
-  const [b, a] = [before.buckets.get(series), after.buckets.get(series)];
-  const waited = count(series);
+  const series = PRIORITIES.map((p) => `clusterlet_api_connection_wait_seconds{cluster=${cluster},priority=${p}}`);
+  // Every priority's waits together, for the share and the quantiles.
+  const [b, a] = [before, after].map((s) => sumBuckets(series.map((x) => s.buckets.get(x))));
+  let waited = 0;
   const byPriority: Record<string, number> = {};
-  for (const p of ['high', 'normal', 'low']) {
-    const n = count(`clusterlet_api_connection_wait_seconds{cluster=${cluster},priority=${p}}`);
+  PRIORITIES.forEach((p, i) => {
+    const n = (after.buckets.get(series[i]!)?.get(Infinity) ?? 0) - (before.buckets.get(series[i]!)?.get(Infinity) ?? 0);
+    waited += n;
     if (n > 0) byPriority[p] = n;
-  }
+  });
   let requests = 0;
   // Watches have a pool of their own, without a cap.
   for (const [k, v] of after.requests) if (k.startsWith(`${cluster}/`) && k !== `${cluster}/watch`) requests += v - (before.requests.get(k) ?? 0);
@@ -451,7 +454,7 @@ export function waitLine(w: OffloadedRun['connectionWait']): string {
   if (!w) return '–';
   return Object.entries(w).map(([cluster, x]) => `${cluster} ${round1(x.share * 100)}%${
     x.p50 === undefined ? '' : ` (p50 ${x.p50.toFixed(0)} / p99 ${x.p99?.toFixed(0)} ms${
-      x.byPriority ? `; ${Object.entries(x.byPriority).map(([p, n]) => `${p} ${n}`).join(', ')}` : ''})`}`).join(', ');
+      x.byPriority ? `; ${countsLine(Object.entries(x.byPriority))}` : ''})`}`).join(', ');
 }
 
 /** The q-quantile (0..1) in ms of what a histogram series observed between two scrapes, as Prometheus' histogram_quantile. */
@@ -476,17 +479,19 @@ export function countsBetween(before: Counts, after: Counts): Record<string, num
   return out;
 }
 
+/** `a 1, b 2`, or `none` when there is nothing. */
+function countsLine(counts: [string, number][], none = 'none'): string {
+  return counts.length ? counts.map(([k, v]) => `${k} ${v}`).join(', ') : none;
+}
+
 /** `host pods silent 3, member pods gone 1`, or `none`. */
 export function restartsLine(r: Record<string, number> | undefined): string {
-  const e = Object.entries(r ?? {});
-  return e.length ? e.map(([k, v]) => `${k} ${v}`).join(', ') : 'none';
+  return countsLine(Object.entries(r ?? {}));
 }
 
 function perPod(before: Counts, after: Counts, n: number): Record<string, Record<string, number>> {
   const out: Record<string, Record<string, number>> = {};
-  for (const [k, v] of after) {
-    const d = v - (before.get(k) ?? 0);
-    if (d <= 0) continue;
+  for (const [k, d] of Object.entries(countsBetween(before, after))) {
     const [cluster, verb] = k.split('/');
     (out[cluster] ??= {})[verb] = Math.round((d / n) * 1000) / 1000;
   }
@@ -676,7 +681,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
             r.memberCreateMs?.p99?.toFixed(0)} ms); added p50 ${r.addedLatencyMs.p50.toFixed(0)} ms, p99 ${r.addedLatencyMs.p99.toFixed(0)} ms; clusterlet's part p50 ${
             r.statusMirrorMs?.p50?.toFixed(0)} ms, p99 ${r.statusMirrorMs?.p99?.toFixed(0)} ms; host status patch p50 ${r.hostPatchMs?.p50?.toFixed(0)} ms, p99 ${
             r.hostPatchMs?.p99?.toFixed(0)} ms; waited for a connection: ${waitLine(r.connectionWait)}; member events per pod ${
-            Object.values(r.mirroredEventsPerPod ?? {}).flatMap((m) => Object.entries(m)).map(([k, v]) => `${k} ${v}`).join(', ') || '–'}; RSS ${r.peakRssMB} MB, host writes/pod ${
+            countsLine(Object.values(r.mirroredEventsPerPod ?? {}).flatMap((m) => Object.entries(m)), '–')}; RSS ${r.peakRssMB} MB, host writes/pod ${
             r.hostWritesPerPod}; watch restarts: ${restartsLine(r.watchRestarts)}`);
         }
       }

@@ -38,7 +38,7 @@ describe('watch restarts', () => {
 describe('connectionWaitOf', () => {
   const scrape = (requests: [string, number][], waits?: [number, number][]): Scrape => ({
     requests: new Map(requests), watchEvents: new Map(), mirroredEvents: new Map(), watchRestarts: new Map(),
-    buckets: new Map(waits ? [['clusterlet_api_connection_wait_seconds{cluster=host}', h(waits)]] : []),
+    buckets: new Map(waits ? [['clusterlet_api_connection_wait_seconds{cluster=host,priority=normal}', h(waits)]] : []),
   });
   it("is the share of the cluster's requests (watches aside) that waited between the scrapes, with their wait's quantiles", () => {
     const before = scrape([['host/patch', 100], ['host/watch', 5], ['member/create', 50]], [[0.1, 4], [1, 4], [Infinity, 4]]);

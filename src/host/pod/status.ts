@@ -12,7 +12,6 @@ import { byCodeUnits } from '../../util/order.ts';
 /** Conditions the status mirror neither writes nor deletes: the pod controller's own. */
 export const OWN_CONDITIONS: ReadonlySet<string> = new Set([OFFLOADED_CONDITION]);
 
-
 /**
  * The status the proxy should show: the delegate's, with the conditions the host owns on the proxy kept, and its
  * ephemeral containers' statuses (ephemeralStatuses).

@@ -9,6 +9,7 @@ import {
 import { waitUntil } from '../support/wait.ts';
 import { condition, isReady, podSpec, podsSpec, waitNode } from '../support/objects.ts';
 import { kubectl } from '../support/kubectl.ts';
+import { pollUntil } from '../harness/net.ts';
 import { parseQuantity } from '../../src/forge/quantity.ts';
 import { PATCH, type ClusterClient } from '../../src/kube/client.ts';
 import type { V1Node } from '@kubernetes/client-node';
@@ -77,6 +78,27 @@ describe('virtual node (one member)', () => {
     assert.equal(lease.spec?.holderIdentity, node);
     const table = await kubectl(harness().host, 'get', 'nodes', node, '--no-headers');
     assert.match(table, new RegExp(`^${node}\\s+Ready\\s+agent`));
+  });
+
+  it('the host API server queues its heartbeats in node-high and the rest of its requests in system (manifests/host/flowcontrol.yaml)', async () => {
+    // What kube-apiserver counts per FlowSchema and priority level it dispatched; clusterlet runs under the manifests'
+    // ServiceAccount, whose requests would otherwise go to service-accounts / workload-low.
+    const dispatched = async (): Promise<Map<string, number>> => {
+      const text = await host.request<string>('GET', '/metrics');
+      const out = new Map<string, number>();
+      for (const m of text.matchAll(/^apiserver_flowcontrol_dispatched_requests_total\{flow_schema="([^"]+)",priority_level="([^"]+)"\} (\S+)$/gm)) {
+        out.set(`${m[1]}/${m[2]}`, Number(m[3]));
+      }
+      return out;
+    };
+    let seen = new Map<string, number>();
+    // Its node's lease is renewed every 10 s, its status written at start; a bounded wait for both counters.
+    await pollUntil('clusterlet\'s requests dispatched in node-high and system', async () => {
+      seen = await dispatched();
+      return (seen.get('clusterlet-heartbeats/node-high') ?? 0) > 0 && (seen.get('clusterlet/system') ?? 0) > 0 ? true : undefined;
+    }, 30_000, 500).catch((err: unknown) => {
+      throw new Error(`${String(err)}; dispatched: ${[...seen].filter(([k]) => /clusterlet|service-accounts/.test(k)).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+    });
   });
 
   it('cordoning a member node lowers capacity; uncordoning restores it', async () => {

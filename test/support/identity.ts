@@ -1,4 +1,4 @@
-// clusterlet's identities in the local clusters, as manifests/ define them: the RBAC objects of
+// clusterlet's identities in the local clusters, as manifests/ define them: the RBAC objects (and the FlowSchemas) of
 // manifests/host (on the host) and manifests/member (on each member), plus their rbac-host-endpoints.yaml (and the host's rbac-clusterprofiles.yaml), are
 // applied once per run, a token is minted for each ServiceAccount with the TokenRequest API, and clusterlet
 // processes in tests get kubeconfigs with those tokens (not the admin's), so a permission missing from the
@@ -17,8 +17,11 @@ import { pollUntil } from '../harness/net.ts';
 
 const run = promisify(execFile);
 const MANIFESTS = fileURLToPath(new URL('../../manifests/', import.meta.url));
-/** What the integration suite applies: the identity, never the Deployment, Service or config. */
-export const RBAC_KINDS = new Set(['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding']);
+/**
+ * What the integration suite applies: the identity, and how the API server queues its requests (FlowSchemas), never
+ * the Deployment, Service or config.
+ */
+export const RBAC_KINDS = new Set(['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'FlowSchema']);
 export type Side = 'host' | 'member';
 
 interface Rbac { objects: KubernetesObject[]; serviceAccount: { namespace: string; name: string } }

@@ -14,11 +14,12 @@ import {
   type V1PodDisruptionBudget, type V1Service,
 } from '@kubernetes/client-node';
 import {
-  assertConfigMounted, assertLeastPrivilegeShape, CHART, findHelm, findKubectl, helmTemplate, kustomizeBuild, one,
+  assertConfigMounted, assertFlowSchemas, assertLeastPrivilegeShape, CHART, findHelm, findKubectl, helmTemplate, kustomizeBuild, one,
   permissions, ROOT, selects,
 } from '../support/manifests.ts';
 import { DASHBOARD } from '../support/dashboard.ts';
 import { loadAccessProviders, loadProviderConfig } from '../../src/config.ts';
+import { LEASE_NAMESPACE } from '../../src/host/node/controller.ts';
 
 const helm = findHelm();
 const kubectl = findKubectl();
@@ -113,6 +114,15 @@ describe('charts/clusterlet', { skip }, () => {
     assert.notEqual(checksum(render(['hostName=other'])), checksum(objs));
   });
 
+  it('flowControl: the FlowSchemas of manifests/host/flowcontrol.yaml; none with flowControl.enabled=false', () => {
+    const specs = (x: KubernetesObject[]) => plain(x.filter((f) => f.kind === 'FlowSchema')
+      .map((f) => [f.metadata!.name, (f as KubernetesObject & { spec: unknown }).spec]).sort());
+    assert.deepEqual(specs(objs), specs(base));
+    assertFlowSchemas(objs, LEASE_NAMESPACE);
+    assert.deepEqual(render(['flowControl.enabled=false']).filter((f) => f.kind === 'FlowSchema'), []);
+    assert.match(refused(['--set', 'flowControl.enable=true']), /flowControl/);
+  });
+
   it('the PodDisruptionBudget and Service select the Deployment\'s pods; one replica has no budget', () => {
     const d = one<V1Deployment>(objs, 'Deployment');
     const pdb = one<V1PodDisruptionBudget>(objs, 'PodDisruptionBudget');
@@ -164,11 +174,13 @@ members:
     assert.equal(settings.hostName, 'prod-host');
     // Another release and namespace: the namespaced objects in it (the node lease Role in kube-node-lease), bound to its ServiceAccount.
     for (const x of o) {
-      if (['ClusterRole', 'ClusterRoleBinding'].includes(x.kind!)) continue;
+      if (['ClusterRole', 'ClusterRoleBinding', 'FlowSchema'].includes(x.kind!)) continue;
       assert.equal(x.metadata!.namespace, x.metadata!.name!.endsWith('-node-lease') ? 'kube-node-lease' : 'ops', `${x.kind} ${x.metadata!.name}`);
     }
     assertLeastPrivilegeShape(o);
     assert.equal(one(o, 'ServiceAccount').metadata!.name, 'fleet-clusterlet');
+    // The FlowSchemas name the release's ServiceAccount, and its leader election's Leases in the release namespace.
+    assertFlowSchemas(o, LEASE_NAMESPACE);
   });
 
   it('reflectHostEndpoints: the switch in clusterlet.yaml and the EndpointSlice RBAC of manifests/host/rbac-host-endpoints.yaml', () => {

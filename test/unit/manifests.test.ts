@@ -12,8 +12,9 @@ import {
   loadAllYaml, type KubernetesObject, type V1Deployment, type V1PodDisruptionBudget, type V1Service,
 } from '@kubernetes/client-node';
 import {
-  assertConfigMounted, assertLeastPrivilegeShape, findKubectl, kustomizeBuild, one, permissions, ROOT, selects,
+  assertConfigMounted, assertFlowSchemas, assertLeastPrivilegeShape, findKubectl, kustomizeBuild, one, permissions, ROOT, selects,
 } from '../support/manifests.ts';
+import { LEASE_NAMESPACE } from '../../src/host/node/controller.ts';
 
 const kubectl = findKubectl();
 const skip = kubectl ? false
@@ -50,6 +51,10 @@ describe('manifests/host', { skip }, () => {
       'Deployment/clusterlet/clusterlet', 'PodDisruptionBudget/clusterlet/clusterlet', 'Service/clusterlet/clusterlet']) {
       assert.ok(kinds.includes(k), `${k} in ${kinds.join(', ')}`);
     }
+  });
+
+  it('FlowSchemas: the host API server queues its heartbeats in node-high, its leader election in leader-election, the rest in system', () => {
+    assertFlowSchemas(objs, LEASE_NAMESPACE);
   });
 
   it('the Deployment: probes on the health port, resources, POD_* env, hardened security context', () => {

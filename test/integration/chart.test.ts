@@ -75,8 +75,8 @@ describe('Helm chart on the local host', () => {
 
   it('the API server holds every object of the release: RBAC with the base\'s rules, Deployment, budget, dashboard', async () => {
     const kinds = installed.map((o) => o.kind).sort();
-    assert.deepEqual(kinds, ['ClusterRole', 'ClusterRoleBinding', 'ConfigMap', 'ConfigMap', 'Deployment', 'PodDisruptionBudget',
-      'Role', 'Role', 'Role', 'RoleBinding', 'RoleBinding', 'RoleBinding', 'Service', 'ServiceAccount']);
+    assert.deepEqual(kinds, ['ClusterRole', 'ClusterRoleBinding', 'ConfigMap', 'ConfigMap', 'Deployment', 'FlowSchema', 'FlowSchema',
+      'FlowSchema', 'PodDisruptionBudget', 'Role', 'Role', 'Role', 'RoleBinding', 'RoleBinding', 'RoleBinding', 'Service', 'ServiceAccount']);
     const live = await Promise.all(installed.map((o) => stored(o.kind!, o.metadata!.name!, o.metadata!.namespace)));
     for (const o of live) assert.equal(o.metadata?.labels?.['app.kubernetes.io/instance'], RELEASE, `${o.kind} ${o.metadata?.name}`);
     // The same rules as manifests/host, in the release namespace instead of `clusterlet`.
@@ -87,6 +87,10 @@ describe('Helm chart on the local host', () => {
     assert.equal(d.spec!.replicas, 2);
     const mounted = d.spec!.template.spec!.volumes!.flatMap((v) => v.projected?.sources?.map((s) => s.secret?.name) ?? []);
     assert.deepEqual(mounted, [SECRET]);
+    // The API server took the FlowSchemas, for the release's ServiceAccount.
+    for (const f of live.filter((o) => o.kind === 'FlowSchema') as (KubernetesObject & { spec: { rules: { subjects: { serviceAccount?: { namespace: string } }[] }[] } })[]) {
+      assert.deepEqual(f.spec.rules.flatMap((r) => r.subjects.map((x) => x.serviceAccount?.namespace)), [namespace], f.metadata!.name);
+    }
     const dash = live.find((o) => o.kind === 'ConfigMap' && o.metadata!.name!.endsWith('-dashboard')) as V1ConfigMap;
     assert.equal(dash.metadata!.labels?.grafana_dashboard, '1');
   });

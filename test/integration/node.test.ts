@@ -9,6 +9,7 @@ import {
 import { waitUntil } from '../support/wait.ts';
 import { condition, isReady, podSpec, podsSpec, waitNode } from '../support/objects.ts';
 import { kubectl } from '../support/kubectl.ts';
+import { metricSeries } from '../support/metrics.ts';
 import { pollUntil } from '../harness/net.ts';
 import { parseQuantity } from '../../src/forge/quantity.ts';
 import { PATCH, type ClusterClient } from '../../src/kube/client.ts';
@@ -83,14 +84,8 @@ describe('virtual node (one member)', () => {
   it('the host API server queues its heartbeats in node-high and the rest of its requests in system (manifests/host/flowcontrol.yaml)', async () => {
     // What kube-apiserver counts per FlowSchema and priority level it dispatched; clusterlet runs under the manifests'
     // ServiceAccount, whose requests would otherwise go to service-accounts / workload-low.
-    const dispatched = async (): Promise<Map<string, number>> => {
-      const text = await host.request<string>('GET', '/metrics');
-      const out = new Map<string, number>();
-      for (const m of text.matchAll(/^apiserver_flowcontrol_dispatched_requests_total\{flow_schema="([^"]+)",priority_level="([^"]+)"\} (\S+)$/gm)) {
-        out.set(`${m[1]}/${m[2]}`, Number(m[3]));
-      }
-      return out;
-    };
+    const dispatched = async (): Promise<Map<string, number>> => metricSeries(await host.request<string>('GET', '/metrics'),
+      'apiserver_flowcontrol_dispatched_requests_total', ['flow_schema', 'priority_level']);
     let seen = new Map<string, number>();
     // Its node's lease is renewed every 10 s, its status written at start; a bounded wait for both counters.
     await pollUntil('clusterlet\'s requests dispatched in node-high and system', async () => {

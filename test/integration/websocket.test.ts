@@ -18,6 +18,7 @@ import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { harness, namespaces, startKubeletApiClusterlet, stopAndForgetNode, type ClusterletProcess } from '../support/env.ts';
 import { kubectl, kubectlRun, kubectlStream, type KubectlStream } from '../support/kubectl.ts';
+import { metricSeries } from '../support/metrics.ts';
 import { grantNodesProxy, serviceAccountToken } from '../support/callers.ts';
 import { echoOf, openChannelClient, openTunnel, tunnelConnection, type ChannelClient } from '../support/websocket.ts';
 import { attachShows } from '../support/kwok.ts';
@@ -33,12 +34,8 @@ const ERROR = 3;
 
 /** The API server's apiserver_websocket_streaming_requests_total, by `subresource/proxy_type`. */
 async function apiserverStreaming(): Promise<Map<string, number>> {
-  const text = await kubectl(harness().host, 'get', '--raw', '/metrics');
-  const counts = new Map<string, number>();
-  for (const m of text.matchAll(/^apiserver_websocket_streaming_requests_total\{proxy_type="([^"]+)",subresource="([^"]+)"\} (\S+)$/gm)) {
-    counts.set(`${m[2]}/${m[1]}`, Number(m[3]));
-  }
-  return counts;
+  return metricSeries(await kubectl(harness().host, 'get', '--raw', '/metrics'), 'apiserver_websocket_streaming_requests_total',
+    ['subresource', 'proxy_type']);
 }
 
 /** The TCP connections process `pid` holds to `port` (its socket inodes, looked up in its network namespace's tables). */
@@ -112,11 +109,7 @@ describe('kubelet API over WebSocket', () => {
   /** clusterlet_kubelet_api_streams by `endpoint/transport` (open sessions). */
   async function openSessions(): Promise<Map<string, number>> {
     const text = await (await fetch(`http://127.0.0.1:${healthPort}/metrics`)).text();
-    const open = new Map<string, number>();
-    for (const m of text.matchAll(/^clusterlet_kubelet_api_streams\{endpoint="([^"]+)",transport="([^"]+)"\} (\S+)$/gm)) {
-      open.set(`${m[1]}/${m[2]}`, Number(m[3]));
-    }
-    return open;
+    return metricSeries(text, 'clusterlet_kubelet_api_streams', ['endpoint', 'transport']);
   }
   const totalOpen = async (): Promise<number> => [...(await openSessions()).values()].reduce((a, b) => a + b, 0);
   const waitOpen = (key: string, n: number): Promise<true> =>

@@ -11,7 +11,7 @@ import { execFile } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import type { KubernetesObject, V1ConfigMap, V1Deployment, V1EnvVar, V1Pod, V1Secret } from '@kubernetes/client-node';
+import type { KubernetesObject, V1ConfigMap, V1Deployment, V1EnvVar, V1FlowSchema, V1Pod, V1Secret } from '@kubernetes/client-node';
 import {
   client, deleteNamespaceAndWait, harness, namespaces, startClusterlet, stopAndForgetNode, uniqueName, type ClusterletProcess,
 } from '../support/env.ts';
@@ -88,8 +88,8 @@ describe('Helm chart on the local host', () => {
     const mounted = d.spec!.template.spec!.volumes!.flatMap((v) => v.projected?.sources?.map((s) => s.secret?.name) ?? []);
     assert.deepEqual(mounted, [SECRET]);
     // The API server took the FlowSchemas, for the release's ServiceAccount.
-    for (const f of live.filter((o) => o.kind === 'FlowSchema') as (KubernetesObject & { spec: { rules: { subjects: { serviceAccount?: { namespace: string } }[] }[] } })[]) {
-      assert.deepEqual(f.spec.rules.flatMap((r) => r.subjects.map((x) => x.serviceAccount?.namespace)), [namespace], f.metadata!.name);
+    for (const f of live.filter((o) => o.kind === 'FlowSchema') as V1FlowSchema[]) {
+      assert.deepEqual(f.spec!.rules?.flatMap((r) => r.subjects.map((x) => x.serviceAccount?.namespace)), [namespace], f.metadata!.name);
     }
     const dash = live.find((o) => o.kind === 'ConfigMap' && o.metadata!.name!.endsWith('-dashboard')) as V1ConfigMap;
     assert.equal(dash.metadata!.labels?.grafana_dashboard, '1');

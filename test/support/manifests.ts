@@ -8,8 +8,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   loadAllYaml, loadYaml, type KubernetesObject, type V1ClusterRoleBinding, type V1ConfigMap, type V1Deployment,
-  type V1PolicyRule,
+  type V1FlowSchema, type V1PolicyRule,
 } from '@kubernetes/client-node';
+import { LEASE_NAMESPACE } from '../../src/host/node/controller.ts';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const cache = (): string => process.env.CLUSTERLET_CACHE ?? join(homedir(), '.cache/clusterlet');
@@ -104,42 +105,34 @@ export function assertLeastPrivilegeShape(objs: KubernetesObject[]): void {
   }
 }
 
-interface FlowSchema extends KubernetesObject {
-  spec: {
-    priorityLevelConfiguration: { name: string }; matchingPrecedence: number; distinguisherMethod?: { type: string };
-    rules: { subjects: { kind: string; serviceAccount?: { name: string; namespace: string } }[];
-      resourceRules?: { verbs: string[]; apiGroups: string[]; resources: string[]; clusterScope?: boolean; namespaces?: string[] }[];
-      nonResourceRules?: { verbs: string[]; nonResourceURLs: string[] }[] }[];
-  };
-}
-
 /**
  * The FlowSchemas (manifests/host/flowcontrol.yaml, or the chart's): only the objects' ServiceAccount, per user; its node
- * leases (in `leaseNamespace`) and node status in node-high, its leader election's Leases (in the namespace of the
+ * leases (in LEASE_NAMESPACE) and node status in node-high, its leader election's Leases (in the namespace of the
  * leader-election Role) in leader-election, everything else in system, the narrower ones matched first and all ahead
  * of the built-in service-accounts (9000).
  */
-export function assertFlowSchemas(objs: KubernetesObject[], leaseNamespace: string): void {
-  const schemas = objs.filter((o) => o.kind === 'FlowSchema') as FlowSchema[];
+export function assertFlowSchemas(objs: KubernetesObject[]): void {
+  const schemas = objs.filter((o) => o.kind === 'FlowSchema') as V1FlowSchema[];
+  const spec = (f: V1FlowSchema) => ({ ...f.spec!, rules: f.spec!.rules ?? [], matchingPrecedence: f.spec!.matchingPrecedence ?? 1000 }); // the API's default
   const sa = one(objs, 'ServiceAccount').metadata!;
-  const byLevel = new Map(schemas.map((f) => [f.spec.priorityLevelConfiguration.name, f]));
+  const byLevel = new Map(schemas.map((f) => [spec(f).priorityLevelConfiguration.name, spec(f)]));
   assert.deepEqual([...byLevel.keys()].sort(), ['leader-election', 'node-high', 'system']);
-  for (const f of schemas) {
-    assert.equal(f.spec.distinguisherMethod?.type, 'ByUser', f.metadata!.name);
-    assert.deepEqual(f.spec.rules.flatMap((r) => r.subjects.map((x) => [x.kind, x.serviceAccount?.namespace, x.serviceAccount?.name])),
-      f.spec.rules.map(() => ['ServiceAccount', sa.namespace, sa.name]), `${f.metadata!.name}: only clusterlet's ServiceAccount`);
-    assert.ok(f.spec.matchingPrecedence < 9000, `${f.metadata!.name} matched before service-accounts`);
+  for (const [level, f] of byLevel) {
+    assert.equal(f.distinguisherMethod?.type, 'ByUser', level);
+    assert.deepEqual(f.rules.flatMap((r) => r.subjects.map((x) => [x.kind, x.serviceAccount?.namespace, x.serviceAccount?.name])),
+      f.rules.map(() => ['ServiceAccount', sa.namespace, sa.name]), `${level}: only clusterlet's ServiceAccount`);
+    assert.ok(f.matchingPrecedence < 9000, `${level} matched before service-accounts`);
   }
-  const rules = (f: FlowSchema) => f.spec.rules.flatMap((r) => r.resourceRules ?? [])
+  const rules = (f: ReturnType<typeof spec>) => f.rules.flatMap((r) => r.resourceRules ?? [])
     .flatMap((r) => r.resources.map((res) => `${r.apiGroups.join(',')}/${res} in ${r.clusterScope ? '(cluster)' : (r.namespaces ?? []).join(',')}`)).sort();
   const heartbeats = byLevel.get('node-high')!, election = byLevel.get('leader-election')!, rest = byLevel.get('system')!;
-  assert.deepEqual(rules(heartbeats), ['/nodes in (cluster)', '/nodes/status in (cluster)', `coordination.k8s.io/leases in ${leaseNamespace}`]);
+  assert.deepEqual(rules(heartbeats), ['/nodes in (cluster)', '/nodes/status in (cluster)', `coordination.k8s.io/leases in ${LEASE_NAMESPACE}`]);
   const electionRole = objs.find((o) => o.kind === 'Role' && o.metadata!.name!.endsWith('-leader-election'))!;
   assert.deepEqual(rules(election), [`coordination.k8s.io/leases in ${electionRole.metadata!.namespace}`]);
   assert.deepEqual(rules(rest), ['*/* in (cluster)']);
-  assert.ok(rest.spec.rules.some((r) => r.resourceRules?.some((x) => x.namespaces?.includes('*')) && r.nonResourceRules?.length),
+  assert.ok(rest.rules.some((r) => r.resourceRules?.some((x) => x.namespaces?.includes('*')) && r.nonResourceRules?.length),
     'the rest: namespaced and non-resource requests too');
-  assert.ok(heartbeats.spec.matchingPrecedence < rest.spec.matchingPrecedence && election.spec.matchingPrecedence < rest.spec.matchingPrecedence,
+  assert.ok(heartbeats.matchingPrecedence < rest.matchingPrecedence && election.matchingPrecedence < rest.matchingPrecedence,
     'the narrower FlowSchemas are matched first');
 }
 

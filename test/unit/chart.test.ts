@@ -19,7 +19,6 @@ import {
 } from '../support/manifests.ts';
 import { DASHBOARD } from '../support/dashboard.ts';
 import { loadAccessProviders, loadProviderConfig } from '../../src/config.ts';
-import { LEASE_NAMESPACE } from '../../src/host/node/controller.ts';
 
 const helm = findHelm();
 const kubectl = findKubectl();
@@ -118,7 +117,7 @@ describe('charts/clusterlet', { skip }, () => {
     const specs = (x: KubernetesObject[]) => plain(x.filter((f) => f.kind === 'FlowSchema')
       .map((f) => [f.metadata!.name, (f as KubernetesObject & { spec: unknown }).spec]).sort());
     assert.deepEqual(specs(objs), specs(base));
-    assertFlowSchemas(objs, LEASE_NAMESPACE);
+    assertFlowSchemas(objs);
     assert.deepEqual(render(['flowControl.enabled=false']).filter((f) => f.kind === 'FlowSchema'), []);
     assert.match(refused(['--set', 'flowControl.enable=true']), /flowControl/);
   });
@@ -180,7 +179,7 @@ members:
     assertLeastPrivilegeShape(o);
     assert.equal(one(o, 'ServiceAccount').metadata!.name, 'fleet-clusterlet');
     // The FlowSchemas name the release's ServiceAccount, and its leader election's Leases in the release namespace.
-    assertFlowSchemas(o, LEASE_NAMESPACE);
+    assertFlowSchemas(o);
   });
 
   it('reflectHostEndpoints: the switch in clusterlet.yaml and the EndpointSlice RBAC of manifests/host/rbac-host-endpoints.yaml', () => {

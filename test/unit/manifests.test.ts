@@ -14,7 +14,6 @@ import {
 import {
   assertConfigMounted, assertFlowSchemas, assertLeastPrivilegeShape, findKubectl, kustomizeBuild, one, permissions, ROOT, selects,
 } from '../support/manifests.ts';
-import { LEASE_NAMESPACE } from '../../src/host/node/controller.ts';
 
 const kubectl = findKubectl();
 const skip = kubectl ? false
@@ -54,7 +53,7 @@ describe('manifests/host', { skip }, () => {
   });
 
   it('FlowSchemas: the host API server queues its heartbeats in node-high, its leader election in leader-election, the rest in system', () => {
-    assertFlowSchemas(objs, LEASE_NAMESPACE);
+    assertFlowSchemas(objs);
   });
 
   it('the Deployment: probes on the health port, resources, POD_* env, hardened security context', () => {

@@ -354,7 +354,8 @@ export class CpuAccount {
   }
 }
 
-function cpuTicks(pid: number): number {
+/** The CPU ticks (user + system, 100 Hz) process `pid` used so far; NaN once it is gone. */
+export function cpuTicks(pid: number): number {
   // Fields after the command name: utime is the 14th field, stime the 15th (clock ticks, 100 Hz on Linux).
   let stat: string;
   try {

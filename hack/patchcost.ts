@@ -1,17 +1,17 @@
 #!/usr/bin/env node
 // What one proxy status write costs the host's kube-apiserver, by the kind of write: the strategic merge patch
-// clusterlet sends (src/host/pod/status.ts), a JSON merge patch of the same change, and a PUT of the status
-// subresource. N pods bound to a node nothing runs (no KWOK, no clusterlet) get their status rewritten, each round
+// clusterlet sends (src/host/pod/status.ts), one of only the changed fields, a JSON merge patch of the same change,
+// and a PUT of the status subresource. N pods bound to a node nothing runs (no KWOK, no clusterlet) get their status rewritten, each round
 // a real change (Ready flips, a restart counted), by `--workers` writers at once; the API server's and etcd's CPU
 // (/proc) and the writes' latency are reported per kind, the kinds interleaved over the rounds.
 //   node hack/patchcost.ts [--pods 1000] [--rounds 4] [--workers 20]
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { Harness } from '../test/harness/harness.ts';
 import { ClusterClient, PATCH } from '../src/kube/client.ts';
 import { loadKubeconfigFile } from '../src/kube/kubeconfig.ts';
 import { proxyStatusPatch } from '../src/host/pod/status.ts';
+import { cpuTicks, median, percentile } from '../bench/bench.ts';
 
 const { values } = parseArgs({ options: {
   pods: { type: 'string', default: '1000' }, rounds: { type: 'string', default: '4' }, workers: { type: 'string', default: '20' },
@@ -19,12 +19,7 @@ const { values } = parseArgs({ options: {
 const N = Number(values.pods), ROUNDS = Number(values.rounds), WORKERS = Number(values.workers);
 const log = (l: string) => process.stderr.write(`[patchcost] ${l}\n`);
 
-const TICK = 100; // USER_HZ
-function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(rest[11]) + Number(rest[12])) / TICK;
-}
+const cpuSeconds = (pid: number): number => cpuTicks(pid) / 100; // USER_HZ
 
 function statusOf(i: number, k: number, start: Date): V1PodStatus {
   const ready = k % 2 === 0 ? 'True' : 'False';
@@ -91,8 +86,8 @@ try {
   const pods = new Map<string, V1Pod>();
   const apiserver = h.pids().get('host/kube-apiserver')!, etcd = h.pids().get('etcd')!;
   let k = 0;
-  const results: Record<Kind, { cpu: number[]; etcd: number[]; wall: number[]; lat: number[] }> =
-    { strategic: { cpu: [], etcd: [], wall: [], lat: [] }, diff: { cpu: [], etcd: [], wall: [], lat: [] }, merge: { cpu: [], etcd: [], wall: [], lat: [] }, put: { cpu: [], etcd: [], wall: [], lat: [] } };
+  const results = Object.fromEntries(KINDS.map((k) => [k, { cpu: [] as number[], etcd: [] as number[], wall: [] as number[], lat: [] as number[] }])) as
+    Record<Kind, { cpu: number[]; etcd: number[]; wall: number[]; lat: number[] }>;
   for (let round = 0; round < ROUNDS; round++) {
     for (const kind of (round % 2 === 0 ? KINDS : [...KINDS].reverse())) {
       k++;
@@ -126,20 +121,18 @@ try {
       // The API server's watch cache and etcd settle after the last answer: let them finish what the writes caused.
       await new Promise((r) => setTimeout(r, 2000));
       const cpu = cpuSeconds(apiserver) - a0, ecpu = cpuSeconds(etcd) - e0;
-      lat.sort((x, y) => x - y);
       const r = results[kind];
-      r.cpu.push(cpu); r.etcd.push(ecpu); r.wall.push(wall); r.lat.push(lat[Math.floor(lat.length / 2)]);
+      r.cpu.push(cpu); r.etcd.push(ecpu); r.wall.push(wall); r.lat.push(percentile(lat, 50));
       log(`round ${round + 1} ${kind}: ${wall.toFixed(2)} s, kube-apiserver ${(cpu * 1000 / N).toFixed(2)} CPU-ms/write, etcd ${
-        (ecpu * 1000 / N).toFixed(2)}, latency p50 ${lat[Math.floor(lat.length / 2)].toFixed(0)} / p99 ${lat[Math.floor(lat.length * 0.99)].toFixed(0)} ms`);
+        (ecpu * 1000 / N).toFixed(2)}, latency p50 ${percentile(lat, 50).toFixed(0)} / p99 ${percentile(lat, 99).toFixed(0)} ms`);
     }
   }
-  const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   console.log('| write | kube-apiserver CPU-ms per write | etcd CPU-ms per write | wall s per round | latency p50 ms |');
   console.log('|---|---:|---:|---:|---:|');
   for (const kind of KINDS) {
     const r = results[kind];
-    console.log(`| ${kind} | ${(med(r.cpu) * 1000 / N).toFixed(2)} (${r.cpu.map((c) => (c * 1000 / N).toFixed(2)).join(', ')}) | ${
-      (med(r.etcd) * 1000 / N).toFixed(2)} | ${med(r.wall).toFixed(2)} | ${med(r.lat).toFixed(0)} |`);
+    console.log(`| ${kind} | ${(median(r.cpu) * 1000 / N).toFixed(2)} (${r.cpu.map((c) => (c * 1000 / N).toFixed(2)).join(', ')}) | ${
+      (median(r.etcd) * 1000 / N).toFixed(2)} | ${median(r.wall).toFixed(2)} | ${median(r.lat).toFixed(0)} |`);
   }
 } finally {
   await h.stop();

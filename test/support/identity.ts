@@ -21,7 +21,7 @@ const MANIFESTS = fileURLToPath(new URL('../../manifests/', import.meta.url));
  * What the integration suite applies: the identity, and how the API server queues its requests (FlowSchemas), never
  * the Deployment, Service or config.
  */
-export const RBAC_KINDS = new Set(['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'FlowSchema']);
+export const IDENTITY_KINDS = new Set(['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'FlowSchema']);
 export type Side = 'host' | 'member';
 
 interface Rbac { objects: KubernetesObject[]; serviceAccount: { namespace: string; name: string } }
@@ -41,7 +41,7 @@ const optionalRbac = (side: Side): KubernetesObject[] =>
     .flatMap((f) => (loadAllYaml(readFileSync(join(MANIFESTS, side, f), 'utf8')) as KubernetesObject[]).filter(Boolean));
 
 async function rbacOf(kubectlBin: string, side: Side): Promise<Rbac> {
-  const objects = [...await kustomize(kubectlBin, join(MANIFESTS, side)), ...optionalRbac(side)].filter((o) => RBAC_KINDS.has(o.kind ?? ''));
+  const objects = [...await kustomize(kubectlBin, join(MANIFESTS, side)), ...optionalRbac(side)].filter((o) => IDENTITY_KINDS.has(o.kind ?? ''));
   const sas = objects.filter((o) => o.kind === 'ServiceAccount');
   if (sas.length !== 1) throw new Error(`manifests/${side}: expected one ServiceAccount, found ${sas.length}`);
   return { objects, serviceAccount: { namespace: sas[0].metadata!.namespace!, name: sas[0].metadata!.name! } };

@@ -1,7 +1,8 @@
 // Prometheus metrics of the process, served at /metrics on the health port.
 import { readdirSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Registry } from 'prom-client';
+import { HotCounter, HotHistogram } from './util/series.ts';
 
 export const registry = new Registry();
 
@@ -75,6 +76,8 @@ export function watchEventTally(cluster: string, resource: string): WatchEventTa
   return t.tally;
 }
 
+// The counters and histograms written for every request, queued key or status write are util/series.ts's (HotCounter,
+// HotHistogram): the same series and text as prom-client's, at a fraction of its cost per call.
 export const metrics = {
   watchEvents: new Counter({
     name: 'clusterlet_watch_events_total', help: 'Watch events received, by cluster, resource and type (added, modified, deleted).',
@@ -88,11 +91,11 @@ export const metrics = {
       }
     },
   }),
-  apiRequests: new Counter({
+  apiRequests: new HotCounter({
     name: 'clusterlet_api_requests_total', help: 'API requests made, by cluster and verb.',
     labelNames: ['cluster', 'verb'] as const, registers: [registry],
   }),
-  apiErrors: new Counter({
+  apiErrors: new HotCounter({
     name: 'clusterlet_api_errors_total', help: 'API responses with an error status, by cluster and HTTP code.',
     labelNames: ['cluster', 'code'] as const, registers: [registry],
   }),
@@ -104,32 +107,32 @@ export const metrics = {
     name: 'clusterlet_pods_offloaded', help: 'Proxy pods with a delegate, by member.',
     labelNames: ['member'] as const, registers: [registry],
   }),
-  mirroredEvents: new Counter({
+  mirroredEvents: new HotCounter({
     name: 'clusterlet_mirrored_events_total',
     help: 'Member events about delegates, by member and what became of them: written onto the proxy, skipped (the proxy was gone by then), or failed.',
     labelNames: ['member', 'result'] as const, registers: [registry],
   }),
-  podSyncs: new Counter({
+  podSyncs: new HotCounter({
     name: 'clusterlet_pod_syncs_total', help: 'Pod syncs, by member and result.',
     labelNames: ['member', 'result'] as const, registers: [registry],
   }),
-  syncLatency: new Histogram({
+  syncLatency: new HotHistogram({
     name: 'clusterlet_sync_duration_seconds', help: 'Time to handle one queued key, by queue.',
     labelNames: ['queue'] as const, registers: [registry],
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
   }),
-  statusMirror: new Histogram({
+  statusMirror: new HotHistogram({
     name: 'clusterlet_status_mirror_seconds',
     help: 'From the latest delegate status change seen in the member to the proxy status written to the host, by member.',
     labelNames: ['member'] as const, registers: [registry],
     buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
   }),
-  apiLatency: new Histogram({
+  apiLatency: new HotHistogram({
     name: 'clusterlet_api_request_duration_seconds', help: 'API request latency (not watches), by cluster and verb.',
     labelNames: ['cluster', 'verb'] as const, registers: [registry],
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
   }),
-  connectionWait: new Histogram({
+  connectionWait: new HotHistogram({
     name: 'clusterlet_api_connection_wait_seconds',
     help: 'How long an API request waited for a free connection (all of its cluster\'s pool busy), by cluster and priority: only requests that waited.',
     labelNames: ['cluster', 'priority'] as const, registers: [registry],

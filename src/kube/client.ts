@@ -128,10 +128,14 @@ export const GROUPS = {
 const METHODS: Record<string, string> = {
   create: 'POST', read: 'GET', list: 'GET', replace: 'PUT', patch: 'PATCH', delete: 'DELETE', deleteCollection: 'DELETE',
 };
+/** The Kubernetes verb of each kind of method (what verbOf reads from the request: a unit test keeps them in step). */
+const VERBS: Record<string, string> = {
+  create: 'create', read: 'get', list: 'list', replace: 'update', patch: 'patch', delete: 'delete', deleteCollection: 'deletecollection',
+};
 const PATH_PARAMS = new Set(['name', 'namespace', 'body']);
 
-/** What a method name says of its requests: the HTTP method, and the path around the name and namespace. */
-interface Shape { method: string; prefix: string; namespaced: boolean; plural: string; sub: string }
+/** What a method name says of its requests: the HTTP method, the path around the name and namespace, and the verb. */
+interface Shape { method: string; prefix: string; namespaced: boolean; plural: string; sub: string; verb: string }
 
 /** Shapes by group and method name: parsed once per name, not on every call. */
 const shapes = new WeakMap<Group, Map<string, Shape>>();
@@ -147,30 +151,36 @@ function shapeOf(group: Group, method: string): Shape {
   if (!m || !kindName) throw new Error(`ClusterClient: no route for ${method}`);
   const kind = group.kinds[kindName as keyof typeof group.kinds] as Kind;
   shape = { method: METHODS[m[1]], prefix: group.prefix, namespaced: kind.namespaced && !!m[2], plural: kind.plural,
-    sub: rest.slice(kindName.length).toLowerCase() };
+    sub: rest.slice(kindName.length).toLowerCase(), verb: VERBS[m[1]] };
   byName.set(method, shape);
   return shape;
 }
 
-/** A client-node method name → HTTP method and path, e.g. patchNamespacedPodStatus → PATCH …/pods/{name}/status. */
-export function route(group: Group, method: string, param: Record<string, unknown>): { method: string; path: string } {
+/**
+ * A client-node method name → HTTP method, path and Kubernetes verb, e.g. patchNamespacedPodStatus → PATCH
+ * …/pods/{name}/status, patch. A list asked to watch is a watch.
+ */
+export function route(group: Group, method: string, param: Record<string, unknown>): { method: string; path: string; verb: string } {
   const shape = shapeOf(group, method);
   let path = shape.prefix;
   if (shape.namespaced) path += `/namespaces/${encodeURIComponent(String(param.namespace))}`;
   path += `/${shape.plural}`;
   if (param.name !== undefined) path += `/${encodeURIComponent(String(param.name))}`;
   if (shape.sub) path += `/${shape.sub}`;
-  return { method: shape.method, path };
+  const watch = param.watch === true || param.watch === 'true' || param.watch === 1 || param.watch === '1';
+  return { method: shape.method, path, verb: watch && shape.verb === 'list' ? 'watch' : shape.verb };
 }
 
 /** Query string of a client-node parameter object: everything but name, namespace and body. */
 export function queryOf(param: Record<string, unknown>): string {
-  const q = new URLSearchParams();
-  for (const [k, v] of Object.entries(param)) {
+  // Made only for a call that has a query: most writes have none, and this runs for every request.
+  let q: URLSearchParams | undefined;
+  for (const k in param) {
+    const v = param[k];
     if (v === undefined || v === null || PATH_PARAMS.has(k)) continue;
-    q.set(k === '_continue' ? 'continue' : k, String(v));
+    (q ??= new URLSearchParams()).set(k === '_continue' ? 'continue' : k, String(v));
   }
-  const s = q.toString();
+  const s = q?.toString();
   return s ? `?${s}` : '';
 }
 
@@ -266,15 +276,18 @@ export class ClusterClient {
     this.#retireAgent();
   }
 
-  /** One request; resolves with the parsed, revived body (text when the response is not JSON). */
-  async request<T>(method: string, path: string, opts: RequestOptions & { body?: unknown } = {}): Promise<T> {
+  /**
+   * One request; resolves with the parsed, revived body (text when the response is not JSON). `verb`: its Kubernetes
+   * verb, for the metrics, when the caller knows it (the typed methods do); else it is read from the method and path.
+   */
+  async request<T>(method: string, path: string, opts: RequestOptions & { body?: unknown; verb?: string } = {}): Promise<T> {
     await this.limiter.take(opts.priority);
     const refused = method === 'GET' ? undefined : this.#fence?.();
     if (refused !== undefined) {
       metrics.fencedWrites.inc({ cluster: this.name });
       throw new KubeError('Unavailable', 0, 'NotLeader', `${method} ${path} not sent: ${refused}`);
     }
-    const verb = verbOf(method, path);
+    const verb = opts.verb ?? verbOf(method, path);
     metrics.apiRequests.inc({ cluster: this.name, verb });
     const end = metrics.apiLatency.startTimer({ cluster: this.name, verb });
     const body = opts.body === undefined ? undefined : JSON.stringify(opts.body);
@@ -367,7 +380,7 @@ export class ClusterClient {
         if (typeof prop !== 'string') return undefined;
         return (param: Record<string, unknown> = {}, opts: RequestOptions = {}) => {
           const r = route(group, prop, param);
-          return this.request(r.method, r.path + queryOf(param), { ...opts, body: param.body });
+          return this.request(r.method, r.path + queryOf(param), { ...opts, body: param.body, verb: r.verb });
         };
       },
     }) as Api<T>;

@@ -168,6 +168,17 @@ describe('route', () => {
     }
   });
 
+  it('names the verb the request has, as verbOf reads it from the method and path (a list asked to watch included)', () => {
+    const all: [keyof typeof GROUPS, string, Record<string, unknown>][] = [...cases.map(([g, m, p]) => [g, m, p] as [keyof typeof GROUPS, string, Record<string, unknown>]),
+      ['core', 'listNamespacedPod', { namespace: 'ns', watch: true }], ['core', 'listPodForAllNamespaces', { watch: 'true' }],
+      ['core', 'listNode', { watch: false }]];
+    for (const [group, method, param] of all) {
+      const r = route(GROUPS[group], method, param);
+      assert.equal(r.verb, verbOf(r.method, `https://h${r.path}${queryOf(param)}`), method);
+    }
+    assert.equal(route(GROUPS.core, 'listNamespacedPod', { namespace: 'ns', watch: true }).verb, 'watch');
+  });
+
   it('encodes names', () => {
     assert.equal(route(GROUPS.core, 'readNamespacedConfigMap', { namespace: 'ns', name: 'a/b' }).path, '/api/v1/namespaces/ns/configmaps/a%2Fb');
   });
@@ -185,6 +196,7 @@ describe('queryOf', () => {
 
   it('is empty when there is nothing to send', () => {
     assert.equal(queryOf({ namespace: 'ns', name: 'p' }), '');
+    assert.equal(queryOf({ namespace: 'ns', body: { a: 1 }, dryRun: undefined, pretty: null }), '');
   });
 });
 

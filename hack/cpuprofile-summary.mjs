@@ -5,13 +5,16 @@
 //   --from/--to  seconds after the profile's start (see the timeline it prints first to pick the busy window)
 //   --pods N     also print each line's ms per pod
 //   --focus RE   the call tree only below frames whose function or file matches RE
-import { readFileSync } from 'node:fs';
+//   --map FILE   the bundle's source map (default: the .map beside the profiled dist/cli.js, if there is one): frames of
+//                the bundle are named by the TypeScript module and line (or the package) they were built from
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 const { values, positionals } = parseArgs({ allowPositionals: true, options: {
   from: { type: 'string' }, to: { type: 'string' }, top: { type: 'string', default: '40' },
   'tree-min': { type: 'string', default: '1' }, depth: { type: 'string', default: '40' },
-  pods: { type: 'string' }, bucket: { type: 'string', default: '5' }, focus: { type: 'string' },
+  pods: { type: 'string' }, bucket: { type: 'string', default: '5' }, focus: { type: 'string' }, map: { type: 'string' },
 } });
 if (positionals.length !== 1) {
   process.stderr.write('usage: cpuprofile-summary.mjs PROFILE [--from S] [--to S] [--top N] [--tree-min PCT] [--pods N] [--focus RE]\n');
@@ -26,6 +29,57 @@ const parent = new Map();
 for (const n of prof.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
 
 const IDLE = new Set(['(idle)', '(program)', '(garbage collector)', '(root)']);
+
+// The bundle's source map: per generated line, its segments' [column, source index, source line], in column order.
+const bundleURL = prof.nodes.map((n) => n.callFrame.url).find((u) => u.endsWith('/cli.js'));
+const mapFile = values.map ?? (bundleURL?.startsWith('file://') ? `${fileURLToPath(bundleURL)}.map` : undefined);
+const sourceMap = mapFile && existsSync(mapFile) ? decodeMap(JSON.parse(readFileSync(mapFile, 'utf8'))) : undefined;
+
+function decodeMap(map) {
+  const digits = new Map([...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'].map((c, i) => [c, i]));
+  const lines = [];
+  let src = 0, srcLine = 0, srcCol = 0, name = 0;
+  for (const text of map.mappings.split(';')) {
+    const segs = [];
+    let col = 0;
+    for (const seg of text ? text.split(',') : []) {
+      const v = [];
+      let n = 0, shift = 0;
+      for (const ch of seg) {
+        const d = digits.get(ch);
+        n += (d & 31) << shift;
+        if (d & 32) shift += 5;
+        else { v.push(n & 1 ? -(n >>> 1) : n >>> 1); n = 0; shift = 0; }
+      }
+      col += v[0];
+      if (v.length < 4) continue;
+      src += v[1]; srcLine += v[2]; srcCol += v[3];
+      if (v.length > 4) name += v[4];
+      segs.push([col, src, srcLine]);
+    }
+    lines.push(segs);
+  }
+  return { lines, sources: map.sources };
+}
+
+/** The source file (relative, or node_modules/…) and 1-based line a frame of the bundle was built from. */
+function sourceOf(cf) {
+  const segs = sourceMap?.lines[cf.lineNumber];
+  if (!segs?.length) return undefined;
+  let lo = 0, hi = segs.length - 1, best = -1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (segs[mid][0] <= cf.columnNumber) { best = mid; lo = mid + 1; } else hi = mid - 1;
+  }
+  if (best < 0) return undefined;
+  return { file: sourceMap.sources[segs[best][1]].replace(/^(\.\.\/)+/, ''), line: segs[best][2] + 1 };
+}
+
+/** Where a frame lives (see fileOf), through the source map for the bundle's frames. */
+function frameFile(cf) {
+  const s = cf.url.endsWith('/cli.js') ? sourceOf(cf) : undefined;
+  return s ? fileOf(`/${s.file}`) : fileOf(cf.url);
+}
 
 /** Where a frame lives, shortened: a package, a node: built-in, or a path under dist/ or src/. */
 function fileOf(url) {
@@ -42,7 +96,11 @@ function fileOf(url) {
 const packageOf = (file) => (file.startsWith('pkg:') ? file.split('/').slice(0, file.startsWith('pkg:@') ? 2 : 1).join('/')
   : file.startsWith('node:') ? 'node:' + file.slice(5).split('/')[0] : file.startsWith('dist/') || file.startsWith('src/')
     ? `clusterlet:${file.split('/').slice(1, -1).join('/') || '.'}` : file);
-const fnName = (n) => `${n.callFrame.functionName || '(anonymous)'} ${fileOf(n.callFrame.url)}:${n.callFrame.lineNumber + 1}`;
+function fnName(n) {
+  const cf = n.callFrame;
+  const s = cf.url.endsWith('/cli.js') ? sourceOf(cf) : undefined;
+  return `${cf.functionName || '(anonymous)'} ${s ? fileOf(`/${s.file}`) : fileOf(cf.url)}:${s ? s.line : cf.lineNumber + 1}`;
+}
 
 // Sample times (µs from the profile's start) and the window.
 const t0 = prof.startTime;
@@ -100,7 +158,7 @@ function printTop(title, m) {
 const selfByFn = new Map(), selfByFile = new Map(), selfByPkg = new Map();
 for (const [id, us] of self) {
   const n = byId.get(id);
-  const f = fnName(n), file = fileOf(n.callFrame.url);
+  const f = fnName(n), file = frameFile(n.callFrame);
   selfByFn.set(f, (selfByFn.get(f) ?? 0) + us);
   selfByFile.set(file, (selfByFile.get(file) ?? 0) + us);
   const p = IDLE.has(n.callFrame.functionName) ? n.callFrame.functionName : packageOf(file);

@@ -76,6 +76,13 @@ export function watchEventTally(cluster: string, resource: string): WatchEventTa
   return t.tally;
 }
 
+/**
+ * What clusterlet_pods_offloaded reads when scraped: each running pod controller's count of delegates, by member (set
+ * on every sync, the gauge was 0.35 % of clusterlet's busy CPU samples at 1,000 pods). A stopped controller takes its
+ * count out; its series keeps the value last read until forgetMember drops it, as it kept the last one set before.
+ */
+export const offloadedPods = new Map<string, () => number>();
+
 // The counters and histograms written for every request, queued key or status write are util/series.ts's (HotCounter,
 // HotHistogram): the same series and text as prom-client's, at a fraction of its cost per call.
 export const metrics = {
@@ -106,6 +113,9 @@ export const metrics = {
   podsOffloaded: new Gauge({
     name: 'clusterlet_pods_offloaded', help: 'Proxy pods with a delegate, by member.',
     labelNames: ['member'] as const, registers: [registry],
+    collect() {
+      for (const [member, count] of offloadedPods) this.set({ member }, count());
+    },
   }),
   mirroredEvents: new HotCounter({
     name: 'clusterlet_mirrored_events_total',

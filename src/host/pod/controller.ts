@@ -16,7 +16,7 @@ import { restartsAfterLoss } from '../../forge/status.ts';
 import { forgeProxyStatusForLostDelegate, proxyStatusUpdate, statusEqual } from './status.ts';
 import { PodRejectedError } from '../../provider/errors.ts';
 import type { PodEvent, PodProvider, ProviderPod } from '../../provider/pod.ts';
-import { metrics } from '../../metrics.ts';
+import { metrics, offloadedPods } from '../../metrics.ts';
 import { OFFLOADED_CONDITION } from '../../forge/keys.ts';
 import { sameValue } from '../../forge/objects.ts';
 import type { Logger } from '../../log.ts';
@@ -138,8 +138,12 @@ export class PodController {
     return out;
   }
 
+  /** The count clusterlet_pods_offloaded reads at scrape while this controller runs (metrics.ts offloadedPods). */
+  #offloaded = (): number => this.#provider.podCount();
+
   start(): void {
     if (!this.#opts.proxies) this.pods.start();
+    offloadedPods.set(this.#opts.member, this.#offloaded);
     this.#queue.start((key) => this.#sync(key));
     this.#statusQueue.start((key) => this.#syncStatusKey(key));
     this.#subs.push(
@@ -213,6 +217,7 @@ export class PodController {
 
   stop(): void {
     this.#stopped = true;
+    if (offloadedPods.get(this.#opts.member) === this.#offloaded) offloadedPods.delete(this.#opts.member);
     for (const s of this.#subs.splice(0)) s.unsubscribe();
     for (const t of this.#timers.splice(0)) clearTimeout(t);
     this.#queue.shutdown();
@@ -291,8 +296,6 @@ export class PodController {
           .catch(() => undefined);
       }
       throw err;
-    } finally {
-      if (!this.#stopped) metrics.podsOffloaded.set({ member: this.#opts.member }, this.#provider.podCount());
     }
   }
 

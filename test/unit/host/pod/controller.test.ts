@@ -380,6 +380,20 @@ describe('PodController', () => {
     assert.deepEqual(asked('createNamespacedEvent'), ['low']);
   });
 
+  it('shows the delegates it has as clusterlet_pods_offloaded when scraped, until it stops', async () => {
+    const { provider } = await created();
+    const shown = async (): Promise<number | undefined> => (await metrics.podsOffloaded.get()).values.find((v) => v.labels.member === 'eu')?.value;
+    provider.pods.set(`${NS}/x`, { proxyUID: 'uid-x', terminating: false, phase: 'Running', status: ready() });
+    const n = provider.podCount();
+    assert.ok(n >= 1);
+    assert.equal(await shown(), n, 'read at the scrape, with no sync since');
+    stopControllers();
+    provider.pods.set(`${NS}/y`, { proxyUID: 'uid-y', terminating: false, phase: 'Running', status: ready() });
+    assert.equal(await shown(), n, 'stopped: the last value read stays');
+    await forgetMember('eu');
+    assert.equal(await shown(), undefined, 'dropped with the member');
+  });
+
   it('counts each member event by what became of it: written, or skipped when its proxy is gone by its turn', async () => {
     const { host, provider } = await created();
     const count = async (result: string): Promise<number> => (await metrics.mirroredEvents.get()).values

@@ -75,6 +75,8 @@ export interface OffloadedRun extends RunResult {
   /** clusterlet's CPU over the whole run (create → Ready → delete), and that per pod. */
   cpuSeconds: number;
   cpuMsPerPod: number;
+  /** clusterlet's CPU over the two kube-apiservers' in the same run (see cpuPerApiServer). */
+  cpuPerApiServer?: number;
   /** clusterlet's own path towards the member: proxy seen bound → its delegate seen created (the bench's watches, ms). */
   proxyBoundToDelegateMs: { p50: number; p99: number };
   /** Of the added latency, clusterlet's own part: delegate status seen → proxy status written (its histogram, ms). */
@@ -114,6 +116,9 @@ export interface SizeSummary {
   /** clusterlet's CPU-ms per pod lifecycle, per offloaded run and the median. */
   cpuMsPerPod: number[];
   cpuMsPerPodMedian: number;
+  /** clusterlet's CPU over the API servers' (cpuPerApiServer), per offloaded run that has it, and the median. */
+  cpuPerApiServer: number[];
+  cpuPerApiServerMedian?: number;
   addedLatencyP50Ms: number;
   addedLatencyP99Ms: number;
   /** Medians over the pairs of clusterlet's own path, both ways (see OffloadedRun), and of its host status patch latency. */
@@ -639,6 +644,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
       hostPatchMs: quantiles('clusterlet_api_request_duration_seconds{cluster=host,verb=patch}'),
       memberCreateMs: quantiles('clusterlet_api_request_duration_seconds{cluster=member,verb=create}'), connectionWait, ...proc,
       cpuMsPerPod: round1((proc.cpuSeconds * 1000) / n), requestsPerPod,
+      ...(cpuPerApiServer(cpuToReady, cpuToDeleted) !== undefined ? { cpuPerApiServer: cpuPerApiServer(cpuToReady, cpuToDeleted) } : {}),
       watchEventsPerPod: perPod(before.watchEvents, after.watchEvents, n),
       mirroredEventsPerPod: perPod(before.mirroredEvents, after.mirroredEvents, n),
       watchRestarts: countsBetween(before.watchRestarts, after.watchRestarts),
@@ -677,7 +683,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
           cpuLine(r.cpuToReady)}; last pod at each stage (s): ${stagesLine(r.stagesMs)}; deleted: CPU s ${
           r.cpuToDeleted ? cpuLine(r.cpuToDeleted) : '–'}; last pod at each stage (s): ${stagesLine(r.deleteStagesMs)}`);
         if (isOffloaded(r)) {
-          log(`N=${n} pair ${pair} offloaded: clusterlet ${r.cpuMsPerPod} CPU-ms/pod; proxy bound → delegate created p50 ${r.proxyBoundToDelegateMs.p50} ms, p99 ${
+          log(`N=${n} pair ${pair} offloaded: clusterlet ${r.cpuMsPerPod} CPU-ms/pod (${r.cpuPerApiServer ?? '–'} of the API servers' CPU); proxy bound → delegate created p50 ${r.proxyBoundToDelegateMs.p50} ms, p99 ${
             r.proxyBoundToDelegateMs.p99} ms (member create p50 ${r.memberCreateMs?.p50?.toFixed(0)} ms, p99 ${
             r.memberCreateMs?.p99?.toFixed(0)} ms); added p50 ${r.addedLatencyMs.p50.toFixed(0)} ms, p99 ${r.addedLatencyMs.p99.toFixed(0)} ms; clusterlet's part p50 ${
             r.statusMirrorMs?.p50?.toFixed(0)} ms, p99 ${r.statusMirrorMs?.p99?.toFixed(0)} ms; host status patch p50 ${r.hostPatchMs?.p50?.toFixed(0)} ms, p99 ${
@@ -697,6 +703,18 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
 }
 
 const cpuTotal = (cpu: Record<string, number>): number => Object.values(cpu).reduce((a, b) => a + b, 0);
+
+/**
+ * clusterlet's CPU over the host's and the member's kube-apiserver's in one offloaded run (create → Ready → delete):
+ * the same work for both builds of an A/B, measured against what the machine's speed of the moment does to the API
+ * servers too. On 2026-11-28 runs of one build spread 9.7-12.9 CPU-ms per pod and 0.130-0.149 by this ratio
+ * (bench/results/metrics-cost-85821dc.md). Undefined when the API servers' CPU was not sampled.
+ */
+export function cpuPerApiServer(toReady: Record<string, number>, toDeleted: Record<string, number> | undefined): number | undefined {
+  const of = (k: string): number => (toReady[k] ?? 0) + (toDeleted?.[k] ?? 0);
+  const api = of('host/kube-apiserver') + of('member/kube-apiserver');
+  return api > 0 ? Math.round((of('clusterlet') / api) * 1000) / 1000 : undefined;
+}
 const round1 = (x: number): number => Math.round(x * 10) / 10;
 const round2 = (x: number): number => Math.round(x * 100) / 100;
 /** Milliseconds from t0 to the latest of the instants. */
@@ -731,6 +749,12 @@ function directClusterlet(direct: RunResult[], n: number): Pick<SizeSummary, 'di
   };
 }
 
+/** The offloaded runs' cpuPerApiServer, those that have it, and their median. */
+function apiRatios(o: OffloadedRun[]): Pick<SizeSummary, 'cpuPerApiServer' | 'cpuPerApiServerMedian'> {
+  const xs = o.map((r) => r.cpuPerApiServer).filter((x): x is number => x !== undefined);
+  return { cpuPerApiServer: xs, ...(xs.length ? { cpuPerApiServerMedian: Math.round(median(xs) * 1000) / 1000 } : {}) };
+}
+
 export function summarize(runs: (RunResult | OffloadedRun)[], sizes: number[]): SizeSummary[] {
   return sizes.map((n) => {
     const ofMode = (mode: Mode): RunResult[] => runs.filter((r) => r.n === n && r.mode === mode);
@@ -752,6 +776,7 @@ export function summarize(runs: (RunResult | OffloadedRun)[], sizes: number[]): 
       floorRatioMedian: round2(median(floorRatios)),
       cpuMsPerPod: o.map((r) => r.cpuMsPerPod),
       cpuMsPerPodMedian: round1(median(o.map((r) => r.cpuMsPerPod))),
+      ...apiRatios(o),
       addedLatencyP50Ms: Math.round(median(o.map((r) => r.addedLatencyMs.p50))),
       addedLatencyP99Ms: Math.round(median(o.map((r) => r.addedLatencyMs.p99))),
       proxyBoundToDelegateP50Ms: Math.round(median(o.map((r) => r.proxyBoundToDelegateMs.p50))),
@@ -859,6 +884,13 @@ export function toMarkdown(r: BenchResult): string {
     lines.push(`| ${s.n} | ${s2(s.directMedianMs, 'direct', s.n)} | ${s2(s.hostOnlyMedianMs, 'hostOnly', s.n)} | ${
       s2(s.offloadedMedianMs, 'offloaded', s.n)} | ${perPair(s.ratios, s.ratioMedian)} | ${
       perPair(s.floorRatios, s.floorRatioMedian)} | ${perPair(s.cpuMsPerPod, s.cpuMsPerPodMedian)} | ${s.cpuMsPerPod.length ? `${s.peakRssMB} MB` : '–'} |`);
+  }
+  const related = r.summary.filter((s) => s.cpuPerApiServer?.length);
+  if (related.length) {
+    lines.push('', 'clusterlet\'s CPU over the two kube-apiservers\' CPU in the same offloaded runs (create → Ready → delete): the '
+      + 'machine\'s speed of the moment moves both, so this compares builds across runs better than CPU-ms per pod:', '');
+    lines.push('| N | clusterlet CPU / API servers\' CPU per pair |', '|---:|---|');
+    for (const s of related) lines.push(`| ${s.n} | ${perPair(s.cpuPerApiServer, s.cpuPerApiServerMedian ?? 0)} |`);
   }
   const watched = r.summary.filter((s) => s.directClusterletPeakRssMB !== undefined);
   if (watched.length) {

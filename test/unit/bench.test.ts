@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { connectionWaitOf, countsBetween, deltas, parseScrape, restartsLine, histogramQuantile, median, modeOrder, pairMax, pairRatios, percentile, rssKB, summarize,
+import { connectionWaitOf, countsBetween, cpuPerApiServer, deltas, parseScrape, restartsLine, histogramQuantile, median, modeOrder, pairMax, pairRatios, percentile, rssKB, summarize,
   toMarkdown, waitLine, type OffloadedRun, type RunResult, type Scrape } from '../../bench/bench.ts';
 
 const h = (pairs: [number, number][]): Map<number, number> => new Map(pairs);
@@ -166,6 +166,25 @@ describe('summarize', () => {
   it("gives clusterlet's CPU-ms per pod per run and its median", () => {
     assert.deepEqual(s.cpuMsPerPod, [3, 5, 4]);
     assert.equal(s.cpuMsPerPodMedian, 4);
+  });
+
+  it("gives clusterlet's CPU over the API servers' per run that has it, and its median; none for runs without", () => {
+    assert.deepEqual(s.cpuPerApiServer, []);
+    assert.equal(s.cpuPerApiServerMedian, undefined);
+    const ratios = [0.14, 0.1, 0.12];
+    const withApi = runs.map((r) => (r.mode === 'offloaded' ? { ...r, cpuPerApiServer: ratios.shift() } : r));
+    const [t] = summarize(withApi, [100]);
+    assert.deepEqual(t.cpuPerApiServer, [0.14, 0.1, 0.12]);
+    assert.equal(t.cpuPerApiServerMedian, 0.12);
+    const machine = { cores: 2, cpu: 'x', memoryGiB: 24, kernel: 'k', node: 'v24', kubernetes: 'v1.36' };
+    assert.match(toMarkdown({ machine, startedAt: 'x', idleRss: { medianMB: 1, samplesMB: [1] }, runs: withApi, summary: [t] }),
+      /^\| 100 \| 0\.14, 0\.1, 0\.12 \(median 0\.12\) \|$/m);
+  });
+
+  it("cpuPerApiServer: clusterlet's CPU to Ready and to deleted over both kube-apiservers' in the same spans", () => {
+    assert.equal(cpuPerApiServer({ clusterlet: 2, 'host/kube-apiserver': 10, 'member/kube-apiserver': 6, etcd: 5 },
+      { clusterlet: 1, 'host/kube-apiserver': 9, 'member/kube-apiserver': 5 }), 0.1);
+    assert.equal(cpuPerApiServer({ clusterlet: 2, etcd: 5 }, undefined), undefined, 'no API server sampled');
   });
 
   it('gives the delete time of each mode and offloaded against direct per pair', () => {

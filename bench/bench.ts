@@ -707,7 +707,7 @@ const cpuTotal = (cpu: Record<string, number>): number => Object.values(cpu).red
 /**
  * clusterlet's CPU over the host's and the member's kube-apiserver's in one offloaded run (create → Ready → delete):
  * the same work for both builds of an A/B, measured against what the machine's speed of the moment does to the API
- * servers too. On 2026-11-28 runs of one build spread 9.7-12.9 CPU-ms per pod and 0.130-0.149 by this ratio
+ * servers too. On 2026-11-28 runs of one build spread 8.9-12.9 CPU-ms per pod and 0.145-0.161 by this ratio
  * (bench/results/metrics-cost-85821dc.md). Undefined when the API servers' CPU was not sampled.
  */
 export function cpuPerApiServer(toReady: Record<string, number>, toDeleted: Record<string, number> | undefined): number | undefined {

@@ -637,6 +637,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
     await deleteNamespaceAndWait(member, ns, timeout(n)).catch(() => undefined);
     const requestsPerPod = perPod(before.requests, after.requests, n);
     const hostReq = requestsPerPod.host ?? {};
+    const ratio = cpuPerApiServer(cpuToReady, cpuToDeleted);
     return {
       mode: 'offloaded', n, pair, readyMs, cpuToReady, stagesMs, deleteMs, deleteStagesMs, cpuToDeleted,
       proxyBoundToDelegateMs: { p50: Math.round(percentile(created, 50)), p99: Math.round(percentile(created, 99)) },
@@ -644,7 +645,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
       hostPatchMs: quantiles('clusterlet_api_request_duration_seconds{cluster=host,verb=patch}'),
       memberCreateMs: quantiles('clusterlet_api_request_duration_seconds{cluster=member,verb=create}'), connectionWait, ...proc,
       cpuMsPerPod: round1((proc.cpuSeconds * 1000) / n), requestsPerPod,
-      ...(cpuPerApiServer(cpuToReady, cpuToDeleted) !== undefined ? { cpuPerApiServer: cpuPerApiServer(cpuToReady, cpuToDeleted) } : {}),
+      ...(ratio !== undefined ? { cpuPerApiServer: ratio } : {}),
       watchEventsPerPod: perPod(before.watchEvents, after.watchEvents, n),
       mirroredEventsPerPod: perPod(before.mirroredEvents, after.mirroredEvents, n),
       watchRestarts: countsBetween(before.watchRestarts, after.watchRestarts),

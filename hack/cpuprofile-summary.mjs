@@ -17,7 +17,7 @@ const { values, positionals } = parseArgs({ allowPositionals: true, options: {
   pods: { type: 'string' }, bucket: { type: 'string', default: '5' }, focus: { type: 'string' }, map: { type: 'string' },
 } });
 if (positionals.length !== 1) {
-  process.stderr.write('usage: cpuprofile-summary.mjs PROFILE [--from S] [--to S] [--top N] [--tree-min PCT] [--pods N] [--focus RE]\n');
+  process.stderr.write('usage: cpuprofile-summary.mjs PROFILE [--from S] [--to S] [--top N] [--tree-min PCT] [--pods N] [--focus RE] [--map FILE]\n');
   process.exit(2);
 }
 const prof = JSON.parse(readFileSync(positionals[0], 'utf8'));
@@ -38,7 +38,8 @@ const sourceMap = mapFile && existsSync(mapFile) ? decodeMap(JSON.parse(readFile
 function decodeMap(map) {
   const digits = new Map([...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'].map((c, i) => [c, i]));
   const lines = [];
-  let src = 0, srcLine = 0, srcCol = 0, name = 0;
+  // Each field is a delta from its value in the segment before; only the columns, sources and lines are kept.
+  let src = 0, srcLine = 0;
   for (const text of map.mappings.split(';')) {
     const segs = [];
     let col = 0;
@@ -53,8 +54,7 @@ function decodeMap(map) {
       }
       col += v[0];
       if (v.length < 4) continue;
-      src += v[1]; srcLine += v[2]; srcCol += v[3];
-      if (v.length > 4) name += v[4];
+      src += v[1]; srcLine += v[2];
       segs.push([col, src, srcLine]);
     }
     lines.push(segs);
@@ -75,10 +75,10 @@ function sourceOf(cf) {
   return { file: sourceMap.sources[segs[best][1]].replace(/^(\.\.\/)+/, ''), line: segs[best][2] + 1 };
 }
 
-/** Where a frame lives (see fileOf), through the source map for the bundle's frames. */
-function frameFile(cf) {
+/** Where a frame lives (see fileOf) and its 1-based line, through the source map for the bundle's frames. */
+function where(cf) {
   const s = cf.url.endsWith('/cli.js') ? sourceOf(cf) : undefined;
-  return s ? fileOf(`/${s.file}`) : fileOf(cf.url);
+  return s ? { file: fileOf(`/${s.file}`), line: s.line } : { file: fileOf(cf.url), line: cf.lineNumber + 1 };
 }
 
 /** Where a frame lives, shortened: a package, a node: built-in, or a path under dist/ or src/. */
@@ -97,9 +97,8 @@ const packageOf = (file) => (file.startsWith('pkg:') ? file.split('/').slice(0, 
   : file.startsWith('node:') ? 'node:' + file.slice(5).split('/')[0] : file.startsWith('dist/') || file.startsWith('src/')
     ? `clusterlet:${file.split('/').slice(1, -1).join('/') || '.'}` : file);
 function fnName(n) {
-  const cf = n.callFrame;
-  const s = cf.url.endsWith('/cli.js') ? sourceOf(cf) : undefined;
-  return `${cf.functionName || '(anonymous)'} ${s ? fileOf(`/${s.file}`) : fileOf(cf.url)}:${s ? s.line : cf.lineNumber + 1}`;
+  const { file, line } = where(n.callFrame);
+  return `${n.callFrame.functionName || '(anonymous)'} ${file}:${line}`;
 }
 
 // Sample times (µs from the profile's start) and the window.
@@ -158,7 +157,7 @@ function printTop(title, m) {
 const selfByFn = new Map(), selfByFile = new Map(), selfByPkg = new Map();
 for (const [id, us] of self) {
   const n = byId.get(id);
-  const f = fnName(n), file = frameFile(n.callFrame);
+  const f = fnName(n), file = where(n.callFrame).file;
   selfByFn.set(f, (selfByFn.get(f) ?? 0) + us);
   selfByFile.set(file, (selfByFile.get(file) ?? 0) + us);
   const p = IDLE.has(n.callFrame.functionName) ? n.callFrame.functionName : packageOf(file);

@@ -167,8 +167,8 @@ export function route(group: Group, method: string, param: Record<string, unknow
   path += `/${shape.plural}`;
   if (param.name !== undefined) path += `/${encodeURIComponent(String(param.name))}`;
   if (shape.sub) path += `/${shape.sub}`;
-  const watch = param.watch === true || param.watch === 'true' || param.watch === 1 || param.watch === '1';
-  return { method: shape.method, path, verb: watch && shape.verb === 'list' ? 'watch' : shape.verb };
+  // A call with a watch parameter (none of clusterlet's typed calls has one) is read as verbOf reads any request.
+  return { method: shape.method, path, verb: param.watch === undefined ? shape.verb : verbOf(shape.method, path + queryOf(param)) };
 }
 
 /** Query string of a client-node parameter object: everything but name, namespace and body. */

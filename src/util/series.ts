@@ -51,31 +51,35 @@ abstract class Series<L extends string, S extends { labels: Record<string, strin
 
   protected abstract create(labels: Record<string, string | number>): S;
 
-  /** The map that holds the series of these labels' values, and the last value; undefined when there is none. */
-  #leaf(labels: LabelValues<L>): [Map<unknown, unknown>, unknown] | undefined {
+  /**
+   * The map that holds the series of these labels' values, keyed by the last label's value: made on the way when `make`,
+   * else undefined where there is none.
+   */
+  #leaf(labels: LabelValues<L>, make: boolean): Map<unknown, unknown> | undefined {
     const names = this.labelNames;
     let m = this.#tree;
     for (let i = 0; i < names.length - 1; i++) {
-      const v = valueOf(labels[names[i]!]);
-      let next = m.get(v) as Map<unknown, unknown> | undefined;
-      if (!next) return undefined;
-      m = next;
-    }
-    return [m, names.length ? valueOf(labels[names[names.length - 1]!]) : undefined];
-  }
-
-  /** The series of these labels, made if new. The hot path: #leaf's walk without its answer's array. */
-  protected at(labels: LabelValues<L>): S {
-    const names = this.labelNames;
-    const last = names.length - 1;
-    let m = this.#tree;
-    for (let i = 0; i < last; i++) {
       const k = valueOf(labels[names[i]!]);
       let next = m.get(k) as Map<unknown, unknown> | undefined;
-      if (!next) m.set(k, next = new Map());
+      if (!next) {
+        if (!make) return undefined;
+        m.set(k, next = new Map());
+      }
       m = next;
     }
-    const v = last < 0 ? undefined : valueOf(labels[names[last]!]);
+    return m;
+  }
+
+  /** The last label's value: the key of the series in its #leaf map. */
+  #last(labels: LabelValues<L>): string | undefined {
+    const names = this.labelNames;
+    return names.length ? valueOf(labels[names[names.length - 1]!]) : undefined;
+  }
+
+  /** The series of these labels, made if new. */
+  protected at(labels: LabelValues<L>): S {
+    const m = this.#leaf(labels, true)!;
+    const v = this.#last(labels);
     let s = m.get(v) as S | undefined;
     if (!s) {
       m.set(v, s = this.create(copyLabels(this.labelNames, labels)));
@@ -86,10 +90,11 @@ abstract class Series<L extends string, S extends { labels: Record<string, strin
 
   /** Drops the series of exactly these labels (as prom-client's remove). */
   remove(labels: LabelValues<L>): void {
-    const leaf = this.#leaf(labels);
-    const s = leaf?.[0].get(leaf[1]) as S | undefined;
+    const m = this.#leaf(labels, false);
+    const v = this.#last(labels);
+    const s = m?.get(v) as S | undefined;
     if (!s) return;
-    leaf![0].delete(leaf![1]);
+    m!.delete(v);
     this.series.delete(s);
   }
 
@@ -98,8 +103,8 @@ abstract class Series<L extends string, S extends { labels: Record<string, strin
     this.series.clear();
   }
 
+  /** What the registry exposes (it reads get() of a metric without getForPromString). */
   abstract get(): Promise<MetricData>;
-  getForPromString(): Promise<MetricData> { return this.get(); }
 }
 
 interface CounterSeries { labels: Record<string, string | number>; value: number }

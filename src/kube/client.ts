@@ -14,7 +14,7 @@ import type {
 import type { ClusterAccess, Credentials } from './kubeconfig.ts';
 import { KubeError, statusError } from './errors.ts';
 import { revive } from './revive.ts';
-import { parseEventLine } from './eventline.ts';
+import { parseEventLine, type KnownSpec } from './eventline.ts';
 import { H2Sessions, type Body, type Exchange } from './h2.ts';
 import { H1Pool, type H1Origin } from './h1.ts';
 import { TokenBucket } from '../util/ratelimit.ts';
@@ -212,6 +212,8 @@ export interface WatchHandlers {
    * from 68 to 73 MB of RSS, all of it the binary's pages (/proc/PID/smaps).
    */
   cutManagedFields?: boolean;
+  /** With cutManagedFields: the specs the watch's store has, reused where an event's are the same (eventline.ts). */
+  knownSpec?: KnownSpec;
 }
 
 export class ClusterClient {
@@ -352,7 +354,7 @@ export class ClusterClient {
             }
             at = nl + 1;
             if (blank(b, start, end)) continue;
-            const ev = (h.cutManagedFields ? parseEventLine(b, start, end) : JSON.parse(b.toString('utf8', start, end))) as
+            const ev = (h.cutManagedFields ? parseEventLine(b, start, end, h.knownSpec) : JSON.parse(b.toString('utf8', start, end))) as
               { type: string; object: unknown };
             h.onEvent(ev.type, ev.object);
           }

@@ -1,9 +1,15 @@
 // One watch event line (JSON bytes) → its parsed value, without the object's metadata.managedFields.
 // managedFields are a third of a pod's JSON (1.4-1.5 KB of 4.4 KB for a delegate or a proxy written by two managers)
 // and, as many small nested objects, more of what JSON.parse allocates; nothing in clusterlet reads them, and the
-// informers dropped them after parsing. Cutting their bytes out before parsing costs one walk of the metadata's top
-// level: in a micro-benchmark on those pods (three runs of 200,000 events each, 2026-11-24), 14.8-18.4 µs an event
-// instead of 17.9-21.4 for the delegate, 14.4-17.2 instead of 18.3-23.9 for the proxy.
+// informers dropped them after parsing. They are cut from the bytes before parsing: for a typed object (a pod) found by
+// native searches for the markers of its layout, else by a walk of the metadata's top level.
+// A pod's watch also hands over its whole spec again in every event (bound, each status write, the deletion), though
+// it seldom changes: given the specs its store has (KnownSpec), the parse reuses the stored one where the bytes are the
+// same, and parses only the metadata and status. On the events of a real offloaded pod (hack/eventcost.ts), 2026-11-28:
+// see the numbers in bench/results/spec-reuse.md.
+
+import { hash } from 'node:crypto';
+import { revivePart, revivedTag } from './revive.ts';
 
 const METADATA = Buffer.from('"metadata":{');
 const MANAGED = Buffer.from('"managedFields":[');
@@ -57,17 +63,88 @@ function managedFieldsAt(b: Buffer, from: number, end: number): number {
 }
 
 /**
- * JSON.parse of `b[start, end)`, one watch event (`{"type":…,"object":{…}}`), with the object's managedFields cut out
- * before parsing. What is cut is the `"managedFields":[…]` key of the first `"metadata":{` (the object's own:
- * kube-apiserver writes kind and apiVersion, then metadata, typed kinds in field order and custom resources in key
- * order). Where the bytes do not have that shape, the line is parsed whole: the
- * result is the same either way once managedFields are dropped, only cheaper.
+ * The spec the store already has for the object `namespace`/`name` (as parseEventLine returned it), if any. A watch of
+ * pods sees each pod's whole spec again in every event of its life (the binding, every status write, the deletion),
+ * yet a pod's spec seldom changes: where an event's spec bytes are those of the stored spec, the stored spec is reused
+ * instead of being parsed and revived again.
  */
-export function parseEventLine(b: Buffer, start: number, end: number): unknown {
+export type KnownSpec = (namespace: string, name: string) => object | undefined;
+
+// A typed object as kube-apiserver writes it: `{"kind":…,"metadata":{…,"managedFields":[…]},"spec":{…},"status":{…}}`.
+const MANAGED_LAST = Buffer.from(',"managedFields":[');
+/** The managedFields' `]`, the metadata's `}`, then the spec. */
+const THEN_SPEC = Buffer.from(']},"spec":{');
+/** The spec's `}`, then the status. */
+const THEN_STATUS = Buffer.from('},"status":{');
+/** What stands for the spec in the text parsed, until the spec is set. */
+const ZERO = Buffer.from('0');
+
+/**
+ * JSON.parse of `b[start, end)`, one watch event (`{"type":…,"object":{…}}`), with the object's managedFields cut out
+ * before parsing: the `"managedFields":[…]` key of the first `"metadata":{` (the object's own: kube-apiserver writes
+ * kind and apiVersion, then metadata, typed kinds in field order and custom resources in key order). The result is the
+ * same as JSON.parse's once managedFields are dropped, only cheaper: where the bytes do not have that shape, the line
+ * is parsed whole.
+ *
+ * With `known`, the spec of a typed object (`"spec":{…}` between its metadata and its status, as a pod's) comes revived
+ * (revive.ts): the stored one where the bytes are the same (by SHA-256), else parsed on its own; revive then skips it.
+ */
+export function parseEventLine(b: Buffer, start: number, end: number, known?: KnownSpec): unknown {
   // A view of the line alone, so that a search does not run on into the events after it in the same chunk.
   const line = b.subarray(start, end);
   const meta = line.indexOf(METADATA);
-  const at = meta >= 0 ? managedFieldsAt(line, meta + METADATA.length, line.length) : -1;
+  if (meta < 0) return JSON.parse(line.toString('utf8'));
+  return typed(line, meta, known) ?? walked(line, meta);
+}
+
+/**
+ * The event of a typed object, cut at its layout's markers found by native searches (`,"managedFields":[`, then
+ * `]},"spec":{`, then `},"status":{`); undefined where the line has another layout (then walked). A marker cannot
+ * match inside a string (its quotes would end the string), so each match is structure:
+ * - metadata is an ObjectMeta, whose nested objects are string maps and owner references: its `,"managedFields":[`
+ *   is its own, last in it for typed kinds, and holds no array, so the first `]},"spec":{` after it ends it. A custom
+ *   resource's metadata (keys sorted) ends with its uid: no match.
+ * - the spec's first `},"status":{` is its end, or one deeper inside it: the text cut there has unbalanced brackets,
+ *   which JSON.parse refuses (then walked).
+ */
+function typed(line: Buffer, meta: number, known: KnownSpec | undefined): unknown {
+  const managed = line.indexOf(MANAGED_LAST, meta);
+  if (managed < 0) return undefined;
+  const next = line.indexOf(THEN_SPEC, managed);
+  if (next < 0) return undefined;
+  const specFrom = next + THEN_SPEC.length - 1;
+  const specTo = known ? line.indexOf(THEN_STATUS, specFrom) + 1 : 0;
+  try {
+    if (specTo <= 0) return parseOf([line.subarray(0, managed), line.subarray(next + 1)]);
+    const ev = parseOf([line.subarray(0, managed), line.subarray(next + 1, specFrom), ZERO, line.subarray(specTo)]) as Parsed;
+    return ev?.object ? withSpec(ev, ev.object, line.subarray(specFrom, specTo), known!) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+type Parsed = { object?: { metadata?: { namespace?: unknown; name?: unknown }; spec?: unknown } } | null;
+
+/** `ev`, its object's spec (a placeholder) set to the spec of `bytes`: the stored one if the same, else parsed. */
+function withSpec(ev: Parsed, obj: NonNullable<NonNullable<Parsed>['object']>, bytes: Buffer, known: KnownSpec): Parsed {
+  const digest = hash('sha256', bytes, 'base64');
+  const m = obj.metadata;
+  const stored = typeof m?.name === 'string' ? known(typeof m.namespace === 'string' ? m.namespace : '', m.name) : undefined;
+  if (stored !== undefined && revivedTag(stored) === digest) {
+    obj.spec = stored;
+    return ev;
+  }
+  const spec = JSON.parse(bytes.toString('utf8')) as unknown;
+  if (spec !== null && typeof spec === 'object') {
+    revivePart(spec, digest);
+  }
+  obj.spec = spec;
+  return ev;
+}
+
+/** The event, its managedFields found by walking its metadata's top level (any layout), and cut out if found. */
+function walked(line: Buffer, meta: number): unknown {
+  const at = managedFieldsAt(line, meta + METADATA.length, line.length);
   if (at >= 0) {
     const close = closeOf(line, at + MANAGED.length, line.length, CLOSE_ARRAY);
     if (close > 0) {
@@ -77,8 +154,16 @@ export function parseEventLine(b: Buffer, start: number, end: number): unknown {
       let to = close;
       if (line[from - 1] === COMMA) from--;
       else if (line[to] === COMMA) to++;
-      return JSON.parse(line.toString('utf8', 0, from) + line.toString('utf8', to));
+      return parseOf([line.subarray(0, from), line.subarray(to)]);
     }
   }
   return JSON.parse(line.toString('utf8'));
+}
+
+/**
+ * JSON.parse of the bytes of `parts` one after the other. Joined as bytes and decoded once: JSON.parse of strings joined
+ * with `+` (a rope V8 flattens first) took 11.5 µs for a pod event where this takes 8.7 (micro-benchmark, 2026-11-28).
+ */
+function parseOf(parts: Buffer[]): unknown {
+  return JSON.parse(Buffer.concat(parts).toString('utf8'));
 }

@@ -3,6 +3,7 @@
 import { Subject, type Observable, type Subscription } from 'rxjs';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { ListWatchEvent } from './listwatch.ts';
+import type { KnownSpec } from './eventline.ts';
 
 export interface StoreEvent<T> {
   type: 'ADDED' | 'MODIFIED' | 'DELETED';
@@ -15,6 +16,14 @@ export interface StoreEvent<T> {
 export function objectKey(o: KubernetesObject): string {
   const ns = o.metadata?.namespace;
   return ns ? `${ns}/${o.metadata?.name}` : `${o.metadata?.name}`;
+}
+
+/**
+ * The specs an informer's store has, as its own list-watch asks for them (ListWatchSpec.knownSpec): `informer` is
+ * called at each event, once the informer exists.
+ */
+export function storedSpecs<T extends KubernetesObject & { spec?: object }>(informer: () => Informer<T>): KnownSpec {
+  return (namespace, name) => informer().get(namespace ? `${namespace}/${name}` : name)?.spec;
 }
 
 export function splitKey(key: string): { namespace: string; name: string } {

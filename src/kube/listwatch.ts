@@ -9,6 +9,7 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import type { ClusterClient } from './client.ts';
 import { toKubeError } from './errors.ts';
 import { revive } from './revive.ts';
+import type { KnownSpec } from './eventline.ts';
 import { backoffDelay } from '../util/backoff.ts';
 import { metrics, watchEventTally } from '../metrics.ts';
 import type { Logger } from '../log.ts';
@@ -34,6 +35,8 @@ export interface ListWatchSpec<T> {
   resource: string;
   /** Parse watch events without their objects' managedFields (WatchHandlers.cutManagedFields): for pods. */
   cutManagedFields?: boolean;
+  /** With cutManagedFields: the spec the consumer's store has for an object, reused where unchanged (eventline.ts). */
+  knownSpec?: KnownSpec;
 }
 
 export interface ListWatchOptions {
@@ -93,7 +96,7 @@ export function listWatch<T extends KubernetesObject>(client: ClusterClient, spe
           timeoutSeconds: 300 + Math.floor(Math.random() * 300),
           labelSelector: spec.labelSelector, fieldSelector: spec.fieldSelector,
         }, {
-          signal: c.signal, idleMs: silenceMs, cutManagedFields: spec.cutManagedFields,
+          signal: c.signal, idleMs: silenceMs, cutManagedFields: spec.cutManagedFields, knownSpec: spec.knownSpec,
           onEvent: (type, obj) => {
             const ev = { type, object: obj } as RawWatchEvent;
             if (type === 'ERROR') {

@@ -56,24 +56,49 @@ function walk(v: Json): void {
   }
   if (v === null || typeof v !== 'object') return;
   const o = v as Record<string, unknown>;
-  for (const k in o) {
-    const x = o[k];
-    if (typeof x === 'string') {
-      if (TIME_FIELDS.has(k)) o[k] = new Date(x);
-      else if (!UNIQUE_FIELDS.has(k)) o[k] = share(x);
-    } else if (x !== null && typeof x === 'object' && !OPAQUE_FIELDS.has(k)) {
-      walk(x as Json);
-    }
+  for (const k in o) visit(o, k);
+}
+
+/** One field of an object: a timestamp revived, a string shared, an object walked. */
+function visit(o: Record<string, unknown>, k: string): void {
+  const x = o[k];
+  if (typeof x === 'string') {
+    if (TIME_FIELDS.has(k)) o[k] = new Date(x);
+    else if (!UNIQUE_FIELDS.has(k)) o[k] = share(x);
+  } else if (x !== null && typeof x === 'object' && !OPAQUE_FIELDS.has(k)) {
+    walk(x as Json);
   }
 }
+
+/**
+ * Parts of objects revived ahead of their object (a pod's spec parsed on its own, eventline.ts), each with the tag its
+ * reviver knows it by (eventline: a digest of its bytes); revive skips them. Weak: an entry goes with its part.
+ */
+const revived = new WeakMap<object, string>();
+
+/** Revives one part of an object on its own, ahead of the object: `revive` of the object then leaves it as it is. */
+export function revivePart(part: object, tag: string): void {
+  walk(part as Json);
+  revived.set(part, tag);
+}
+
+/** The tag `part` was revived with by revivePart, if it was. */
+export const revivedTag = (part: object): string | undefined => revived.get(part);
 
 /**
  * Parsed JSON of a Kubernetes object → the typed model's shape (timestamps as Date), in place, its repeated values shared.
  * managedFields dropped.
  */
 export function revive<T>(raw: unknown): T {
-  const meta = (raw as { metadata?: { managedFields?: unknown } } | null)?.metadata;
+  if (raw === null || typeof raw !== 'object') return raw as T;
+  const o = raw as Record<string, unknown>;
+  const meta = o.metadata as { managedFields?: unknown } | undefined;
   if (meta?.managedFields) delete meta.managedFields;
-  walk(raw as Json);
+  const spec = o.spec;
+  if (spec !== null && typeof spec === 'object' && revived.has(spec)) {
+    for (const k in o) if (k !== 'spec') visit(o, k);
+  } else {
+    walk(o as Json);
+  }
   return raw as T;
 }

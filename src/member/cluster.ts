@@ -9,7 +9,7 @@ import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import type { MemberConfig } from '../config.ts';
 import type { ClusterClient } from '../kube/client.ts';
 import { memberPodShape } from '../forge/foreign.ts';
-import { Informer } from '../kube/informer.ts';
+import { Informer, storedSpecs } from '../kube/informer.ts';
 import { listWatch } from '../kube/listwatch.ts';
 import { PodRequests } from './requests.ts';
 import { DelegateIndex } from './delegates.ts';
@@ -79,7 +79,7 @@ export class MemberCluster implements NodeProvider {
       list: (p) => client.core.listNode(p),
     }, lwOpts));
     this.pods = new Informer('member-pods', listWatch<V1Pod>(client, {
-      path: '/api/v1/pods', model: 'V1Pod', resource: 'pods', cutManagedFields: true,
+      path: '/api/v1/pods', model: 'V1Pod', resource: 'pods', cutManagedFields: true, knownSpec: storedSpecs(() => this.pods),
       list: (p) => client.core.listPodForAllNamespaces(p),
     }, lwOpts), { transform: (pod) => memberPodShape(pod, this.owner) });
     this.delegates = new DelegateIndex(this.pods, this.owner);

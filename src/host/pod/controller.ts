@@ -5,7 +5,7 @@
 import { interval, map, mergeMap, type Subscription } from 'rxjs';
 import type { V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
 import { DISCARD, PATCH, type ClusterClient } from '../../kube/client.ts';
-import { Informer, splitKey } from '../../kube/informer.ts';
+import { Informer, splitKey, storedSpecs } from '../../kube/informer.ts';
 import { listWatch } from '../../kube/listwatch.ts';
 import { ignoreGone, KubeError, toKubeError } from '../../kube/errors.ts';
 import { writeEvent, writeOwnEvent, type EventSubject } from '../../kube/events.ts';
@@ -73,10 +73,12 @@ export interface PodControllerOptions {
 
 /** The proxy pods bound to a node: a watch of the host's pods with spec.nodeName=<node>. */
 export function proxyInformer(host: ClusterClient, nodeName: string, log: Logger, watchSilenceMs?: number): Informer<V1Pod> {
-  return new Informer(`proxies-${nodeName}`, listWatch<V1Pod>(host, {
-    path: '/api/v1/pods', model: 'V1Pod', resource: 'pods', cutManagedFields: true, fieldSelector: `spec.nodeName=${nodeName}`,
+  const proxies: Informer<V1Pod> = new Informer(`proxies-${nodeName}`, listWatch<V1Pod>(host, {
+    path: '/api/v1/pods', model: 'V1Pod', resource: 'pods', fieldSelector: `spec.nodeName=${nodeName}`,
+    cutManagedFields: true, knownSpec: storedSpecs(() => proxies),
     list: (p) => host.core.listPodForAllNamespaces(p),
   }, { log, silenceMs: watchSilenceMs }));
+  return proxies;
 }
 
 // Status writes: their answer (the whole pod) is not read, and they go before the other writes that wait (events,

@@ -4,6 +4,7 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { ClusterClient, WatchHandlers } from '../../../src/kube/client.ts';
 import type { ListPage, ListParams, ListWatchSpec } from '../../../src/kube/listwatch.ts';
+import { parseEventLine } from '../../../src/kube/eventline.ts';
 import { eventually } from './wait.ts';
 
 /** One open watch request, as the server side sees it. */
@@ -40,11 +41,20 @@ export class FakeWatch {
   get resourceVersion(): unknown { return this.query.resourceVersion; }
   get aborted(): boolean { return this.#h.signal.aborted; }
 
-  /** One event line of the stream; `object` is copied, as parsing a line would give a fresh one. */
+  /**
+   * One event line of the stream; `object` is copied, as parsing a line would give a fresh one. A watch that cuts
+   * managedFields gets it as ClusterClient.watch parses it then: the line through parseEventLine, with its knownSpec.
+   */
   send(type: string, object: unknown): void {
     if (this.#over) throw new Error(`watch from ${String(this.resourceVersion)} is over: cannot send ${type}`);
     this.#armIdle();
-    this.#h.onEvent(type, structuredClone(object));
+    if (!this.#h.cutManagedFields) {
+      this.#h.onEvent(type, structuredClone(object));
+      return;
+    }
+    const line = Buffer.from(JSON.stringify({ type, object }));
+    const ev = parseEventLine(line, 0, line.length, this.#h.knownSpec) as { type: string; object: unknown };
+    this.#h.onEvent(ev.type, ev.object);
   }
 
   /** The server ends the stream (its timeoutSeconds, a closed connection). */

@@ -407,6 +407,22 @@ describe(`ClusterClient requests (${proto})`, { timeout: 10_000 }, () => {
     assert.deepEqual(await seen(false), [{ kind: 'Pod', metadata: { name: 'p', managedFields: [{ manager: 'x' }] } }]);
   });
 
+  it('hands a pod watch\'s knownSpec to the parse: a spec the same as the stored one is that one', async () => {
+    const c = new ClusterClient(access(a, { token: 't' }), { cluster: 'm', qps: 100, burst: 100, http2 });
+    const pod = (rv: string, phase: string) => ({ kind: 'Pod', apiVersion: 'v1',
+      metadata: { namespace: 'ns', name: 'p', resourceVersion: rv, managedFields: [{ manager: 'x' }] },
+      spec: { containers: [{ name: 'c' }] }, status: { phase } });
+    const got: { spec: object }[] = [];
+    const stop = new AbortController();
+    const watching = c.watch('/api/v1/pods', {}, { onEvent: (_t, o) => got.push(o as { spec: object }), signal: stop.signal,
+      idleMs: 10_000, cutManagedFields: true, knownSpec: (ns, name) => (ns === 'ns' && name === 'p' ? got.at(-1)?.spec : undefined) });
+    (await a.nextWatch()).end(`${JSON.stringify({ type: 'ADDED', object: pod('1', 'Pending') })}\n`
+      + `${JSON.stringify({ type: 'MODIFIED', object: pod('2', 'Running') })}\n`);
+    await watching;
+    assert.equal(got.length, 2);
+    assert.equal(got[1]!.spec, got[0]!.spec);
+  });
+
   it('counts a request\'s timeout from when it has a connection, not while it waits for one',
     { skip: http2 && 'HTTP/2 requests are streams: none waits for a connection' }, async () => {
     const server = await fakeServer('s', { http2, slowMs: 250 });

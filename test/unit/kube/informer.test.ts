@@ -3,8 +3,8 @@
 import { afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Observable, Subject } from 'rxjs';
-import type { V1ConfigMap } from '@kubernetes/client-node';
-import { Informer, objectKey, splitKey, type StoreEvent } from '../../../src/kube/informer.ts';
+import type { V1ConfigMap, V1Pod } from '@kubernetes/client-node';
+import { Informer, objectKey, splitKey, storedSpecs, type StoreEvent } from '../../../src/kube/informer.ts';
 import { listWatch, type ListWatchEvent } from '../../../src/kube/listwatch.ts';
 import { FakeCollection } from '../fakes/listwatch.ts';
 
@@ -162,5 +162,38 @@ describe('Informer over listWatch', () => {
     assert.ok(w2.aborted, 'stop() closes the watch');
     await new Promise((r) => setTimeout(r, 5));
     assert.equal(fake.watches.length, 2);
+  });
+});
+
+describe('storedSpecs: a pod watch reuses the spec its store has', () => {
+  const pod = (rv: string, image: string, phase: string): V1Pod => ({
+    kind: 'Pod', apiVersion: 'v1',
+    metadata: { namespace: 'ns', name: 'p', resourceVersion: rv, managedFields: [{ manager: 'kwok', operation: 'Update' }] },
+    spec: { containers: [{ name: 'c', image }], nodeName: 'n' }, status: { phase },
+  });
+
+  it('keeps the stored spec when an event changes only the status, and takes the new one when the spec changed', async () => {
+    const fake = new FakeCollection<V1Pod>();
+    const pods: Informer<V1Pod> = new Informer('pods', listWatch(fake.client(), fake.spec({
+      cutManagedFields: true, knownSpec: storedSpecs(() => pods) }))).start();
+    try {
+      await pods.waitSynced();
+      const w = await fake.watch(1);
+      w.send('ADDED', pod('2', 'i:1', 'Pending'));
+      assert.equal(pods.get('ns/p')?.metadata?.resourceVersion, '2'); // the watch's events reach the store at once
+      const first = pods.get('ns/p')!;
+      w.send('MODIFIED', pod('3', 'i:1', 'Running'));
+      assert.equal(pods.get('ns/p')?.metadata?.resourceVersion, '3');
+      assert.equal(pods.get('ns/p')!.spec, first.spec);
+      assert.equal(pods.get('ns/p')!.status!.phase, 'Running');
+      w.send('MODIFIED', pod('4', 'i:2', 'Running'));
+      assert.equal(pods.get('ns/p')?.metadata?.resourceVersion, '4');
+      assert.notEqual(pods.get('ns/p')!.spec, first.spec);
+      assert.equal(pods.get('ns/p')!.spec!.containers[0]!.image, 'i:2');
+      assert.equal(storedSpecs(() => pods)('ns', 'p'), pods.get('ns/p')!.spec);
+      assert.equal(storedSpecs(() => pods)('ns', 'other'), undefined);
+    } finally {
+      pods.stop();
+    }
   });
 });

@@ -4,7 +4,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { ObjectSerializer } from '@kubernetes/client-node/dist/gen/models/ObjectSerializer.js';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { MAX_SHARED_VALUES, revive, share, sharedValues } from '../../../src/kube/revive.ts';
+import { MAX_SHARED_VALUES, revive, revivedTag, revivePart, share, sharedValues } from '../../../src/kube/revive.ts';
 
 const pod = () => ({
   metadata: {
@@ -88,5 +88,19 @@ describe('revive', () => {
     assert.equal(sharedValues(), before + 1, 'a repeated field\'s value is kept');
     for (let i = 0; i < MAX_SHARED_VALUES + 10; i++) share(`value-${i}`);
     assert.ok(sharedValues() <= MAX_SHARED_VALUES);
+  });
+
+  it('revives a part on its own ahead of its object, and leaves it as it is in the object\'s revive', () => {
+    const p = pod();
+    revivePart(p.spec, 'tag');
+    assert.equal(revivedTag(p.spec), 'tag');
+    assert.equal(revivedTag(pod().spec), undefined);
+    // Whatever is in it now is not walked again (a reused spec is revived already); the rest of the object is.
+    (p.spec as Record<string, unknown>).startTime = '2026-01-02T03:04:05Z';
+    const got = revive<V1Pod & { spec: { startTime: unknown } }>(p);
+    assert.equal(got.spec.startTime, '2026-01-02T03:04:05Z');
+    assert.ok(got.status!.startTime instanceof Date);
+    assert.ok(got.metadata!.creationTimestamp instanceof Date);
+    assert.deepEqual(Object.keys(got), ['metadata', 'spec', 'status']);
   });
 });

@@ -1,0 +1,98 @@
+#!/usr/bin/env node
+// What parsing its pod watch events costs clusterlet, on the events of a real offloaded Deployment: the host's proxy
+// pods and the member's delegates, from creation to deletion, as clusterlet's two pod watches see them. Each stream is
+// replayed into a store as an informer keeps it (latest object per key), parsed as clusterlet parses it
+// (src/kube/eventline.ts, then revive), without and with the store's specs reused (`knownSpec`), the two interleaved
+// over the rounds; it reports µs per event, and checks that both give the same objects.
+//   node hack/eventcost.ts [--pods 50] [--rounds 200] [--save FILE.json] [--load FILE.json]
+import { readFileSync, writeFileSync } from 'node:fs';
+import { isDeepStrictEqual, parseArgs } from 'node:util';
+import { AppsV1Api } from '@kubernetes/client-node';
+import { Harness } from '../test/harness/harness.ts';
+import { ClusterClient } from '../src/kube/client.ts';
+import { loadKubeconfigFile } from '../src/kube/kubeconfig.ts';
+import { parseEventLine, type KnownSpec } from '../src/kube/eventline.ts';
+import { revive } from '../src/kube/revive.ts';
+import { startBenchClusterlet } from '../bench/clusterlet.ts';
+import { deployment, median, ReadyTracker } from '../bench/bench.ts';
+
+const { values } = parseArgs({ options: {
+  pods: { type: 'string', default: '50' }, rounds: { type: 'string', default: '200' },
+  save: { type: 'string' }, load: { type: 'string' },
+} });
+const log = (l: string): void => { process.stderr.write(`[eventcost] ${l}\n`); };
+
+type Streams = Record<'proxies' | 'delegates', string[]>;
+
+/** The watch event lines of a Deployment of `n` offloaded from creation to deletion, as clusterlet's watches get them. */
+async function capture(n: number): Promise<Streams> {
+  const h = await Harness.start({ log });
+  await h.createLeaseNamespace();
+  const cl = await startBenchClusterlet(h, ['--member-kubeconfig', h.member.kubeconfig, '--member-name', 'member'],
+    'clusterlet.log', 'eventcost');
+  try {
+    await cl.ready(60_000);
+    const host = new ClusterClient(loadKubeconfigFile(h.host.kubeconfig), { cluster: 'eventcost-host', qps: 500, burst: 1000 });
+    const member = new ClusterClient(loadKubeconfigFile(h.member.kubeconfig), { cluster: 'eventcost-member', qps: 500, burst: 1000 });
+    const ns = 'eventcost';
+    await host.core.createNamespace({ body: { metadata: { name: ns } } });
+    const streams: Streams = { proxies: [], delegates: [] };
+    const stop = new AbortController();
+    // Without cutManagedFields the client parses each line whole; stringified again it is the line, key for key.
+    const watch = (client: ClusterClient, path: string, lines: string[]): Promise<void> =>
+      client.watch(path, {}, { signal: stop.signal, idleMs: 600_000,
+        onEvent: (type, object) => { if (type !== 'BOOKMARK') lines.push(JSON.stringify({ type, object })); } });
+    const watches = [watch(host, `/api/v1/namespaces/${ns}/pods`, streams.proxies),
+      watch(member, `/api/v1/namespaces/${ns}/pods`, streams.delegates)];
+    const proxies = new ReadyTracker(host, ns);
+    await proxies.start();
+    const apps = h.host.kubeConfig().makeApiClient(AppsV1Api);
+    await apps.createNamespacedDeployment({ namespace: ns, body: deployment('eventcost', n, 'clusterlet-member') });
+    await proxies.until(n, 120_000, 'proxies Ready');
+    await apps.deleteNamespacedDeployment({ namespace: ns, name: 'eventcost', propagationPolicy: 'Background' });
+    await proxies.empty(120_000, 'proxies gone');
+    proxies.stop();
+    stop.abort();
+    await Promise.allSettled(watches);
+    return streams;
+  } finally {
+    await cl.stop();
+    await h.stop();
+  }
+}
+
+const keyOf = (o: { metadata?: { namespace?: string; name?: string } }): string => `${o.metadata?.namespace}/${o.metadata?.name}`;
+
+/** Parses and stores every line of `lines` as clusterlet's informer would; the objects stored, in order. */
+function replay(lines: Buffer[], reuse: boolean): unknown[] {
+  const store = new Map<string, { spec?: object }>();
+  const known: KnownSpec | undefined = reuse ? (namespace, name) => store.get(`${namespace}/${name}`)?.spec : undefined;
+  const out: unknown[] = [];
+  for (const b of lines) {
+    const ev = parseEventLine(b, 0, b.length, known) as { type: string; object: { metadata?: { namespace?: string; name?: string } } };
+    const obj = revive<{ spec?: object; metadata?: { namespace?: string; name?: string } }>(ev.object);
+    if (ev.type === 'DELETED') store.delete(keyOf(obj));
+    else store.set(keyOf(obj), obj);
+    out.push(obj);
+  }
+  return out;
+}
+
+const streams: Streams = values.load ? JSON.parse(readFileSync(values.load, 'utf8')) as Streams : await capture(Number(values.pods));
+if (values.save) writeFileSync(values.save, JSON.stringify(streams));
+const rounds = Number(values.rounds);
+for (const [what, lines] of Object.entries(streams)) {
+  const bytes = lines.map((l) => Buffer.from(l));
+  const same = isDeepStrictEqual(replay(bytes, false), replay(bytes, true));
+  const times: Record<'whole' | 'reused', number[]> = { whole: [], reused: [] };
+  for (let r = 0; r < rounds; r++) {
+    for (const reuse of r % 2 === 0 ? [false, true] : [true, false]) {
+      const t0 = performance.now();
+      replay(bytes, reuse);
+      times[reuse ? 'reused' : 'whole'].push(((performance.now() - t0) * 1000) / lines.length);
+    }
+  }
+  const avgBytes = bytes.reduce((s, b) => s + b.length, 0) / bytes.length;
+  log(`${what}: ${lines.length} events (${avgBytes.toFixed(0)} bytes each with managedFields), same objects: ${same}; ` +
+    `µs per event, median of ${rounds} rounds: without knownSpec ${median(times.whole).toFixed(1)}, with it ${median(times.reused).toFixed(1)}`);
+}

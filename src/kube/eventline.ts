@@ -1,8 +1,8 @@
 // One watch event line (JSON bytes) → its parsed value, without the object's metadata.managedFields.
 // managedFields are a third of a pod's JSON (1.4-1.5 KB of 4.4 KB for a delegate or a proxy written by two managers)
 // and, as many small nested objects, more of what JSON.parse allocates; nothing in clusterlet reads them, and the
-// informers dropped them after parsing. They are cut from the bytes before parsing: for a typed object (a pod) found by
-// native searches for the markers of its layout, else by a walk of the metadata's top level.
+// informers dropped them after parsing. They are cut from the bytes before parsing: for a Pod found by native searches
+// for the markers of its layout, else by a walk of the metadata's top level.
 // A pod's watch also hands over its whole spec again in every event (bound, each status write, the deletion), though
 // it seldom changes: given the specs its store has (KnownSpec), the parse reuses the stored one where the bytes are the
 // same, and parses only the metadata and status. On the events of a real offloaded pod (hack/eventcost.ts), 2026-11-28:
@@ -70,7 +70,9 @@ function managedFieldsAt(b: Buffer, from: number, end: number): number {
  */
 export type KnownSpec = (namespace: string, name: string) => object | undefined;
 
-// A typed object as kube-apiserver writes it: `{"kind":…,"metadata":{…,"managedFields":[…]},"spec":{…},"status":{…}}`.
+// A Pod as kube-apiserver writes it: `{"kind":"Pod","apiVersion":"v1","metadata":{…,"managedFields":[…]},"spec":{…},"status":{…}}`.
+/** What comes before a Pod's metadata in its watch event. */
+const POD = Buffer.from('"object":{"kind":"Pod","apiVersion":"v1",');
 const MANAGED_LAST = Buffer.from(',"managedFields":[');
 /** The managedFields' `]`, the metadata's `}`, then the spec. */
 const THEN_SPEC = Buffer.from(']},"spec":{');
@@ -86,7 +88,7 @@ const ZERO = Buffer.from('0');
  * same as JSON.parse's once managedFields are dropped, only cheaper: where the bytes do not have that shape, the line
  * is parsed whole.
  *
- * With `known`, the spec of a typed object (`"spec":{…}` between its metadata and its status, as a pod's) comes revived
+ * With `known`, a Pod's spec comes revived
  * (revive.ts): the stored one where the bytes are the same (by SHA-256), else parsed on its own; revive then skips it.
  */
 export function parseEventLine(b: Buffer, start: number, end: number, known?: KnownSpec): unknown {
@@ -94,20 +96,21 @@ export function parseEventLine(b: Buffer, start: number, end: number, known?: Kn
   const line = b.subarray(start, end);
   const meta = line.indexOf(METADATA);
   if (meta < 0) return JSON.parse(line.toString('utf8'));
-  return typed(line, meta, known) ?? walked(line, meta);
+  return pod(line, meta, known) ?? walked(line, meta);
 }
 
 /**
- * The event of a typed object, cut at its layout's markers found by native searches (`,"managedFields":[`, then
- * `]},"spec":{`, then `},"status":{`); undefined where the line has another layout (then walked). A marker cannot
- * match inside a string (its quotes would end the string), so each match is structure:
- * - metadata is an ObjectMeta, whose nested objects are string maps and owner references: its `,"managedFields":[`
- *   is its own, last in it for typed kinds, and holds no array, so the first `]},"spec":{` after it ends it. A custom
- *   resource's metadata (keys sorted) ends with its uid: no match.
- * - the spec's first `},"status":{` is its end, or one deeper inside it: the text cut there has unbalanced brackets,
- *   which JSON.parse refuses (then walked).
+ * The event of a Pod, cut at its layout's markers found by native searches (`,"managedFields":[`, then `]},"spec":{`,
+ * then `},"status":{`); undefined for any other object (then walked). kube-apiserver writes a core/v1 Pod in its Go
+ * fields' order: kind, apiVersion, metadata (an ObjectMeta: managedFields last; no array in them; its other nested
+ * objects are string maps and owner references), spec, status, and nothing else. A marker cannot match inside a string
+ * (its quotes would end the string), so each match is structure: the first `]},"spec":{` after the managedFields ends
+ * them and the metadata. The spec's first `},"status":{` is its end or one deeper inside it, where the text cut has
+ * unbalanced brackets, which JSON.parse refuses (then walked). Other kinds are not cut this way: a custom resource's
+ * keys are sorted, so a field of its own can end in `]}` before its spec.
  */
-function typed(line: Buffer, meta: number, known: KnownSpec | undefined): unknown {
+function pod(line: Buffer, meta: number, known: KnownSpec | undefined): unknown {
+  if (meta < POD.length || line.compare(POD, 0, POD.length, meta - POD.length, meta) !== 0) return undefined;
   const managed = line.indexOf(MANAGED_LAST, meta);
   if (managed < 0) return undefined;
   const next = line.indexOf(THEN_SPEC, managed);

@@ -145,11 +145,15 @@ describe('parseEventLine with the store\'s specs known', () => {
   // A marker of the layout matched where it is not the boundary: parsed the careful way, the same value.
   const odd: [string, object][] = [
     ['a spec with a key "status" after an object', pod({ a: { b: 1 }, status: { c: '},"status":{' } })],
-    ['no status', { kind: 'Pod', metadata: { name: 'p', namespace: 'ns', managedFields: MANAGED }, spec }],
-    ['no spec', { kind: 'Pod', metadata: { name: 'p', namespace: 'ns', managedFields: MANAGED }, status: { phase: 'Pending' } }],
-    ['no managedFields', { kind: 'Pod', metadata: { name: 'p', namespace: 'ns' }, spec, status: {} }],
+    ['no status', { kind: 'Pod', apiVersion: 'v1', metadata: { name: 'p', namespace: 'ns', managedFields: MANAGED }, spec }],
+    ['no spec', { kind: 'Pod', apiVersion: 'v1', metadata: { name: 'p', namespace: 'ns', managedFields: MANAGED }, status: { phase: 'Pending' } }],
+    ['no managedFields', { kind: 'Pod', apiVersion: 'v1', metadata: { name: 'p', namespace: 'ns' }, spec, status: {} }],
     ['a custom resource (keys sorted)', { apiVersion: 'x/v1', kind: 'X', metadata: { managedFields: MANAGED, name: 'p', namespace: 'ns', uid: 'u' },
       spec: { list: [1] }, status: { list: [{}] } }],
+    // Its own field before the spec ends in `]}`: the markers alone would cut from its managedFields to there.
+    ['a custom resource with a field ending in an array before its spec', { apiVersion: 'x/v1', kind: 'X',
+      metadata: { creationTimestamp: '2026-01-01T00:00:00Z', managedFields: MANAGED, name: 'p', namespace: 'ns', uid: 'u' },
+      provider: { zones: ['a'] }, spec: { x: 1 } }],
   ];
   for (const [what, object] of odd) {
     it(`${what}: the same value as JSON.parse, without managedFields`, () => {

@@ -66,7 +66,8 @@ function managedFieldsAt(b: Buffer, from: number, end: number): number {
  * The spec the store already has for the object `namespace`/`name` (as parseEventLine returned it), if any. A watch of
  * pods sees each pod's whole spec again in every event of its life (the binding, every status write, the deletion),
  * yet a pod's spec seldom changes: where an event's spec bytes are those of the stored spec, the stored spec is reused
- * instead of being parsed and revived again.
+ * instead of being parsed and revived again. A reused spec is shared by the pod's versions in the store, and by the
+ * `object` and `old` of the informer's events: like everything an informer stores, it is never to be changed.
  */
 export type KnownSpec = (namespace: string, name: string) => object | undefined;
 
@@ -76,6 +77,8 @@ const POD = Buffer.from('"object":{"kind":"Pod","apiVersion":"v1",');
 const MANAGED_LAST = Buffer.from(',"managedFields":[');
 /** The managedFields' `]`, the metadata's `}`, then the spec. */
 const THEN_SPEC = Buffer.from(']},"spec":{');
+/** The metadata's `}`, then the spec. */
+const END_METADATA = Buffer.from('},"spec":{');
 /** The spec's `}`, then the status. */
 const THEN_STATUS = Buffer.from('},"status":{');
 /** What stands for the spec in the text parsed, until the spec is set. */
@@ -84,12 +87,12 @@ const ZERO = Buffer.from('0');
 /**
  * JSON.parse of `b[start, end)`, one watch event (`{"type":…,"object":{…}}`), with the object's managedFields cut out
  * before parsing: the `"managedFields":[…]` key of the first `"metadata":{` (the object's own: kube-apiserver writes
- * kind and apiVersion, then metadata, typed kinds in field order and custom resources in key order). The result is the
- * same as JSON.parse's once managedFields are dropped, only cheaper: where the bytes do not have that shape, the line
- * is parsed whole.
+ * kind and apiVersion, then metadata, typed kinds in field order and custom resources in key order). For what
+ * kube-apiserver sends, the result is JSON.parse's with managedFields dropped, only cheaper; bytes of another shape are
+ * walked (any layout) or parsed whole.
  *
- * With `known`, a Pod's spec comes revived
- * (revive.ts): the stored one where the bytes are the same (by SHA-256), else parsed on its own; revive then skips it.
+ * With `known`, a Pod's spec comes revived (revive.ts): the stored one where the bytes are the same (by SHA-256), else
+ * parsed on its own; revive then skips it.
  */
 export function parseEventLine(b: Buffer, start: number, end: number, known?: KnownSpec): unknown {
   // A view of the line alone, so that a search does not run on into the events after it in the same chunk.
@@ -100,21 +103,24 @@ export function parseEventLine(b: Buffer, start: number, end: number, known?: Kn
 }
 
 /**
- * The event of a Pod, cut at its layout's markers found by native searches (`,"managedFields":[`, then `]},"spec":{`,
- * then `},"status":{`); undefined for any other object (then walked). kube-apiserver writes a core/v1 Pod in its Go
- * fields' order: kind, apiVersion, metadata (an ObjectMeta: managedFields last; no array in them; its other nested
- * objects are string maps and owner references), spec, status, and nothing else. A marker cannot match inside a string
- * (its quotes would end the string), so each match is structure: the first `]},"spec":{` after the managedFields ends
- * them and the metadata. The spec's first `},"status":{` is its end or one deeper inside it, where the text cut has
- * unbalanced brackets, which JSON.parse refuses (then walked). Other kinds are not cut this way: a custom resource's
- * keys are sorted, so a field of its own can end in `]}` before its spec.
+ * The event of a Pod as kube-apiserver writes it, cut at its layout's markers found by native searches; undefined for
+ * any other object (then walked). The Go encoder writes a core/v1 Pod's fields in their order: kind, apiVersion,
+ * metadata, spec, status, and nothing else, each key once; metadata is an ObjectMeta, whose managedFields come last and
+ * whose other nested objects are string maps and owner references (no "spec" key). A marker cannot match inside a
+ * string (its quotes would end the string), so each match is structure:
+ * - the metadata ends at the first `},"spec":{` after it; it is `]},"spec":{`, the end of a `,"managedFields":[` in
+ *   it, only where those are its own (a pod whose metadata has none is walked);
+ * - the spec's first `},"status":{` is its end, or one deeper inside it, where the text cut has unbalanced brackets,
+ *   which JSON.parse refuses (then walked).
+ * Other kinds are not cut this way: a custom resource's keys are sorted, so a field of its own can end in `]}` before
+ * its spec.
  */
 function pod(line: Buffer, meta: number, known: KnownSpec | undefined): unknown {
   if (meta < POD.length || line.compare(POD, 0, POD.length, meta - POD.length, meta) !== 0) return undefined;
   const managed = line.indexOf(MANAGED_LAST, meta);
   if (managed < 0) return undefined;
   const next = line.indexOf(THEN_SPEC, managed);
-  if (next < 0) return undefined;
+  if (next < 0 || line.indexOf(END_METADATA, meta) !== next + 1) return undefined;
   const specFrom = next + THEN_SPEC.length - 1;
   const specTo = known ? line.indexOf(THEN_STATUS, specFrom) + 1 : 0;
   try {

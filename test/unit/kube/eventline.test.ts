@@ -148,6 +148,9 @@ describe('parseEventLine with the store\'s specs known', () => {
     ['no status', { kind: 'Pod', apiVersion: 'v1', metadata: { name: 'p', namespace: 'ns', managedFields: MANAGED }, spec }],
     ['no spec', { kind: 'Pod', apiVersion: 'v1', metadata: { name: 'p', namespace: 'ns', managedFields: MANAGED }, status: { phase: 'Pending' } }],
     ['no managedFields', { kind: 'Pod', apiVersion: 'v1', metadata: { name: 'p', namespace: 'ns' }, spec, status: {} }],
+    // Not its own: the metadata has none, an object deeper in the spec has managedFields, a spec and a status.
+    ['no managedFields, an object in the spec with them', { kind: 'Pod', apiVersion: 'v1', metadata: { name: 'p', namespace: 'ns' },
+      spec: { t: { metadata: { a: 1, managedFields: [] }, spec: { c: 1 }, status: {} } }, status: { phase: 'x' } }],
     ['a custom resource (keys sorted)', { apiVersion: 'x/v1', kind: 'X', metadata: { managedFields: MANAGED, name: 'p', namespace: 'ns', uid: 'u' },
       spec: { list: [1] }, status: { list: [{}] } }],
     // Its own field before the spec ends in `]}`: the markers alone would cut from its managedFields to there.

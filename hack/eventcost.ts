@@ -1,17 +1,20 @@
 #!/usr/bin/env node
 // What parsing its pod watch events costs clusterlet, on the events of a real offloaded Deployment: the host's proxy
 // pods and the member's delegates, from creation to deletion, as clusterlet's two pod watches see them. Each stream is
-// replayed into a store as an informer keeps it (latest object per key), parsed as clusterlet parses it
+// replayed into an Informer's store (latest object per key), parsed as clusterlet parses it
 // (src/kube/eventline.ts, then revive), without and with the store's specs reused (`knownSpec`), the two interleaved
 // over the rounds; it reports µs per event, and checks that both give the same objects.
 //   node hack/eventcost.ts [--pods 50] [--rounds 200] [--save FILE.json] [--load FILE.json]
 import { readFileSync, writeFileSync } from 'node:fs';
 import { isDeepStrictEqual, parseArgs } from 'node:util';
-import { AppsV1Api } from '@kubernetes/client-node';
+import { AppsV1Api, type V1Pod } from '@kubernetes/client-node';
 import { Harness } from '../test/harness/harness.ts';
 import { ClusterClient } from '../src/kube/client.ts';
 import { loadKubeconfigFile } from '../src/kube/kubeconfig.ts';
-import { parseEventLine, type KnownSpec } from '../src/kube/eventline.ts';
+import { Subject } from 'rxjs';
+import { parseEventLine } from '../src/kube/eventline.ts';
+import { Informer, storedSpecs } from '../src/kube/informer.ts';
+import type { ListWatchEvent } from '../src/kube/listwatch.ts';
 import { revive } from '../src/kube/revive.ts';
 import { startBenchClusterlet } from '../bench/clusterlet.ts';
 import { deployment, median, ReadyTracker } from '../bench/bench.ts';
@@ -61,20 +64,19 @@ async function capture(n: number): Promise<Streams> {
   }
 }
 
-const keyOf = (o: { metadata?: { namespace?: string; name?: string } }): string => `${o.metadata?.namespace}/${o.metadata?.name}`;
-
-/** Parses and stores every line of `lines` as clusterlet's informer would; the objects stored, in order. */
+/** Parses every line of `lines` as clusterlet does, into an informer's store; the objects stored, in order. */
 function replay(lines: Buffer[], reuse: boolean): unknown[] {
-  const store = new Map<string, { spec?: object }>();
-  const known: KnownSpec | undefined = reuse ? (namespace, name) => store.get(`${namespace}/${name}`)?.spec : undefined;
+  const source = new Subject<ListWatchEvent<V1Pod>>();
+  const pods: Informer<V1Pod> = new Informer('replay', source).start();
+  const known = reuse ? storedSpecs(() => pods) : undefined;
   const out: unknown[] = [];
+  pods.events$.subscribe((e) => out.push(e.object));
+  source.next({ type: 'SYNC', items: [] });
   for (const b of lines) {
-    const ev = parseEventLine(b, 0, b.length, known) as { type: string; object: { metadata?: { namespace?: string; name?: string } } };
-    const obj = revive<{ spec?: object; metadata?: { namespace?: string; name?: string } }>(ev.object);
-    if (ev.type === 'DELETED') store.delete(keyOf(obj));
-    else store.set(keyOf(obj), obj);
-    out.push(obj);
+    const ev = parseEventLine(b, 0, b.length, known) as { type: 'ADDED' | 'MODIFIED' | 'DELETED'; object: unknown };
+    source.next({ type: ev.type, object: revive<V1Pod>(ev.object) });
   }
+  pods.stop();
   return out;
 }
 

@@ -75,8 +75,6 @@ export type KnownSpec = (namespace: string, name: string) => object | undefined;
 /** What comes before a Pod's metadata in its watch event. */
 const POD = Buffer.from('"object":{"kind":"Pod","apiVersion":"v1",');
 const MANAGED_LAST = Buffer.from(',"managedFields":[');
-/** The managedFields' `]`, the metadata's `}`, then the spec. */
-const THEN_SPEC = Buffer.from(']},"spec":{');
 /** The metadata's `}`, then the spec. */
 const END_METADATA = Buffer.from('},"spec":{');
 /** The spec's `}`, then the status. */
@@ -108,8 +106,8 @@ export function parseEventLine(b: Buffer, start: number, end: number, known?: Kn
  * metadata, spec, status, and nothing else, each key once; metadata is an ObjectMeta, whose managedFields come last and
  * whose other nested objects are string maps and owner references (no "spec" key). A marker cannot match inside a
  * string (its quotes would end the string), so each match is structure:
- * - the metadata ends at the first `},"spec":{` after it; it is `]},"spec":{`, the end of a `,"managedFields":[` in
- *   it, only where those are its own (a pod whose metadata has none is walked);
+ * - the metadata ends at the first `},"spec":{` after it; a `,"managedFields":[` before that is its own, and ends
+ *   with it: the `]` just before (a pod whose metadata has none is walked);
  * - the spec's first `},"status":{` is its end, or one deeper inside it, where the text cut has unbalanced brackets,
  *   which JSON.parse refuses (then walked).
  * Other kinds are not cut this way: a custom resource's keys are sorted, so a field of its own can end in `]}` before
@@ -117,16 +115,17 @@ export function parseEventLine(b: Buffer, start: number, end: number, known?: Kn
  */
 function pod(line: Buffer, meta: number, known: KnownSpec | undefined): unknown {
   if (meta < POD.length || line.compare(POD, 0, POD.length, meta - POD.length, meta) !== 0) return undefined;
+  const metaEnd = line.indexOf(END_METADATA, meta);
   const managed = line.indexOf(MANAGED_LAST, meta);
-  if (managed < 0) return undefined;
-  const next = line.indexOf(THEN_SPEC, managed);
-  if (next < 0 || line.indexOf(END_METADATA, meta) !== next + 1) return undefined;
-  const specFrom = next + THEN_SPEC.length - 1;
-  const specTo = known ? line.indexOf(THEN_STATUS, specFrom) + 1 : 0;
+  if (metaEnd < 0 || managed < 0 || managed > metaEnd || line[metaEnd - 1] !== CLOSE_ARRAY) return undefined;
+  const specFrom = metaEnd + END_METADATA.length - 1;
   try {
-    if (specTo <= 0) return parseOf([line.subarray(0, managed), line.subarray(next + 1)]);
-    const ev = parseOf([line.subarray(0, managed), line.subarray(next + 1, specFrom), ZERO, line.subarray(specTo)]) as Parsed;
-    return ev?.object ? withSpec(ev, ev.object, line.subarray(specFrom, specTo), known!) : undefined;
+    const specTo = known ? line.indexOf(THEN_STATUS, specFrom) + 1 : 0;
+    if (specTo <= 0) return parseOf([line.subarray(0, managed), line.subarray(metaEnd)]);
+    const ev = parseOf([line.subarray(0, managed), line.subarray(metaEnd, specFrom), ZERO, line.subarray(specTo)]) as Parsed;
+    if (!ev?.object) return undefined;
+    setSpec(ev.object, line.subarray(specFrom, specTo), known!);
+    return ev;
   } catch {
     return undefined;
   }
@@ -134,21 +133,19 @@ function pod(line: Buffer, meta: number, known: KnownSpec | undefined): unknown 
 
 type Parsed = { object?: { metadata?: { namespace?: unknown; name?: unknown }; spec?: unknown } } | null;
 
-/** `ev`, its object's spec (a placeholder) set to the spec of `bytes`: the stored one if the same, else parsed. */
-function withSpec(ev: Parsed, obj: NonNullable<NonNullable<Parsed>['object']>, bytes: Buffer, known: KnownSpec): Parsed {
+/** Sets `obj.spec` (a placeholder) to the spec of `bytes`: the stored one if the same, else parsed and revived. */
+function setSpec(obj: NonNullable<NonNullable<Parsed>['object']>, bytes: Buffer, known: KnownSpec): void {
   const digest = hash('sha256', bytes, 'base64');
   const m = obj.metadata;
   const stored = typeof m?.name === 'string' ? known(typeof m.namespace === 'string' ? m.namespace : '', m.name) : undefined;
   if (stored !== undefined && revivedTag(stored) === digest) {
     obj.spec = stored;
-    return ev;
-  }
-  const spec = JSON.parse(bytes.toString('utf8')) as unknown;
-  if (spec !== null && typeof spec === 'object') {
+  } else {
+    // The bytes of one object: the text around them parsed, so they are balanced and begin with `{`.
+    const spec = JSON.parse(bytes.toString('utf8')) as object;
     revivePart(spec, digest);
+    obj.spec = spec;
   }
-  obj.spec = spec;
-  return ev;
 }
 
 /** The event, its managedFields found by walking its metadata's top level (any layout), and cut out if found. */

@@ -14,8 +14,12 @@ export interface StoreEvent<T> {
 
 /** `namespace/name`, or `name` for cluster-scoped objects. */
 export function objectKey(o: KubernetesObject): string {
-  const ns = o.metadata?.namespace;
-  return ns ? `${ns}/${o.metadata?.name}` : `${o.metadata?.name}`;
+  return keyOf(o.metadata?.namespace, o.metadata?.name);
+}
+
+/** The key of the object `name` in `namespace` (none or empty: cluster-scoped); splitKey's inverse. */
+export function keyOf(namespace: string | undefined, name: string | undefined): string {
+  return namespace ? `${namespace}/${name}` : `${name}`;
 }
 
 /**
@@ -23,7 +27,7 @@ export function objectKey(o: KubernetesObject): string {
  * called at each event, once the informer exists.
  */
 export function storedSpecs<T extends KubernetesObject & { spec?: object }>(informer: () => Informer<T>): KnownSpec {
-  return (namespace, name) => informer().get(namespace ? `${namespace}/${name}` : name)?.spec;
+  return (namespace, name) => informer().get(keyOf(namespace, name))?.spec;
 }
 
 export function splitKey(key: string): { namespace: string; name: string } {

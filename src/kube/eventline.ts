@@ -9,6 +9,7 @@
 // see the numbers in bench/results/spec-reuse.md.
 
 import { hash } from 'node:crypto';
+import type { V1ObjectMeta } from '@kubernetes/client-node';
 import { revivePart, revivedTag } from './revive.ts';
 
 const METADATA = Buffer.from('"metadata":{');
@@ -68,8 +69,10 @@ function managedFieldsAt(b: Buffer, from: number, end: number): number {
  * yet a pod's spec seldom changes: where an event's spec bytes are those of the stored spec, the stored spec is reused
  * instead of being parsed and revived again. A reused spec is shared by the pod's versions in the store, and by the
  * `object` and `old` of the informer's events: like everything an informer stores, it is never to be changed.
+ * `metadata` is the event's (parsed, not yet revived): the store may keep another shape of the spec for some objects
+ * than for others (the member's pods, member/podshapes.ts), and answer for the shape the event's object will get.
  */
-export type KnownSpec = (namespace: string, name: string) => object | undefined;
+export type KnownSpec = (namespace: string, name: string, metadata: V1ObjectMeta) => object | undefined;
 
 // A Pod as kube-apiserver writes it: `{"kind":"Pod","apiVersion":"v1","metadata":{…,"managedFields":[…]},"spec":{…},"status":{…}}`.
 /** What comes before a Pod's metadata in its watch event. */
@@ -131,13 +134,13 @@ function pod(line: Buffer, meta: number, known: KnownSpec | undefined): unknown 
   }
 }
 
-type Parsed = { object?: { metadata?: { namespace?: unknown; name?: unknown }; spec?: unknown } } | null;
+type Parsed = { object?: { metadata?: V1ObjectMeta; spec?: unknown } } | null;
 
 /** Sets `obj.spec` (a placeholder) to the spec of `bytes`: the stored one if the same, else parsed and revived. */
 function setSpec(obj: NonNullable<NonNullable<Parsed>['object']>, bytes: Buffer, known: KnownSpec): void {
   const digest = hash('sha256', bytes, 'base64');
   const m = obj.metadata;
-  const stored = typeof m?.name === 'string' ? known(typeof m.namespace === 'string' ? m.namespace : '', m.name) : undefined;
+  const stored = typeof m?.name === 'string' ? known(typeof m.namespace === 'string' ? m.namespace : '', m.name, m) : undefined;
   if (stored !== undefined && revivedTag(stored) === digest) {
     obj.spec = stored;
   } else {

@@ -82,6 +82,14 @@ export function revivePart(part: object, tag: string): void {
   revived.set(part, tag);
 }
 
+/**
+ * Tags a part made of another revived part's values (a copy of some of its fields, nothing of its own to revive) with
+ * that part's tag: it stands for the same bytes, and `revive` leaves it as it is.
+ */
+export function tagPart(part: object, tag: string): void {
+  revived.set(part, tag);
+}
+
 /** The tag `part` was revived with by revivePart, if it was. */
 export const revivedTag = (part: object): string | undefined => revived.get(part);
 

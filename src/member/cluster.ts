@@ -8,8 +8,8 @@ import {
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import type { MemberConfig } from '../config.ts';
 import type { ClusterClient } from '../kube/client.ts';
-import { memberPodShape } from '../forge/foreign.ts';
-import { Informer, storedSpecs } from '../kube/informer.ts';
+import { Informer, keyOf } from '../kube/informer.ts';
+import { MemberPodShapes } from './podshapes.ts';
 import { listWatch } from '../kube/listwatch.ts';
 import { PodRequests } from './requests.ts';
 import { DelegateIndex } from './delegates.ts';
@@ -78,10 +78,12 @@ export class MemberCluster implements NodeProvider {
       path: '/api/v1/nodes', model: 'V1Node', resource: 'nodes',
       list: (p) => client.core.listNode(p),
     }, lwOpts));
+    const shapes = new MemberPodShapes(this.owner);
     this.pods = new Informer('member-pods', listWatch<V1Pod>(client, {
-      path: '/api/v1/pods', model: 'V1Pod', resource: 'pods', cutManagedFields: true, knownSpec: storedSpecs(() => this.pods),
+      path: '/api/v1/pods', model: 'V1Pod', resource: 'pods', cutManagedFields: true,
+      knownSpec: shapes.knownSpec((namespace, name) => this.pods.get(keyOf(namespace, name))),
       list: (p) => client.core.listPodForAllNamespaces(p),
-    }, lwOpts), { transform: (pod) => memberPodShape(pod, this.owner) });
+    }, lwOpts), { transform: (pod) => shapes.shape(pod) });
     this.delegates = new DelegateIndex(this.pods, this.owner);
 
     const threshold = this.#opts.probeFailureThreshold;

@@ -190,8 +190,8 @@ describe('storedSpecs: a pod watch reuses the spec its store has', () => {
       assert.equal(pods.get('ns/p')?.metadata?.resourceVersion, '4');
       assert.notEqual(pods.get('ns/p')!.spec, first.spec);
       assert.equal(pods.get('ns/p')!.spec!.containers[0]!.image, 'i:2');
-      assert.equal(storedSpecs(() => pods)('ns', 'p'), pods.get('ns/p')!.spec);
-      assert.equal(storedSpecs(() => pods)('ns', 'other'), undefined);
+      assert.equal(storedSpecs(() => pods)('ns', 'p', {}), pods.get('ns/p')!.spec);
+      assert.equal(storedSpecs(() => pods)('ns', 'other', {}), undefined);
     } finally {
       pods.stop();
     }

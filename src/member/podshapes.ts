@@ -1,0 +1,50 @@
+// The member's pods as the member pod informer keeps them (forge/foreign.ts: this host's delegates whole, any other pod
+// in the shape the capacity reads), and the specs its watch may reuse (kube/eventline.ts KnownSpec).
+//
+// A member's own pods can outnumber the delegates many times over, and their watch sends each one's whole spec again in
+// every event (bound, each status write, the deletion). A foreign pod's kept spec is a few fields shaped from its whole
+// spec: it carries the tag of the bytes it was shaped from (their digest), so an event whose spec bytes are the same
+// reuses the shape as it is, instead of parsing, reviving and shaping the spec again.
+import type { V1Pod } from '@kubernetes/client-node';
+import { memberPodShape } from '../forge/foreign.ts';
+import { delegateOf, type Owner } from '../forge/owner.ts';
+import type { KnownSpec } from '../kube/eventline.ts';
+import { revivedTag, tagPart } from '../kube/revive.ts';
+
+export class MemberPodShapes {
+  readonly #owner: Owner;
+  /** The specs of foreign shape this made; weak: an entry goes with its pod. */
+  readonly #shaped = new WeakSet<object>();
+
+  constructor(owner: Owner) {
+    this.#owner = owner;
+  }
+
+  /** memberPodShape; a foreign shape's spec tagged as the spec it comes from, or the shaped spec the pod came with. */
+  shape(pod: V1Pod): V1Pod {
+    const spec = pod.spec;
+    const out = memberPodShape(pod, this.#owner);
+    if (out === pod || !spec || !out.spec) return out;
+    if (this.#shaped.has(spec)) {
+      // Reused (knownSpec): the shape of a shape is itself.
+      out.spec = spec;
+      return out;
+    }
+    const tag = revivedTag(spec);
+    if (tag !== undefined) tagPart(out.spec, tag);
+    this.#shaped.add(out.spec);
+    return out;
+  }
+
+  /**
+   * The watch's KnownSpec over the stored pods: their spec, but never a foreign shape for an event that makes the pod
+   * this host's delegate (its labels changed), which is kept whole.
+   */
+  knownSpec(stored: (namespace: string, name: string) => V1Pod | undefined): KnownSpec {
+    return (namespace, name, metadata) => {
+      const spec = stored(namespace, name)?.spec;
+      if (spec !== undefined && this.#shaped.has(spec) && delegateOf({ metadata }, this.#owner)) return undefined;
+      return spec;
+    };
+  }
+}

@@ -37,6 +37,12 @@ export interface ListWatchSpec<T> {
   cutManagedFields?: boolean;
   /** With cutManagedFields: the spec the consumer's store has for an object, reused where unchanged (eventline.ts). */
   knownSpec?: KnownSpec;
+  /**
+   * What of each object is handed on (default: all of it), made as it comes: a watched object's before it is revived,
+   * so that what is dropped is never revived (its timestamps are then still strings), a listed object's page by page
+   * (revived by the client). A shape reads both alike.
+   */
+  shape?: (obj: T) => T;
 }
 
 export interface ListWatchOptions {
@@ -73,7 +79,8 @@ export function listWatch<T extends KubernetesObject>(client: ClusterClient, spe
         const res = await spec.list({
           labelSelector: spec.labelSelector, fieldSelector: spec.fieldSelector, limit: pageSize, _continue: cont,
         });
-        for (const it of res.items) items.push(it);
+        const shape = spec.shape;
+        for (const it of res.items) items.push(shape ? shape(it) : it);
         rv = res.metadata?.resourceVersion ?? rv;
         cont = res.metadata?._continue || undefined;
       } while (cont && !closed);
@@ -109,7 +116,7 @@ export function listWatch<T extends KubernetesObject>(client: ClusterClient, spe
             if (type === 'BOOKMARK' || closed) return;
             if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') {
               events[type]++;
-              subscriber.next({ type, object: revive<T>(obj) });
+              subscriber.next({ type, object: revive<T>(spec.shape ? spec.shape(obj as T) : obj) });
             }
           },
         });

@@ -82,8 +82,9 @@ export class MemberCluster implements NodeProvider {
     this.pods = new Informer('member-pods', listWatch<V1Pod>(client, {
       path: '/api/v1/pods', model: 'V1Pod', resource: 'pods', cutManagedFields: true,
       knownSpec: shapes.knownSpec((namespace, name) => this.pods.get(keyOf(namespace, name))),
+      shape: (pod) => shapes.shape(pod),
       list: (p) => client.core.listPodForAllNamespaces(p),
-    }, lwOpts), { transform: (pod) => shapes.shape(pod) });
+    }, lwOpts));
     this.delegates = new DelegateIndex(this.pods, this.owner);
 
     const threshold = this.#opts.probeFailureThreshold;

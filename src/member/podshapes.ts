@@ -4,7 +4,9 @@
 // A member's own pods can outnumber the delegates many times over, and their watch sends each one's whole spec again in
 // every event (bound, each status write, the deletion). A foreign pod's kept spec is a few fields shaped from its whole
 // spec: it carries the tag of the bytes it was shaped from (their digest), so an event whose spec bytes are the same
-// reuses the shape as it is, instead of parsing, reviving and shaping the spec again.
+// reuses the shape as it is, instead of parsing, reviving and shaping the spec again. The watch shapes each pod before
+// it is revived (ListWatchSpec.shape): what a foreign pod's shape drops (most of its metadata and status) is never
+// revived either.
 import type { V1Pod } from '@kubernetes/client-node';
 import { memberPodShape } from '../forge/foreign.ts';
 import { delegateOf, type Owner } from '../forge/owner.ts';

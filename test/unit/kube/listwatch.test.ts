@@ -111,6 +111,26 @@ describe('listWatch', () => {
     assert.equal(created.toISOString(), '2024-01-02T03:04:05.000Z');
   });
 
+  it('hands on the shape of each object: listed ones as they come, watched ones before they are revived', async () => {
+    const fake = new FakeCollection<V1ConfigMap>();
+    fake.items = [cm('a', '1', { k: 'v', big: 'x' })];
+    const seen: string[] = [];
+    const shape = (o: V1ConfigMap): V1ConfigMap => {
+      seen.push(`${o.metadata!.name} ${typeof o.metadata!.creationTimestamp}`);
+      const { name, resourceVersion, creationTimestamp } = o.metadata!;
+      return { metadata: { name, resourceVersion, creationTimestamp }, data: { k: o.data!.k! } };
+    };
+    const events: ListWatchEvent<V1ConfigMap>[] = [];
+    sub = listWatch(fake.client(), fake.spec({ shape }), {}).subscribe((e) => events.push(e));
+    const w = await fake.watch(1);
+    assert.deepEqual((events[0] as { items: V1ConfigMap[] }).items, [{ metadata: { name: 'a', resourceVersion: '1', creationTimestamp: undefined }, data: { k: 'v' } }]);
+    w.send('ADDED', { metadata: { name: 'b', resourceVersion: '2', creationTimestamp: '2024-01-02T03:04:05Z' }, data: { k: 'w', big: 'y' } });
+    const b = (events[1] as { object: V1ConfigMap }).object;
+    assert.deepEqual(b.data, { k: 'w' });
+    assert.ok(b.metadata!.creationTimestamp instanceof Date, 'the shape is revived');
+    assert.deepEqual(seen, ['a undefined', 'b string'], 'a watched object is shaped before it is revived');
+  });
+
   it('resumes a watch that ends from the last resourceVersion seen, without relisting', async () => {
     const { fake, events } = start([cm('a', '3')], '10');
     const w1 = await fake.watch(1);

@@ -12,7 +12,8 @@ import { FakeCollection } from '../fakes/listwatch.ts';
 const owner = { host: 'host-a', node: 'vn-1' };
 
 function pod(rv: string, opts: { cpu?: string; phase?: string; delegate?: boolean } = {}): V1Pod {
-  const metadata: V1Pod['metadata'] = { namespace: 'ns', name: 'p', uid: 'u1', resourceVersion: rv };
+  const metadata: V1Pod['metadata'] = { namespace: 'ns', name: 'p', uid: 'u1', resourceVersion: rv,
+    creationTimestamp: '2026-11-28T10:00:00Z' as unknown as Date };
   if (opts.delegate) {
     metadata.labels = { [ORIGIN_LABEL]: owner.host, [NODE_LABEL]: owner.node, [PROXY_UID_LABEL]: 'proxy-uid' };
     metadata.annotations = { [PROXY_NAMESPACE_ANNOTATION]: 'host-ns', [PROXY_NAME_ANNOTATION]: 'proxy' };
@@ -33,7 +34,8 @@ async function started() {
   const shapes = new MemberPodShapes(owner);
   const pods: Informer<V1Pod> = new Informer('member-pods', listWatch(fake.client(), fake.spec({
     cutManagedFields: true, knownSpec: shapes.knownSpec((ns, name) => pods.get(keyOf(ns, name))),
-  })), { transform: (p) => shapes.shape(p) }).start();
+    shape: (p) => shapes.shape(p),
+  }))).start();
   await pods.waitSynced();
   return { pods, w: await fake.watch(1) };
 }
@@ -44,6 +46,8 @@ describe('MemberPodShapes', () => {
     try {
       w.send('ADDED', pod('2'));
       const first = pods.get('ns/p')!.spec!;
+      assert.ok(pods.get('ns/p')!.metadata!.creationTimestamp instanceof Date, 'the shape is revived');
+      assert.deepEqual(pods.get('ns/p')!.status, { phase: 'Pending' });
       assert.deepEqual(first, { nodeName: 'm1', containers: [{ name: 'c', resources: { requests: { cpu: '100m' } } }] });
       w.send('MODIFIED', pod('3', { phase: 'Running' }));
       assert.equal(pods.get('ns/p')!.metadata!.resourceVersion, '3');

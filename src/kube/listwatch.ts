@@ -43,6 +43,12 @@ export interface ListWatchSpec<T> {
    * (revived by the client). A shape reads both alike.
    */
   shape?: (obj: T) => T;
+  /**
+   * Which objects are handed on at all (default: every one), asked of each as it comes, before it is revived or shaped.
+   * For a stream of changes read as they come (the member's events), never for a store, which would keep the last
+   * version handed on of an object that is no longer wanted.
+   */
+  wanted?: (obj: T) => boolean;
 }
 
 export interface ListWatchOptions {
@@ -79,8 +85,8 @@ export function listWatch<T extends KubernetesObject>(client: ClusterClient, spe
         const res = await spec.list({
           labelSelector: spec.labelSelector, fieldSelector: spec.fieldSelector, limit: pageSize, _continue: cont,
         });
-        const shape = spec.shape;
-        for (const it of res.items) items.push(shape ? shape(it) : it);
+        const { shape, wanted } = spec;
+        for (const it of res.items) if (!wanted || wanted(it)) items.push(shape ? shape(it) : it);
         rv = res.metadata?.resourceVersion ?? rv;
         cont = res.metadata?._continue || undefined;
       } while (cont && !closed);
@@ -116,6 +122,7 @@ export function listWatch<T extends KubernetesObject>(client: ClusterClient, spe
             if (type === 'BOOKMARK' || closed) return;
             if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') {
               events[type]++;
+              if (spec.wanted && !spec.wanted(obj as T)) return;
               subscriber.next({ type, object: revive<T>(spec.shape ? spec.shape(obj as T) : obj) });
             }
           },

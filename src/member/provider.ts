@@ -93,6 +93,8 @@ export class MemberPodProvider implements PodProvider {
     const started = Date.now();
     const events = listWatch<CoreV1Event>(member.client, {
       path: '/api/v1/events', model: 'CoreV1Event', resource: 'events', fieldSelector: 'involvedObject.kind=Pod',
+      // Most of a member's pod events are about its own pods: dropped before they are revived or remembered.
+      wanted: (e) => this.#mayMirror(e),
       list: (p) => member.client.core.listEventForAllNamespaces(p),
     }, { log });
     const memberEvents$ = events.pipe(
@@ -341,6 +343,17 @@ export class MemberPodProvider implements PodProvider {
     if (this.#seenEvents.has(key)) return false;
     this.#seenEvents.set(key, true);
     return true;
+  }
+
+  /**
+   * Whether a member event is about one of this node's delegates, or a pod it is creating (#unseen): what #toPodEvent
+   * may mirror or hold. Its timestamps may not be revived yet.
+   */
+  #mayMirror(e: CoreV1Event): boolean {
+    const io = e.involvedObject;
+    if (!io?.namespace || !io.name) return false;
+    const memberKey = `${io.namespace}/${io.name}`;
+    return this.#member.delegates.hostRefOf(memberKey) !== undefined || this.#unseen.has(memberKey);
   }
 
   #toPodEvent(e: CoreV1Event): PodEvent | undefined {

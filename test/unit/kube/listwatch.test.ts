@@ -131,6 +131,27 @@ describe('listWatch', () => {
     assert.deepEqual(seen, ['a undefined', 'b string'], 'a watched object is shaped before it is revived');
   });
 
+  it('hands on only the objects wanted, listed or watched, and shapes only those; an unwanted one still moves the resume point', async () => {
+    const fake = new FakeCollection<V1ConfigMap>();
+    fake.items = [cm('a', '1'), cm('skip-b', '1')];
+    fake.resourceVersion = '5';
+    const shaped: string[] = [];
+    const events: ListWatchEvent<V1ConfigMap>[] = [];
+    sub = listWatch(fake.client(), fake.spec({
+      wanted: (o) => !o.metadata!.name!.startsWith('skip'),
+      shape: (o) => { shaped.push(o.metadata!.name!); return o; },
+    }), {}).subscribe((e) => events.push(e));
+    const w = await fake.watch(1);
+    assert.deepEqual(names(events[0]), ['a']);
+    w.send('ADDED', cm('skip-c', '6'));
+    w.send('ADDED', cm('d', '7'));
+    w.send('MODIFIED', cm('skip-b', '8'));
+    assert.deepEqual(events.slice(1).map((e) => e.type === 'SYNC' ? 'SYNC' : `${e.type} ${e.object.metadata!.name}`), ['ADDED d']);
+    assert.deepEqual(shaped, ['a', 'd']);
+    w.end();
+    assert.equal((await fake.watch(2)).resourceVersion, '8');
+  });
+
   it('resumes a watch that ends from the last resourceVersion seen, without relisting', async () => {
     const { fake, events } = start([cm('a', '3')], '10');
     const w1 = await fake.watch(1);

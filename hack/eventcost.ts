@@ -4,7 +4,10 @@
 // replayed into an Informer's store (latest object per key), parsed as clusterlet parses it
 // (src/kube/eventline.ts, then revive), without and with the store's specs reused (`knownSpec`), the two interleaved
 // over the rounds; it reports µs per event, and checks that both give the same objects.
-//   node hack/eventcost.ts [--pods 50] [--rounds 200] [--save FILE.json] [--load FILE.json]
+// With --foreign, the member's stream is replayed as the member's own pods (not delegates: another host's owner) through
+// the member pod informer: the shape of each pod made after revive and its spec never reused (as before ecbdaed),
+// against MemberPodShapes (src/member/podshapes.ts): the shape made before revive, and kept while the spec bytes stay.
+//   node hack/eventcost.ts [--pods 50] [--rounds 200] [--save FILE.json] [--load FILE.json] [--foreign]
 import { readFileSync, writeFileSync } from 'node:fs';
 import { isDeepStrictEqual, parseArgs } from 'node:util';
 import { AppsV1Api, type V1Pod } from '@kubernetes/client-node';
@@ -13,7 +16,9 @@ import { ClusterClient } from '../src/kube/client.ts';
 import { loadKubeconfigFile } from '../src/kube/kubeconfig.ts';
 import { Subject } from 'rxjs';
 import { parseEventLine } from '../src/kube/eventline.ts';
-import { Informer, storedSpecs } from '../src/kube/informer.ts';
+import { Informer, keyOf, storedSpecs } from '../src/kube/informer.ts';
+import { memberPodShape } from '../src/forge/foreign.ts';
+import { MemberPodShapes } from '../src/member/podshapes.ts';
 import type { ListWatchEvent } from '../src/kube/listwatch.ts';
 import { revive } from '../src/kube/revive.ts';
 import { startBenchClusterlet } from '../bench/clusterlet.ts';
@@ -21,7 +26,7 @@ import { deployment, median, ReadyTracker } from '../bench/bench.ts';
 
 const { values } = parseArgs({ options: {
   pods: { type: 'string', default: '50' }, rounds: { type: 'string', default: '200' },
-  save: { type: 'string' }, load: { type: 'string' },
+  save: { type: 'string' }, load: { type: 'string' }, foreign: { type: 'boolean', default: false },
 } });
 const log = (l: string): void => { process.stderr.write(`[eventcost] ${l}\n`); };
 
@@ -80,9 +85,45 @@ function replay(lines: Buffer[], reuse: boolean): unknown[] {
   return out;
 }
 
+/**
+ * The member's pods replayed as its own (not this host's delegates) into the member pod informer's store: `shapes`
+ * as clusterlet does now, else as before ecbdaed (revived whole, shaped by the informer, specs never reused).
+ */
+function replayForeign(lines: Buffer[], shapes: boolean): unknown[] {
+  const owner = { host: 'another-host', node: 'another-node' };
+  const source = new Subject<ListWatchEvent<V1Pod>>();
+  const s = new MemberPodShapes(owner);
+  const pods: Informer<V1Pod> = new Informer('replay', source, shapes ? {} : { transform: (p) => memberPodShape(p, owner) }).start();
+  const known = shapes ? s.knownSpec((ns, name) => pods.get(keyOf(ns, name))) : storedSpecs(() => pods);
+  const out: unknown[] = [];
+  pods.events$.subscribe((e) => out.push(e.object));
+  source.next({ type: 'SYNC', items: [] });
+  for (const b of lines) {
+    const ev = parseEventLine(b, 0, b.length, known) as { type: 'ADDED' | 'MODIFIED' | 'DELETED'; object: V1Pod };
+    source.next({ type: ev.type, object: shapes ? revive<V1Pod>(s.shape(ev.object)) : revive<V1Pod>(ev.object) });
+  }
+  pods.stop();
+  return out;
+}
+
 const streams: Streams = values.load ? JSON.parse(readFileSync(values.load, 'utf8')) as Streams : await capture(Number(values.pods));
 if (values.save) writeFileSync(values.save, JSON.stringify(streams));
 const rounds = Number(values.rounds);
+if (values.foreign) {
+  const bytes = streams.delegates.map((l) => Buffer.from(l));
+  const same = isDeepStrictEqual(replayForeign(bytes, false), replayForeign(bytes, true));
+  const times: Record<'before' | 'shapes', number[]> = { before: [], shapes: [] };
+  for (let r = 0; r < rounds; r++) {
+    for (const shapes of r % 2 === 0 ? [false, true] : [true, false]) {
+      const t0 = performance.now();
+      replayForeign(bytes, shapes);
+      times[shapes ? 'shapes' : 'before'].push(((performance.now() - t0) * 1000) / bytes.length);
+    }
+  }
+  log(`member pods as the member's own: ${bytes.length} events, same objects: ${same}; µs per event, median of ${rounds} ` +
+    `rounds: shaped after revive ${median(times.before).toFixed(1)}, MemberPodShapes ${median(times.shapes).toFixed(1)}`);
+  process.exit(0);
+}
 for (const [what, lines] of Object.entries(streams)) {
   const bytes = lines.map((l) => Buffer.from(l));
   const same = isDeepStrictEqual(replay(bytes, false), replay(bytes, true));

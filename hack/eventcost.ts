@@ -109,33 +109,35 @@ function replayForeign(lines: Buffer[], shapes: boolean): unknown[] {
 const streams: Streams = values.load ? JSON.parse(readFileSync(values.load, 'utf8')) as Streams : await capture(Number(values.pods));
 if (values.save) writeFileSync(values.save, JSON.stringify(streams));
 const rounds = Number(values.rounds);
+
+/**
+ * `run(bytes, false)` against `run(bytes, true)`, alternating which goes first each round: whether both store the same
+ * objects, and the median µs per event of each.
+ */
+function compare(bytes: Buffer[], run: (lines: Buffer[], on: boolean) => unknown[]): { same: boolean; off: number; on: number } {
+  const same = isDeepStrictEqual(run(bytes, false), run(bytes, true));
+  const times: [number[], number[]] = [[], []];
+  for (let r = 0; r < rounds; r++) {
+    for (const on of r % 2 === 0 ? [false, true] : [true, false]) {
+      const t0 = performance.now();
+      run(bytes, on);
+      times[on ? 1 : 0].push(((performance.now() - t0) * 1000) / bytes.length);
+    }
+  }
+  return { same, off: median(times[0]), on: median(times[1]) };
+}
+
 if (values.foreign) {
   const bytes = streams.delegates.map((l) => Buffer.from(l));
-  const same = isDeepStrictEqual(replayForeign(bytes, false), replayForeign(bytes, true));
-  const times: Record<'before' | 'shapes', number[]> = { before: [], shapes: [] };
-  for (let r = 0; r < rounds; r++) {
-    for (const shapes of r % 2 === 0 ? [false, true] : [true, false]) {
-      const t0 = performance.now();
-      replayForeign(bytes, shapes);
-      times[shapes ? 'shapes' : 'before'].push(((performance.now() - t0) * 1000) / bytes.length);
-    }
+  const c = compare(bytes, replayForeign);
+  log(`member pods as the member's own: ${bytes.length} events, same objects: ${c.same}; µs per event, median of ${rounds} ` +
+    `rounds: shaped after revive ${c.off.toFixed(1)}, MemberPodShapes ${c.on.toFixed(1)}`);
+} else {
+  for (const [what, lines] of Object.entries(streams)) {
+    const bytes = lines.map((l) => Buffer.from(l));
+    const c = compare(bytes, replay);
+    const avgBytes = bytes.reduce((s, b) => s + b.length, 0) / bytes.length;
+    log(`${what}: ${lines.length} events (${avgBytes.toFixed(0)} bytes each with managedFields), same objects: ${c.same}; ` +
+      `µs per event, median of ${rounds} rounds: without knownSpec ${c.off.toFixed(1)}, with it ${c.on.toFixed(1)}`);
   }
-  log(`member pods as the member's own: ${bytes.length} events, same objects: ${same}; µs per event, median of ${rounds} ` +
-    `rounds: shaped after revive ${median(times.before).toFixed(1)}, MemberPodShapes ${median(times.shapes).toFixed(1)}`);
-  process.exit(0);
-}
-for (const [what, lines] of Object.entries(streams)) {
-  const bytes = lines.map((l) => Buffer.from(l));
-  const same = isDeepStrictEqual(replay(bytes, false), replay(bytes, true));
-  const times: Record<'whole' | 'reused', number[]> = { whole: [], reused: [] };
-  for (let r = 0; r < rounds; r++) {
-    for (const reuse of r % 2 === 0 ? [false, true] : [true, false]) {
-      const t0 = performance.now();
-      replay(bytes, reuse);
-      times[reuse ? 'reused' : 'whole'].push(((performance.now() - t0) * 1000) / lines.length);
-    }
-  }
-  const avgBytes = bytes.reduce((s, b) => s + b.length, 0) / bytes.length;
-  log(`${what}: ${lines.length} events (${avgBytes.toFixed(0)} bytes each with managedFields), same objects: ${same}; ` +
-    `µs per event, median of ${rounds} rounds: without knownSpec ${median(times.whole).toFixed(1)}, with it ${median(times.reused).toFixed(1)}`);
 }

@@ -17,7 +17,7 @@ export class RefIndex<T = undefined> {
   /** Sets what `holder` refers to (none: it is gone); undefined when that is what it referred to already. */
   update(holder: string, keys: string[], tag: T): RefChange<T> | undefined {
     const before = this.#keysOf.get(holder);
-    if ((before?.keys ?? []).join('\n') === keys.join('\n')) return undefined;
+    if (sameKeys(before?.keys ?? NO_KEYS, keys)) return undefined;
     const change: RefChange<T> = { added: [], released: [], previousTag: before?.tag };
     for (const k of before?.keys ?? []) {
       const s = this.#holdersOf.get(k);
@@ -44,3 +44,11 @@ export class RefIndex<T = undefined> {
 }
 
 const NONE: ReadonlySet<string> = new Set();
+const NO_KEYS: readonly string[] = [];
+
+/** The same keys in the same order (compared in place: this runs on every event of every holder). */
+function sameKeys(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}

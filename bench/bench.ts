@@ -142,6 +142,11 @@ export interface SizeSummary {
    */
   directClusterletPeakRssMB?: number;
   directClusterletCpuMsPerPod?: number;
+  /**
+   * The same CPU over the member kube-apiserver's in those runs (median): the machine's speed of the moment moves both,
+   * so builds compare better by this than by CPU-ms per pod (as cpuPerApiServer does for the offloaded runs).
+   */
+  directClusterletCpuPerMemberApiServer?: number;
   cpuSecondsMedian: number;
   hostWritesPerPod: number;
   /** Medians of the delete time per mode; offloaded against direct per pair and its median. */
@@ -740,13 +745,17 @@ function cpuLine(cpu: Record<string, number>): string {
 }
 
 /** What clusterlet cost while the member ran pods of its own (the direct runs that sampled it). */
-function directClusterlet(direct: RunResult[], n: number): Pick<SizeSummary, 'directClusterletPeakRssMB' | 'directClusterletCpuMsPerPod'> {
+function directClusterlet(direct: RunResult[], n: number):
+  Pick<SizeSummary, 'directClusterletPeakRssMB' | 'directClusterletCpuMsPerPod' | 'directClusterletCpuPerMemberApiServer'> {
   const sampled = direct.filter((r) => r.clusterletPeakRssMB !== undefined);
   if (sampled.length === 0) return {};
-  const cpuMs = sampled.map((r) => ((r.cpuToReady.clusterlet ?? 0) + (r.cpuToDeleted?.clusterlet ?? 0)) * 1000 / n);
+  const of = (r: RunResult, k: string): number => (r.cpuToReady[k] ?? 0) + (r.cpuToDeleted?.[k] ?? 0);
+  const cpuMs = sampled.map((r) => of(r, 'clusterlet') * 1000 / n);
+  const ratios = sampled.filter((r) => of(r, 'member/kube-apiserver') > 0).map((r) => of(r, 'clusterlet') / of(r, 'member/kube-apiserver'));
   return {
     directClusterletPeakRssMB: Math.max(...sampled.map((r) => r.clusterletPeakRssMB!)),
     directClusterletCpuMsPerPod: round2(median(cpuMs)),
+    ...(ratios.length ? { directClusterletCpuPerMemberApiServer: Math.round(median(ratios) * 1000) / 1000 } : {}),
   };
 }
 
@@ -896,9 +905,12 @@ export function toMarkdown(r: BenchResult): string {
   const watched = r.summary.filter((s) => s.directClusterletPeakRssMB !== undefined);
   if (watched.length) {
     lines.push('', 'clusterlet watches every pod of its member: while the member ran N pods of its own (the direct runs), '
-      + 'its peak RSS (largest of the runs) and its CPU from their creation until they were gone (median):', '');
-    lines.push('| N | clusterlet peak RSS | clusterlet CPU-ms per member pod |', '|---:|---:|---:|');
-    for (const s of watched) lines.push(`| ${s.n} | ${s.directClusterletPeakRssMB} MB | ${s.directClusterletCpuMsPerPod} |`);
+      + 'its peak RSS (largest of the runs) and its CPU from their creation until they were gone (median), also over the '
+      + 'member kube-apiserver\'s CPU in the same runs (which compares builds across runs better):', '');
+    lines.push('| N | clusterlet peak RSS | clusterlet CPU-ms per member pod | clusterlet CPU / member API server\'s |', '|---:|---:|---:|---:|');
+    for (const s of watched) {
+      lines.push(`| ${s.n} | ${s.directClusterletPeakRssMB} MB | ${s.directClusterletCpuMsPerPod} | ${s.directClusterletCpuPerMemberApiServer ?? '–'} |`);
+    }
   }
   lines.push('', 'Deleting the Deployment → no pod left (offloaded: no delegate left in the member), medians over the pairs:', '');
   lines.push('| N | direct | host-only | offloaded | offloaded / direct per pair (target ≤ 1.5) |', '|---:|---:|---:|---:|---|');

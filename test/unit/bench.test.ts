@@ -130,7 +130,8 @@ const plain = (mode: 'direct' | 'hostOnly', pair: number, readyMs: number, delet
   mode, n: 100, pair, readyMs, deleteMs, stagesMs: { bound: readyMs / 2, ready: readyMs },
   deleteStagesMs: { terminating: deleteMs / 2, gone: deleteMs },
   ...(mode === 'direct'
-    ? { cpuToReady: { etcd: 1, clusterlet: 0.1 * pair }, cpuToDeleted: { etcd: deleteMs / 1000, clusterlet: 0.05 }, clusterletPeakRssMB: 80 + pair }
+    ? { cpuToReady: { etcd: 1, clusterlet: 0.1 * pair, 'member/kube-apiserver': 1 },
+      cpuToDeleted: { etcd: deleteMs / 1000, clusterlet: 0.05, 'member/kube-apiserver': 0.5 }, clusterletPeakRssMB: 80 + pair }
     : { cpuToReady: { etcd: 1 }, cpuToDeleted: { etcd: deleteMs / 1000 } }),
 });
 const offloaded = (pair: number, readyMs: number, deleteMs: number, cpuSeconds: number, boundToDelegate: [number, number]): OffloadedRun => ({
@@ -206,6 +207,7 @@ describe('summarize', () => {
   it("gives clusterlet's cost while the member ran pods of its own (direct)", () => {
     assert.equal(s.directClusterletPeakRssMB, 82);
     assert.equal(s.directClusterletCpuMsPerPod, 2);
+    assert.equal(s.directClusterletCpuPerMemberApiServer, 0.133, 'median of 0.15 / 1.5 and 0.25 / 1.5');
     assert.equal(summarize(runs.filter((r) => r.mode !== 'direct'), [100])[0].directClusterletPeakRssMB, undefined);
   });
 
@@ -229,10 +231,10 @@ describe('toMarkdown', () => {
     assert.match(md, /^\| 100 \| 0\.45 s \| 0\.40 s \| 0\.80 s \| 2, 1 \(median 1\.5\) \|$/m);
     assert.match(md, /^\| 100 \| 25 \/ 200 ms \| – \/ – ms \| 40 \/ 90 ms \| – \/ – ms \| 50 \/ 120 ms \|$/m);
     assert.match(md, /^\| 100 \| 0\.8 → 1\.5 \| 0\.6 → 1\.3 \| /m);
-    assert.match(md, /while the member ran N pods of its own[^]*^\| 100 \| 82 MB \| 2 \|$/m);
+    assert.match(md, /while the member ran N pods of its own[^]*^\| 100 \| 82 MB \| 2 \| 0.133 \|$/m);
     assert.match(md, /Watch events clusterlet received per pod[^]*^\| 100 \| host \| pods 7 \(added 1, modified 5, deleted 1\) \|$\n^\| 100 \| member \| pods 6, events 1 \|$/m,
       'of the last offloaded run');
-    assert.match(md, /^\| 100 \| 0\.2 → 0\.5 \(0\.5\) \| 0\.2 → 0\.4 \(0\.4\) \| 0\.1 → 0\.2 → 0\.8 → 0\.9 \(1\.4, 0\.4\) \|$/m);
+    assert.match(md, /^\| 100 \| 0\.2 → 0\.5 \(1\.0\) \| 0\.2 → 0\.4 \(0\.4\) \| 0\.1 → 0\.2 → 0\.8 → 0\.9 \(1\.4, 0\.4\) \|$/m);
   });
 
   it('shows a mode the bench did not run (--modes) as –, not as 0, and says which it ran', () => {

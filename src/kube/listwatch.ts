@@ -44,7 +44,8 @@ export interface ListWatchSpec<T> {
    */
   shape?: (obj: T) => T;
   /**
-   * Which objects are handed on at all (default: every one), asked of each as it comes, before it is revived or shaped.
+   * Which objects are handed on at all (default: every one), asked before an object is revived or shaped: of a watched
+   * object as it comes, of listed ones once the list is whole (what the consumer wants may fill in while it pages).
    * For a stream of changes read as they come (the member's events), never for a store, which would keep the last
    * version handed on of an object that is no longer wanted.
    */
@@ -62,6 +63,13 @@ export interface ListWatchOptions {
 interface RawWatchEvent { type: string; object: { metadata?: { resourceVersion?: string }; code?: number; reason?: string; message?: string } }
 
 class GoneError extends Error {}
+
+/** The wanted items of a whole list, shaped. */
+function chosen<T>(items: T[], wanted: (obj: T) => boolean, shape: ((obj: T) => T) | undefined): T[] {
+  const out: T[] = [];
+  for (const it of items) if (wanted(it)) out.push(shape ? shape(it) : it);
+  return out;
+}
 
 export function listWatch<T extends KubernetesObject>(client: ClusterClient, spec: ListWatchSpec<T>,
   opts: ListWatchOptions = {}): Observable<ListWatchEvent<T>> {
@@ -85,12 +93,13 @@ export function listWatch<T extends KubernetesObject>(client: ClusterClient, spe
         const res = await spec.list({
           labelSelector: spec.labelSelector, fieldSelector: spec.fieldSelector, limit: pageSize, _continue: cont,
         });
-        const { shape, wanted } = spec;
-        for (const it of res.items) if (!wanted || wanted(it)) items.push(shape ? shape(it) : it);
+        // Shaped page by page, unless wanted asks first (once the list is whole, below).
+        const shape = spec.wanted ? undefined : spec.shape;
+        for (const it of res.items) items.push(shape ? shape(it) : it);
         rv = res.metadata?.resourceVersion ?? rv;
         cont = res.metadata?._continue || undefined;
       } while (cont && !closed);
-      if (!closed) subscriber.next({ type: 'SYNC', items });
+      if (!closed) subscriber.next({ type: 'SYNC', items: spec.wanted ? chosen(items, spec.wanted, spec.shape) : items });
       return rv;
     };
 

@@ -152,6 +152,22 @@ describe('listWatch', () => {
     assert.equal((await fake.watch(2)).resourceVersion, '8');
   });
 
+  it('asks wanted of listed objects once the list is whole: what the consumer wants may fill in while it pages', async () => {
+    const fake = new FakeCollection<V1ConfigMap>();
+    fake.items = [cm('a', '1'), cm('b', '1')];
+    const want = new Set<string>(['b']);
+    const base = fake.spec({ wanted: (o) => want.has(o.metadata!.name!) });
+    // The consumer comes to want a while the list pages: by the second page, it wants the first page's object too.
+    const spec = { ...base, list: (p: Parameters<typeof base.list>[0]) => {
+      if (p._continue) want.add('a');
+      return base.list(p);
+    } };
+    const events: ListWatchEvent<V1ConfigMap>[] = [];
+    sub = listWatch(fake.client(), spec, { pageSize: 1 }).subscribe((e) => events.push(e));
+    await fake.watch(1);
+    assert.deepEqual(names(events[0]), ['a', 'b']);
+  });
+
   it('resumes a watch that ends from the last resourceVersion seen, without relisting', async () => {
     const { fake, events } = start([cm('a', '3')], '10');
     const w1 = await fake.watch(1);

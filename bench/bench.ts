@@ -717,10 +717,14 @@ const cpuTotal = (cpu: Record<string, number>): number => Object.values(cpu).red
  * (bench/results/metrics-cost-85821dc.md). Undefined when the API servers' CPU was not sampled.
  */
 export function cpuPerApiServer(toReady: Record<string, number>, toDeleted: Record<string, number> | undefined): number | undefined {
-  const of = (k: string): number => (toReady[k] ?? 0) + (toDeleted?.[k] ?? 0);
+  const of = (k: string): number => cpuOfRun(toReady, toDeleted, k);
   const api = of('host/kube-apiserver') + of('member/kube-apiserver');
   return api > 0 ? Math.round((of('clusterlet') / api) * 1000) / 1000 : undefined;
 }
+
+/** The CPU seconds process `k` used over a whole run: to all Ready, then to all deleted. */
+const cpuOfRun = (toReady: Record<string, number>, toDeleted: Record<string, number> | undefined, k: string): number =>
+  (toReady[k] ?? 0) + (toDeleted?.[k] ?? 0);
 const round1 = (x: number): number => Math.round(x * 10) / 10;
 const round2 = (x: number): number => Math.round(x * 100) / 100;
 /** Milliseconds from t0 to the latest of the instants. */
@@ -749,7 +753,7 @@ function directClusterlet(direct: RunResult[], n: number):
   Pick<SizeSummary, 'directClusterletPeakRssMB' | 'directClusterletCpuMsPerPod' | 'directClusterletCpuPerMemberApiServer'> {
   const sampled = direct.filter((r) => r.clusterletPeakRssMB !== undefined);
   if (sampled.length === 0) return {};
-  const of = (r: RunResult, k: string): number => (r.cpuToReady[k] ?? 0) + (r.cpuToDeleted?.[k] ?? 0);
+  const of = (r: RunResult, k: string): number => cpuOfRun(r.cpuToReady, r.cpuToDeleted, k);
   const cpuMs = sampled.map((r) => of(r, 'clusterlet') * 1000 / n);
   const ratios = sampled.filter((r) => of(r, 'member/kube-apiserver') > 0).map((r) => of(r, 'clusterlet') / of(r, 'member/kube-apiserver'));
   return {

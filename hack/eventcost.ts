@@ -15,8 +15,8 @@ import { Harness } from '../test/harness/harness.ts';
 import { ClusterClient } from '../src/kube/client.ts';
 import { loadKubeconfigFile } from '../src/kube/kubeconfig.ts';
 import { Subject } from 'rxjs';
-import { parseEventLine } from '../src/kube/eventline.ts';
-import { Informer, keyOf, storedSpecs } from '../src/kube/informer.ts';
+import { parseEventLine, type KnownSpec } from '../src/kube/eventline.ts';
+import { Informer, storedSpecs, type InformerOptions } from '../src/kube/informer.ts';
 import { memberPodShape } from '../src/forge/foreign.ts';
 import { MemberPodShapes } from '../src/member/podshapes.ts';
 import type { ListWatchEvent } from '../src/kube/listwatch.ts';
@@ -69,21 +69,28 @@ async function capture(n: number): Promise<Streams> {
   }
 }
 
-/** Parses every line of `lines` as clusterlet does, into an informer's store; the objects stored, in order. */
-function replay(lines: Buffer[], reuse: boolean): unknown[] {
+/**
+ * Parses every line of `lines` as a pod watch of clusterlet's does (eventline with `known` over the store, `shape`
+ * before revive), into an Informer's store; the objects stored, in order.
+ */
+function replayInto(lines: Buffer[], known: ((store: () => Informer<V1Pod>) => KnownSpec) | undefined,
+  shape?: (p: V1Pod) => V1Pod, opts: InformerOptions<V1Pod> = {}): unknown[] {
   const source = new Subject<ListWatchEvent<V1Pod>>();
-  const pods: Informer<V1Pod> = new Informer('replay', source).start();
-  const known = reuse ? storedSpecs(() => pods) : undefined;
+  const pods: Informer<V1Pod> = new Informer('replay', source, opts).start();
+  const specs = known?.(() => pods);
   const out: unknown[] = [];
   pods.events$.subscribe((e) => out.push(e.object));
   source.next({ type: 'SYNC', items: [] });
   for (const b of lines) {
-    const ev = parseEventLine(b, 0, b.length, known) as { type: 'ADDED' | 'MODIFIED' | 'DELETED'; object: unknown };
-    source.next({ type: ev.type, object: revive<V1Pod>(ev.object) });
+    const ev = parseEventLine(b, 0, b.length, specs) as { type: 'ADDED' | 'MODIFIED' | 'DELETED'; object: V1Pod };
+    source.next({ type: ev.type, object: revive<V1Pod>(shape ? shape(ev.object) : ev.object) });
   }
   pods.stop();
   return out;
 }
+
+/** The proxies' or delegates' events, without and with the store's specs reused. */
+const replay = (lines: Buffer[], reuse: boolean): unknown[] => replayInto(lines, reuse ? storedSpecs : undefined);
 
 /**
  * The member's pods replayed as its own (not this host's delegates) into the member pod informer's store: `shapes`
@@ -91,19 +98,9 @@ function replay(lines: Buffer[], reuse: boolean): unknown[] {
  */
 function replayForeign(lines: Buffer[], shapes: boolean): unknown[] {
   const owner = { host: 'another-host', node: 'another-node' };
-  const source = new Subject<ListWatchEvent<V1Pod>>();
+  if (!shapes) return replayInto(lines, storedSpecs, undefined, { transform: (p) => memberPodShape(p, owner) });
   const s = new MemberPodShapes(owner);
-  const pods: Informer<V1Pod> = new Informer('replay', source, shapes ? {} : { transform: (p) => memberPodShape(p, owner) }).start();
-  const known = shapes ? s.knownSpec((ns, name) => pods.get(keyOf(ns, name))) : storedSpecs(() => pods);
-  const out: unknown[] = [];
-  pods.events$.subscribe((e) => out.push(e.object));
-  source.next({ type: 'SYNC', items: [] });
-  for (const b of lines) {
-    const ev = parseEventLine(b, 0, b.length, known) as { type: 'ADDED' | 'MODIFIED' | 'DELETED'; object: V1Pod };
-    source.next({ type: ev.type, object: shapes ? revive<V1Pod>(s.shape(ev.object)) : revive<V1Pod>(ev.object) });
-  }
-  pods.stop();
-  return out;
+  return replayInto(lines, (store) => s.knownSpec(storedSpecs(store)), (p) => s.shape(p));
 }
 
 const streams: Streams = values.load ? JSON.parse(readFileSync(values.load, 'utf8')) as Streams : await capture(Number(values.pods));

@@ -3,7 +3,7 @@
 // requests of its containers and what its status says of a resize) and whether the pod is anybody's delegate
 // (forge/owner.ts). A member's own pods can outnumber the delegates many times over, and a full pod is kilobytes of
 // env, volumes, probes and status the store would keep for nothing.
-import type { V1Container, V1ContainerStatus, V1ObjectMeta, V1Pod, V1PodCondition } from '@kubernetes/client-node';
+import type { V1Container, V1ContainerStatus, V1ObjectMeta, V1Pod, V1PodCondition, V1PodSpec } from '@kubernetes/client-node';
 import { NODE_LABEL, ORIGIN_LABEL, PROXY_NAME_ANNOTATION, PROXY_NAMESPACE_ANNOTATION, PROXY_UID_LABEL } from './keys.ts';
 import { delegateOf, type Owner } from './owner.ts';
 
@@ -15,12 +15,12 @@ const KEPT_ANNOTATIONS = [PROXY_NAMESPACE_ANNOTATION, PROXY_NAME_ANNOTATION] as 
  * nodes: the pod controller, the mirror and the Services read its spec and status), else only what the capacity and
  * the "is this a delegate" answers read, the same answers as from the whole pod.
  */
-export function memberPodShape(pod: V1Pod, owner: Owner): V1Pod {
-  return delegateOf(pod, owner) ? pod : foreignPodShape(pod);
+export function memberPodShape(pod: V1Pod, owner: Owner, specShape: (spec: V1PodSpec) => V1PodSpec = foreignSpecShape): V1Pod {
+  return delegateOf(pod, owner) ? pod : foreignPodShape(pod, specShape);
 }
 
-/** The fields of a pod that is not this host's delegate that clusterlet reads. */
-export function foreignPodShape(pod: V1Pod): V1Pod {
+/** The fields of a pod that is not this host's delegate that clusterlet reads (its spec's: `specShape`'s). */
+export function foreignPodShape(pod: V1Pod, specShape: (spec: V1PodSpec) => V1PodSpec = foreignSpecShape): V1Pod {
   const m = pod.metadata ?? {};
   const metadata: V1ObjectMeta = { name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion };
   if (m.generation !== undefined) metadata.generation = m.generation;
@@ -35,13 +35,7 @@ export function foreignPodShape(pod: V1Pod): V1Pod {
   const out: V1Pod = { metadata };
   if (pod.apiVersion) out.apiVersion = pod.apiVersion;
   if (pod.kind) out.kind = pod.kind;
-  if (s) {
-    out.spec = { containers: s.containers.map(containerShape) };
-    if (s.nodeName !== undefined) out.spec.nodeName = s.nodeName;
-    if (s.initContainers) out.spec.initContainers = s.initContainers.map(containerShape);
-    if (s.resources) out.spec.resources = s.resources;
-    if (s.overhead) out.spec.overhead = s.overhead;
-  }
+  if (s) out.spec = specShape(s);
   const st = pod.status;
   if (st) {
     out.status = {};
@@ -54,6 +48,16 @@ export function foreignPodShape(pod: V1Pod): V1Pod {
     if (ics) out.status.initContainerStatuses = ics;
   }
   return out;
+}
+
+/** The fields of a foreign pod's spec that clusterlet reads. */
+export function foreignSpecShape(s: V1PodSpec): V1PodSpec {
+  const spec: V1PodSpec = { containers: s.containers.map(containerShape) };
+  if (s.nodeName !== undefined) spec.nodeName = s.nodeName;
+  if (s.initContainers) spec.initContainers = s.initContainers.map(containerShape);
+  if (s.resources) spec.resources = s.resources;
+  if (s.overhead) spec.overhead = s.overhead;
+  return spec;
 }
 
 function pick(map: Record<string, string> | undefined, keys: readonly string[]): Record<string, string> | undefined {

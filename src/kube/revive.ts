@@ -79,7 +79,7 @@ const revived = new WeakMap<object, string>();
 /** Revives one part of an object on its own, ahead of the object: `revive` of the object then leaves it as it is. */
 export function revivePart(part: object, tag: string): void {
   walk(part as Json);
-  revived.set(part, tag);
+  tagPart(part, tag);
 }
 
 /**

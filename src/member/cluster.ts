@@ -8,7 +8,7 @@ import {
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import type { MemberConfig } from '../config.ts';
 import type { ClusterClient } from '../kube/client.ts';
-import { Informer, keyOf } from '../kube/informer.ts';
+import { Informer, storedSpecs } from '../kube/informer.ts';
 import { MemberPodShapes } from './podshapes.ts';
 import { listWatch } from '../kube/listwatch.ts';
 import { PodRequests } from './requests.ts';
@@ -81,7 +81,7 @@ export class MemberCluster implements NodeProvider {
     const shapes = new MemberPodShapes(this.owner);
     this.pods = new Informer('member-pods', listWatch<V1Pod>(client, {
       path: '/api/v1/pods', model: 'V1Pod', resource: 'pods', cutManagedFields: true,
-      knownSpec: shapes.knownSpec((namespace, name) => this.pods.get(keyOf(namespace, name))),
+      knownSpec: shapes.knownSpec(storedSpecs(() => this.pods)),
       shape: (pod) => shapes.shape(pod),
       list: (p) => client.core.listPodForAllNamespaces(p),
     }, lwOpts));

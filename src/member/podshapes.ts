@@ -7,8 +7,8 @@
 // reuses the shape as it is, instead of parsing, reviving and shaping the spec again. The watch shapes each pod before
 // it is revived (ListWatchSpec.shape): what a foreign pod's shape drops (most of its metadata and status) is never
 // revived either.
-import type { V1Pod } from '@kubernetes/client-node';
-import { memberPodShape } from '../forge/foreign.ts';
+import type { V1Pod, V1PodSpec } from '@kubernetes/client-node';
+import { foreignSpecShape, memberPodShape } from '../forge/foreign.ts';
 import { delegateOf, type Owner } from '../forge/owner.ts';
 import type { KnownSpec } from '../kube/eventline.ts';
 import { revivedTag, tagPart } from '../kube/revive.ts';
@@ -22,29 +22,28 @@ export class MemberPodShapes {
     this.#owner = owner;
   }
 
-  /** memberPodShape; a foreign shape's spec tagged as the spec it comes from, or the shaped spec the pod came with. */
+  /** memberPodShape, a foreign pod's spec shaped by #specShape. */
   shape(pod: V1Pod): V1Pod {
-    const spec = pod.spec;
-    const out = memberPodShape(pod, this.#owner);
-    if (out === pod || !spec || !out.spec) return out;
-    if (this.#shaped.has(spec)) {
-      // Reused (knownSpec): the shape of a shape is itself.
-      out.spec = spec;
-      return out;
-    }
-    const tag = revivedTag(spec);
-    if (tag !== undefined) tagPart(out.spec, tag);
-    this.#shaped.add(out.spec);
-    return out;
+    return memberPodShape(pod, this.#owner, this.#specShape);
   }
 
+  /** A foreign pod's spec shaped and tagged as the spec it comes from; a spec shaped here already (reused) as it is. */
+  #specShape = (spec: V1PodSpec): V1PodSpec => {
+    if (this.#shaped.has(spec)) return spec;
+    const out = foreignSpecShape(spec);
+    const tag = revivedTag(spec);
+    if (tag !== undefined) tagPart(out, tag);
+    this.#shaped.add(out);
+    return out;
+  };
+
   /**
-   * The watch's KnownSpec over the stored pods: their spec, but never a foreign shape for an event that makes the pod
-   * this host's delegate (its labels changed), which is kept whole.
+   * The watch's KnownSpec over the store's (`stored`, kube/informer.ts storedSpecs): its spec, but never a foreign
+   * shape for an event that makes the pod this host's delegate (its labels changed), which is kept whole.
    */
-  knownSpec(stored: (namespace: string, name: string) => V1Pod | undefined): KnownSpec {
+  knownSpec(stored: KnownSpec): KnownSpec {
     return (namespace, name, metadata) => {
-      const spec = stored(namespace, name)?.spec;
+      const spec = stored(namespace, name, metadata);
       if (spec !== undefined && this.#shaped.has(spec) && delegateOf({ metadata }, this.#owner)) return undefined;
       return spec;
     };

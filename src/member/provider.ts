@@ -350,16 +350,14 @@ export class MemberPodProvider implements PodProvider {
    * may mirror or hold. Its timestamps may not be revived yet.
    */
   #mayMirror(e: CoreV1Event): boolean {
-    const io = e.involvedObject;
-    if (!io?.namespace || !io.name) return false;
-    const memberKey = `${io.namespace}/${io.name}`;
-    return this.#member.delegates.hostRefOf(memberKey) !== undefined || this.#unseen.has(memberKey);
+    const io = involvedPod(e);
+    return io !== undefined && (this.#member.delegates.hostRefOf(io.memberKey) !== undefined || this.#unseen.has(io.memberKey));
   }
 
   #toPodEvent(e: CoreV1Event): PodEvent | undefined {
-    const io = e.involvedObject;
-    if (!io?.namespace || !io.name) return undefined;
-    const memberKey = `${io.namespace}/${io.name}`;
+    const io = involvedPod(e);
+    if (!io) return undefined;
+    const memberKey = io.memberKey;
     const ref = this.#member.delegates.hostRefOf(memberKey);
     if (!ref) {
       const held = this.#unseen.get(memberKey);
@@ -394,6 +392,13 @@ export function rejection(prepared: Prepared, hostNamespace: string): PodRejecte
   }
   if (conflicts.length) return new PodRejectedError('MemberObjectConflict', conflicts.join('; '));
   return undefined;
+}
+
+/** The member pod an event is about (its namespace, name, UID if given, and key), if the event names one. */
+function involvedPod(e: CoreV1Event): { namespace: string; name: string; uid?: string; memberKey: string } | undefined {
+  const io = e.involvedObject;
+  if (!io?.namespace || !io.name) return undefined;
+  return { namespace: io.namespace, name: io.name, uid: io.uid, memberKey: `${io.namespace}/${io.name}` };
 }
 
 function eventTime(e: CoreV1Event): number {

@@ -3,7 +3,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
-import { Informer, keyOf } from '../../../src/kube/informer.ts';
+import { Informer, storedSpecs } from '../../../src/kube/informer.ts';
 import { listWatch } from '../../../src/kube/listwatch.ts';
 import { MemberPodShapes } from '../../../src/member/podshapes.ts';
 import { NODE_LABEL, ORIGIN_LABEL, PROXY_NAME_ANNOTATION, PROXY_NAMESPACE_ANNOTATION, PROXY_UID_LABEL } from '../../../src/forge/keys.ts';
@@ -33,7 +33,7 @@ async function started() {
   const fake = new FakeCollection<V1Pod>();
   const shapes = new MemberPodShapes(owner);
   const pods: Informer<V1Pod> = new Informer('member-pods', listWatch(fake.client(), fake.spec({
-    cutManagedFields: true, knownSpec: shapes.knownSpec((ns, name) => pods.get(keyOf(ns, name))),
+    cutManagedFields: true, knownSpec: shapes.knownSpec(storedSpecs(() => pods)),
     shape: (p) => shapes.shape(p),
   }))).start();
   await pods.waitSynced();

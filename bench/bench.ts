@@ -86,6 +86,11 @@ export interface OffloadedRun extends RunResult {
   /** Latency of clusterlet's delegate creates in the member (its histogram, ms). */
   memberCreateMs?: { p50?: number; p99?: number };
   /**
+   * How long keys waited in the virtual node's two pod queues for a worker until all N were Ready (clusterlet's
+   * clusterlet_queue_wait_seconds, ms): `lifecycle` (pods-<node>: creations, then) and `status` (pod-status-<node>).
+   */
+  queueWaitMs?: { lifecycle: { p50?: number; p99?: number }; status: { p50?: number; p99?: number } };
+  /**
    * Requests that waited for a free connection of their cluster's pool until all N were Ready: the share of the
    * requests, and p50 / p99 of their wait (clusterlet's histogram, ms), by cluster.
    */
@@ -130,6 +135,11 @@ export interface SizeSummary {
   hostPatchP99Ms?: number;
   memberCreateP50Ms?: number;
   memberCreateP99Ms?: number;
+  /** Medians over the pairs of the queue waits (see OffloadedRun.queueWaitMs). */
+  lifecycleWaitP50Ms?: number;
+  lifecycleWaitP99Ms?: number;
+  statusWaitP50Ms?: number;
+  statusWaitP99Ms?: number;
   /** Medians of the CPU seconds all processes used until all N were Ready, per mode, and clusterlet's share offloaded. */
   cpuToReadyDirect: number;
   cpuToReadyHostOnly: number;
@@ -392,7 +402,8 @@ export interface Scrape {
   buckets: Map<string, Map<number, number>>;
 }
 
-const HISTOGRAMS = ['clusterlet_status_mirror_seconds', 'clusterlet_api_request_duration_seconds', 'clusterlet_api_connection_wait_seconds'];
+const HISTOGRAMS = ['clusterlet_status_mirror_seconds', 'clusterlet_api_request_duration_seconds', 'clusterlet_api_connection_wait_seconds',
+  'clusterlet_queue_wait_seconds'];
 
 async function scrape(url: string): Promise<Scrape> {
   return parseScrape(await (await fetch(url)).text());
@@ -648,7 +659,10 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
       proxyBoundToDelegateMs: { p50: Math.round(percentile(created, 50)), p99: Math.round(percentile(created, 99)) },
       statusMirrorMs: quantiles('clusterlet_status_mirror_seconds{member=member}'),
       hostPatchMs: quantiles('clusterlet_api_request_duration_seconds{cluster=host,verb=patch}'),
-      memberCreateMs: quantiles('clusterlet_api_request_duration_seconds{cluster=member,verb=create}'), connectionWait, ...proc,
+      memberCreateMs: quantiles('clusterlet_api_request_duration_seconds{cluster=member,verb=create}'),
+      queueWaitMs: { lifecycle: quantiles(`clusterlet_queue_wait_seconds{queue=pods-${opts.virtualNode}}`),
+        status: quantiles(`clusterlet_queue_wait_seconds{queue=pod-status-${opts.virtualNode}}`) },
+      connectionWait, ...proc,
       cpuMsPerPod: round1((proc.cpuSeconds * 1000) / n), requestsPerPod,
       ...(ratio !== undefined ? { cpuPerApiServer: ratio } : {}),
       watchEventsPerPod: perPod(before.watchEvents, after.watchEvents, n),
@@ -690,9 +704,11 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
           r.cpuToDeleted ? cpuLine(r.cpuToDeleted) : '–'}; last pod at each stage (s): ${stagesLine(r.deleteStagesMs)}`);
         if (isOffloaded(r)) {
           log(`N=${n} pair ${pair} offloaded: clusterlet ${r.cpuMsPerPod} CPU-ms/pod (${r.cpuPerApiServer ?? '–'} of the API servers' CPU); proxy bound → delegate created p50 ${r.proxyBoundToDelegateMs.p50} ms, p99 ${
-            r.proxyBoundToDelegateMs.p99} ms (member create p50 ${r.memberCreateMs?.p50?.toFixed(0)} ms, p99 ${
+            r.proxyBoundToDelegateMs.p99} ms (queue wait p50 ${r.queueWaitMs?.lifecycle.p50?.toFixed(0)} ms, p99 ${
+            r.queueWaitMs?.lifecycle.p99?.toFixed(0)} ms; member create p50 ${r.memberCreateMs?.p50?.toFixed(0)} ms, p99 ${
             r.memberCreateMs?.p99?.toFixed(0)} ms); added p50 ${r.addedLatencyMs.p50.toFixed(0)} ms, p99 ${r.addedLatencyMs.p99.toFixed(0)} ms; clusterlet's part p50 ${
-            r.statusMirrorMs?.p50?.toFixed(0)} ms, p99 ${r.statusMirrorMs?.p99?.toFixed(0)} ms; host status patch p50 ${r.hostPatchMs?.p50?.toFixed(0)} ms, p99 ${
+            r.statusMirrorMs?.p50?.toFixed(0)} ms, p99 ${r.statusMirrorMs?.p99?.toFixed(0)} ms (queue wait p50 ${
+            r.queueWaitMs?.status.p50?.toFixed(0)} ms, p99 ${r.queueWaitMs?.status.p99?.toFixed(0)} ms); host status patch p50 ${r.hostPatchMs?.p50?.toFixed(0)} ms, p99 ${
             r.hostPatchMs?.p99?.toFixed(0)} ms; waited for a connection: ${waitLine(r.connectionWait)}; member events per pod ${
             countsLine(Object.values(r.mirroredEventsPerPod ?? {}).flatMap((m) => Object.entries(m)), '–')}; RSS ${r.peakRssMB} MB, host writes/pod ${
             r.hostWritesPerPod}; watch restarts: ${restartsLine(r.watchRestarts)}`);
@@ -801,6 +817,10 @@ export function summarize(runs: (RunResult | OffloadedRun)[], sizes: number[]): 
       hostPatchP99Ms: medianOf(o.map((r) => r.hostPatchMs?.p99)),
       memberCreateP50Ms: medianOf(o.map((r) => r.memberCreateMs?.p50)),
       memberCreateP99Ms: medianOf(o.map((r) => r.memberCreateMs?.p99)),
+      lifecycleWaitP50Ms: medianOf(o.map((r) => r.queueWaitMs?.lifecycle.p50)),
+      lifecycleWaitP99Ms: medianOf(o.map((r) => r.queueWaitMs?.lifecycle.p99)),
+      statusWaitP50Ms: medianOf(o.map((r) => r.queueWaitMs?.status.p50)),
+      statusWaitP99Ms: medianOf(o.map((r) => r.queueWaitMs?.status.p99)),
       cpuToReadyDirect: round2(median(d.map((r) => cpuTotal(r.cpuToReady)))),
       cpuToReadyHostOnly: round2(median(f.map((r) => cpuTotal(r.cpuToReady)))),
       cpuToReadyOffloaded: round2(median(o.map((r) => cpuTotal(r.cpuToReady)))),
@@ -937,12 +957,15 @@ export function toMarkdown(r: BenchResult): string {
   }
   lines.push('', 'Latency on clusterlet\'s own path, both ways, and the latency offloading adds (p50 / p99 of each run, medians over the pairs; '
     + 'target on clusterlet\'s path: p99 ≤ 200 ms at N=100, ≤ 1 s at N=1,000). Proxy bound → delegate created is seen by the bench\'s '
-    + 'watches, the member create that is part of it clusterlet\'s histogram; delegate status seen → proxy status written is clusterlet\'s histogram:', '');
-  lines.push('| N | proxy bound → delegate created | its member create | delegate status seen → proxy status written | its host status patch | added latency (delegate Ready → proxy Ready) |',
-    '|---:|---:|---:|---:|---:|---:|');
+    + 'watches, the queue wait and member create that are part of it clusterlet\'s histograms; delegate status seen → proxy status '
+    + 'written is clusterlet\'s histogram, as are its queue wait and host patch. A queue wait is how long a pod\'s key waited for one of '
+    + 'the queue\'s workers (the lifecycle queue for the creation, the status queue for the status):', '');
+  lines.push('| N | proxy bound → delegate created | its queue wait | its member create | delegate status seen → proxy status written | its queue wait | its host status patch | added latency (delegate Ready → proxy Ready) |',
+    '|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const s of r.summary) {
-    lines.push(`| ${s.n} | ${s.proxyBoundToDelegateP50Ms} / ${s.proxyBoundToDelegateP99Ms} ms | ${ms(s.memberCreateP50Ms)} / ${ms(s.memberCreateP99Ms)} ms | ${ms(s.statusMirrorP50Ms)} / ${ms(s.statusMirrorP99Ms)} ms | ${
-      ms(s.hostPatchP50Ms)} / ${ms(s.hostPatchP99Ms)} ms | ${s.addedLatencyP50Ms} / ${s.addedLatencyP99Ms} ms |`);
+    lines.push(`| ${s.n} | ${s.proxyBoundToDelegateP50Ms} / ${s.proxyBoundToDelegateP99Ms} ms | ${ms(s.lifecycleWaitP50Ms)} / ${ms(s.lifecycleWaitP99Ms)} ms | ${
+      ms(s.memberCreateP50Ms)} / ${ms(s.memberCreateP99Ms)} ms | ${ms(s.statusMirrorP50Ms)} / ${ms(s.statusMirrorP99Ms)} ms | ${
+      ms(s.statusWaitP50Ms)} / ${ms(s.statusWaitP99Ms)} ms | ${ms(s.hostPatchP50Ms)} / ${ms(s.hostPatchP99Ms)} ms | ${s.addedLatencyP50Ms} / ${s.addedLatencyP99Ms} ms |`);
   }
   lines.push('', 'Cost (medians over the pairs):', '');
   lines.push('| N | clusterlet CPU s / offloaded run | host writes / pod | CPU-s of all processes to all Ready: direct / host-only / offloaded (clusterlet) |',

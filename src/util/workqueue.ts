@@ -29,8 +29,11 @@ export interface WorkQueueOptions {
 /** A key's priority: a small integer ≥ 0, higher runs first. */
 export type Priority = number;
 
-/** A queued key: its priority, and when it was first queued (a sequence number: earlier runs first). */
-interface Entry { key: string; priority: Priority; seq: number }
+/**
+ * A queued key: its priority, when it was first queued (a sequence number: earlier runs first), and since when it
+ * may run (performance.now(): queued, or its earlier run ended), for clusterlet_queue_wait_seconds.
+ */
+interface Entry { key: string; priority: Priority; seq: number; since: number }
 
 /** A settled() call waiting: for keys of `priority` and above, until `timer` (if any) gives up. */
 interface SettledWaiter { priority: Priority; resolve: () => void; timer?: NodeJS.Timeout }
@@ -102,7 +105,7 @@ export class WorkQueue {
     if (queued && queued.priority >= priority) return;
     if (queued) this.#count(queued.priority, -1);
     this.#count(priority, 1);
-    const entry = { key, priority, seq: queued?.seq ?? this.#seq++ };
+    const entry = { key, priority, seq: queued?.seq ?? this.#seq++, since: queued?.since ?? performance.now() };
     if (this.#processing.has(key)) {
       this.#waiting.set(key, entry);
       return;
@@ -172,6 +175,7 @@ export class WorkQueue {
     queueDepths.delete(this);
     metrics.queueDepth.remove({ queue: this.name });
     metrics.syncLatency.remove({ queue: this.name });
+    metrics.queueWait.remove({ queue: this.name });
   }
 
   #isIdle(): boolean { return this.depth === 0 && this.#processing.size === 0; }
@@ -209,6 +213,7 @@ export class WorkQueue {
       this.#heap.pop();
       if (this.#queued.get(entry.key) !== entry) continue; // raised since: its newer entry stands
       this.#queued.delete(entry.key);
+      metrics.queueWait.observe({ queue: this.name }, (performance.now() - entry.since) / 1000);
       this.#processing.set(entry.key, entry.priority);
       if (urgent) this.#urgentRunning++;
       void this.#run(entry.key, entry.priority);
@@ -250,6 +255,8 @@ export class WorkQueue {
       const waiting = this.#waiting.get(key);
       if (waiting) {
         this.#waiting.delete(key);
+        // It waited for its own run, not for a worker: its wait starts now, as client-go's does.
+        waiting.since = performance.now();
         this.#enqueue(waiting);
       }
       this.#wakeSettled();

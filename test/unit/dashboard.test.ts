@@ -43,10 +43,10 @@ describe('dashboard', () => {
     assert.match(dashboardProblems([{ where: 'p', expr: 'sum(rate(clusterlet_api_requests_total[5m])' }], series)[0], /expected "," at \d+, found the end/);
   });
 
-  it('covers nodes, readiness, offloaded pods, sync latency, queues, API errors and rates, reflection, kubelet API, leadership, crashes', () => {
+  it('covers nodes, readiness, offloaded pods, sync latency, queues and their waits, API errors and rates, reflection, kubelet API, leadership, crashes', () => {
     const used = queriedMetrics(dashboardQueries());
     for (const m of ['clusterlet_member_ready', 'clusterlet_pods_offloaded', 'clusterlet_pod_syncs_total',
-      'clusterlet_sync_duration_seconds_bucket', 'clusterlet_status_mirror_seconds_bucket', 'clusterlet_queue_depth',
+      'clusterlet_sync_duration_seconds_bucket', 'clusterlet_queue_wait_seconds_bucket', 'clusterlet_status_mirror_seconds_bucket', 'clusterlet_queue_depth',
       'clusterlet_api_errors_total', 'clusterlet_api_requests_total', 'clusterlet_api_request_duration_seconds_bucket',
       'clusterlet_objects_reflected', 'clusterlet_reflection_errors_total', 'clusterlet_kubelet_api_requests_total',
       'clusterlet_kubelet_api_streams', 'clusterlet_leader', 'clusterlet_replicas', 'clusterlet_crashes_total']) {

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { WorkQueue } from '../../../src/util/workqueue.ts';
-import { registry } from '../../../src/metrics.ts';
+import { metrics, registry } from '../../../src/metrics.ts';
 import type { Handler, HandlerResult, WorkQueueOptions } from '../../../src/util/workqueue.ts';
 
 interface Deferred<T = void> {
@@ -123,6 +123,52 @@ describe('WorkQueue', () => {
     gate.release('a');
     await q.idle();
     assert.deepEqual(gate.calls, ['x', 'a']);
+  });
+
+  describe('clusterlet_queue_wait_seconds', () => {
+    /** The queue's observed waits: how many, and their sum in seconds. */
+    async function waits(queue: string): Promise<{ count: number; sum: number }> {
+      const values = (await metrics.queueWait.get()).values.filter((v) => v.labels.queue === queue);
+      const of = (suffix: string): number => values.find((v) => v.metricName === `clusterlet_queue_wait_seconds${suffix}`)?.value ?? 0;
+      return { count: of('_count'), sum: of('_sum') };
+    }
+
+    it('observes how long each key waited for a worker, by queue', async (t) => {
+      let now = 1000;
+      t.mock.method(performance, 'now', () => now);
+      const { q, gate } = started({ name: 'wait-worker', workers: 1 });
+      q.add('a');
+      q.add('b');
+      await gate.waiting(1);
+      assert.deepEqual(await waits('wait-worker'), { count: 1, sum: 0 }, 'a was taken at once');
+      now += 250;
+      q.add('b'); // again while it waits: its wait still counts from its first add
+      gate.release('a');
+      await gate.waiting(1);
+      assert.deepEqual(gate.pending, ['b']);
+      assert.deepEqual(await waits('wait-worker'), { count: 2, sum: 0.25 }, 'b waited 250 ms for the one worker');
+      gate.release('b');
+      await q.idle();
+      q.shutdown();
+    });
+
+    it('a key added while it runs waits from the end of that run, not during it (as client-go\'s)', async (t) => {
+      let now = 1000;
+      t.mock.method(performance, 'now', () => now);
+      const { q, gate } = started({ name: 'wait-dirty', workers: 1 });
+      q.add('a');
+      await gate.waiting(1);
+      now += 500;
+      q.add('a');
+      now += 300;
+      gate.release('a');
+      await gate.waiting(1);
+      assert.deepEqual(gate.calls, ['a', 'a']);
+      assert.deepEqual(await waits('wait-dirty'), { count: 2, sum: 0 }, 'its second run started as its first ended');
+      gate.release('a');
+      await q.idle();
+      q.shutdown();
+    });
   });
 
   it('processes a key added while it is processed again afterwards, never concurrently', async () => {

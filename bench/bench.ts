@@ -91,6 +91,11 @@ export interface OffloadedRun extends RunResult {
    */
   queueWaitMs?: { lifecycle: { p50?: number; p99?: number }; status: { p50?: number; p99?: number } };
   /**
+   * p99 of clusterlet's event loop delay from the Deployment's creation until all N were Ready (ms, at the 20 ms
+   * resolution of its histogram): how late clusterlet itself was to read what its watches brought.
+   */
+  loopDelayP99Ms?: number;
+  /**
    * Requests that waited for a free connection of their cluster's pool until all N were Ready: the share of the
    * requests, and p50 / p99 of their wait (clusterlet's histogram, ms), by cluster.
    */
@@ -140,6 +145,7 @@ export interface SizeSummary {
   lifecycleWaitP99Ms?: number;
   statusWaitP50Ms?: number;
   statusWaitP99Ms?: number;
+  loopDelayP99Ms?: number;
   /** Medians of the CPU seconds all processes used until all N were Ready, per mode, and clusterlet's share offloaded. */
   cpuToReadyDirect: number;
   cpuToReadyHostOnly: number;
@@ -400,6 +406,8 @@ export interface Scrape {
   watchRestarts: Counts;
   /** Cumulative bucket counts of the histograms the bench reads, by series (`name{labels}` without le) then le. */
   buckets: Map<string, Map<number, number>>;
+  /** p99 of clusterlet's event loop delay since the scrape before (clusterlet_nodejs_eventloop_lag_p99_seconds). */
+  loopDelayP99Seconds?: number;
 }
 
 const HISTOGRAMS = ['clusterlet_status_mirror_seconds', 'clusterlet_api_request_duration_seconds', 'clusterlet_api_connection_wait_seconds',
@@ -413,6 +421,8 @@ async function scrape(url: string): Promise<Scrape> {
 export function parseScrape(text: string): Scrape {
   const out: Scrape = { requests: new Map(), watchEvents: new Map(), mirroredEvents: new Map(), watchRestarts: new Map(), buckets: new Map() };
   for (const line of text.split('\n')) {
+    const lag = /^clusterlet_nodejs_eventloop_lag_p99_seconds (\S+)$/.exec(line);
+    if (lag) out.loopDelayP99Seconds = Number(lag[1]);
     const m = /^(\w+)\{([^}]*)\} (\S+)$/.exec(line);
     if (!m) continue;
     const labels = Object.fromEntries([...m[2].matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
@@ -662,6 +672,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
       memberCreateMs: quantiles('clusterlet_api_request_duration_seconds{cluster=member,verb=create}'),
       queueWaitMs: { lifecycle: quantiles(`clusterlet_queue_wait_seconds{queue=pods-${opts.virtualNode}}`),
         status: quantiles(`clusterlet_queue_wait_seconds{queue=pod-status-${opts.virtualNode}}`) },
+      ...(atReady.loopDelayP99Seconds !== undefined ? { loopDelayP99Ms: Math.round(atReady.loopDelayP99Seconds * 1000) } : {}),
       connectionWait, ...proc,
       cpuMsPerPod: round1((proc.cpuSeconds * 1000) / n), requestsPerPod,
       ...(ratio !== undefined ? { cpuPerApiServer: ratio } : {}),
@@ -708,7 +719,8 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
             r.queueWaitMs?.lifecycle.p99?.toFixed(0)} ms; member create p50 ${r.memberCreateMs?.p50?.toFixed(0)} ms, p99 ${
             r.memberCreateMs?.p99?.toFixed(0)} ms); added p50 ${r.addedLatencyMs.p50.toFixed(0)} ms, p99 ${r.addedLatencyMs.p99.toFixed(0)} ms; clusterlet's part p50 ${
             r.statusMirrorMs?.p50?.toFixed(0)} ms, p99 ${r.statusMirrorMs?.p99?.toFixed(0)} ms (queue wait p50 ${
-            r.queueWaitMs?.status.p50?.toFixed(0)} ms, p99 ${r.queueWaitMs?.status.p99?.toFixed(0)} ms); host status patch p50 ${r.hostPatchMs?.p50?.toFixed(0)} ms, p99 ${
+            r.queueWaitMs?.status.p50?.toFixed(0)} ms, p99 ${r.queueWaitMs?.status.p99?.toFixed(0)} ms); event loop delay p99 ${
+            r.loopDelayP99Ms ?? '–'} ms; host status patch p50 ${r.hostPatchMs?.p50?.toFixed(0)} ms, p99 ${
             r.hostPatchMs?.p99?.toFixed(0)} ms; waited for a connection: ${waitLine(r.connectionWait)}; member events per pod ${
             countsLine(Object.values(r.mirroredEventsPerPod ?? {}).flatMap((m) => Object.entries(m)), '–')}; RSS ${r.peakRssMB} MB, host writes/pod ${
             r.hostWritesPerPod}; watch restarts: ${restartsLine(r.watchRestarts)}`);
@@ -821,6 +833,7 @@ export function summarize(runs: (RunResult | OffloadedRun)[], sizes: number[]): 
       lifecycleWaitP99Ms: medianOf(o.map((r) => r.queueWaitMs?.lifecycle.p99)),
       statusWaitP50Ms: medianOf(o.map((r) => r.queueWaitMs?.status.p50)),
       statusWaitP99Ms: medianOf(o.map((r) => r.queueWaitMs?.status.p99)),
+      loopDelayP99Ms: medianOf(o.map((r) => r.loopDelayP99Ms)),
       cpuToReadyDirect: round2(median(d.map((r) => cpuTotal(r.cpuToReady)))),
       cpuToReadyHostOnly: round2(median(f.map((r) => cpuTotal(r.cpuToReady)))),
       cpuToReadyOffloaded: round2(median(o.map((r) => cpuTotal(r.cpuToReady)))),
@@ -959,13 +972,15 @@ export function toMarkdown(r: BenchResult): string {
     + 'target on clusterlet\'s path: p99 ≤ 200 ms at N=100, ≤ 1 s at N=1,000). Proxy bound → delegate created is seen by the bench\'s '
     + 'watches, the queue wait and member create that are part of it clusterlet\'s histograms; delegate status seen → proxy status '
     + 'written is clusterlet\'s histogram, as are its queue wait and host patch. A queue wait is how long a pod\'s key waited for one of '
-    + 'the queue\'s workers (the lifecycle queue for the creation, the status queue for the status):', '');
-  lines.push('| N | proxy bound → delegate created | its queue wait | its member create | delegate status seen → proxy status written | its queue wait | its host status patch | added latency (delegate Ready → proxy Ready) |',
-    '|---:|---:|---:|---:|---:|---:|---:|---:|');
+    + 'the queue\'s workers (the lifecycle queue for the creation, the status queue for the status). The last column is the p99 of '
+    + 'clusterlet\'s event loop delay from creation to all Ready: how late it was to read what its watches brought:', '');
+  lines.push('| N | proxy bound → delegate created | its queue wait | its member create | delegate status seen → proxy status written | its queue wait | its host status patch | added latency (delegate Ready → proxy Ready) | event loop delay p99 |',
+    '|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const s of r.summary) {
     lines.push(`| ${s.n} | ${s.proxyBoundToDelegateP50Ms} / ${s.proxyBoundToDelegateP99Ms} ms | ${ms(s.lifecycleWaitP50Ms)} / ${ms(s.lifecycleWaitP99Ms)} ms | ${
       ms(s.memberCreateP50Ms)} / ${ms(s.memberCreateP99Ms)} ms | ${ms(s.statusMirrorP50Ms)} / ${ms(s.statusMirrorP99Ms)} ms | ${
-      ms(s.statusWaitP50Ms)} / ${ms(s.statusWaitP99Ms)} ms | ${ms(s.hostPatchP50Ms)} / ${ms(s.hostPatchP99Ms)} ms | ${s.addedLatencyP50Ms} / ${s.addedLatencyP99Ms} ms |`);
+      ms(s.statusWaitP50Ms)} / ${ms(s.statusWaitP99Ms)} ms | ${ms(s.hostPatchP50Ms)} / ${ms(s.hostPatchP99Ms)} ms | ${s.addedLatencyP50Ms} / ${s.addedLatencyP99Ms} ms | ${
+      ms(s.loopDelayP99Ms)} ms |`);
   }
   lines.push('', 'Cost (medians over the pairs):', '');
   lines.push('| N | clusterlet CPU s / offloaded run | host writes / pod | CPU-s of all processes to all Ready: direct / host-only / offloaded (clusterlet) |',

@@ -35,6 +35,20 @@ describe('watch restarts', () => {
   });
 });
 
+describe('parseScrape', () => {
+  it("reads clusterlet's event loop delay p99 (a series without labels), and the queue waits' buckets", () => {
+    const s = parseScrape([
+      '# TYPE clusterlet_nodejs_eventloop_lag_p99_seconds gauge',
+      'clusterlet_nodejs_eventloop_lag_p99_seconds 0.04',
+      'clusterlet_queue_wait_seconds_bucket{le="0.1",queue="pods-n"} 3',
+      'clusterlet_queue_wait_seconds_bucket{le="+Inf",queue="pods-n"} 4',
+    ].join('\n'));
+    assert.equal(s.loopDelayP99Seconds, 0.04);
+    assert.deepEqual([...s.buckets.get('clusterlet_queue_wait_seconds{queue=pods-n}') ?? []], [[0.1, 3], [Infinity, 4]]);
+    assert.equal(parseScrape('').loopDelayP99Seconds, undefined);
+  });
+});
+
 describe('connectionWaitOf', () => {
   const scrape = (requests: [string, number][], waits?: [number, number][]): Scrape => ({
     requests: new Map(requests), watchEvents: new Map(), mirroredEvents: new Map(), watchRestarts: new Map(),
@@ -140,6 +154,7 @@ const offloaded = (pair: number, readyMs: number, deleteMs: number, cpuSeconds: 
   cpuToDeleted: { etcd: 1, clusterlet: cpuSeconds }, cpuMsPerPod: (cpuSeconds * 1000) / 100,
   proxyBoundToDelegateMs: { p50: boundToDelegate[0], p99: boundToDelegate[1] }, statusMirrorMs: { p50: 40, p99: 90 },
   queueWaitMs: { lifecycle: { p50: boundToDelegate[0] / 5, p99: boundToDelegate[1] / 5 }, status: { p50: 10 * pair, p99: 30 } },
+  loopDelayP99Ms: 20 * pair,
   addedLatencyMs: { p50: 50, p99: 120, max: 130 }, peakRssMB: 120 + pair, requestsPerPod: { host: { create: 1 } },
   watchEventsPerPod: { host: { pods: 4 + pair, 'pods added': 1, 'pods modified': 2 + pair, 'pods deleted': 1 }, member: { pods: 6, events: 1 } },
   hostWritesPerPod: 3, hostListsDuringRun: 0,
@@ -218,6 +233,7 @@ describe('summarize', () => {
     assert.equal(s.statusMirrorP99Ms, 90);
     assert.deepEqual([s.lifecycleWaitP50Ms, s.lifecycleWaitP99Ms, s.statusWaitP50Ms, s.statusWaitP99Ms], [5, 40, 20, 30],
       'the queue waits part of each, medians of the pairs');
+    assert.equal(s.loopDelayP99Ms, 40, "clusterlet's event loop delay, median of the pairs");
     assert.deepEqual(s.stagesHostOnlyMs, { bound: 625, ready: 1250 });
     assert.equal(s.cpuToReadyHostOnly, 1);
   });
@@ -232,7 +248,7 @@ describe('toMarkdown', () => {
     assert.match(md, /Idle RSS .*median of 5 samples.*\*\*68\.4 MB\*\*.*After the runs, every pod gone.*\*\*71\.2 MB\*\*/);
     assert.match(md, /^\| 100 \| 1\.50 s \| 1\.25 s \| 3\.00 s \| 3, 1\.5 \(median 2\.25\) \| 2, 1\.5 \(median 1\.75\) \| 3, 5, 4 \(median 4\) \| 123 MB \|$/m);
     assert.match(md, /^\| 100 \| 0\.45 s \| 0\.40 s \| 0\.80 s \| 2, 1 \(median 1\.5\) \|$/m);
-    assert.match(md, /^\| 100 \| 25 \/ 200 ms \| 5 \/ 40 ms \| – \/ – ms \| 40 \/ 90 ms \| 20 \/ 30 ms \| – \/ – ms \| 50 \/ 120 ms \|$/m);
+    assert.match(md, /^\| 100 \| 25 \/ 200 ms \| 5 \/ 40 ms \| – \/ – ms \| 40 \/ 90 ms \| 20 \/ 30 ms \| – \/ – ms \| 50 \/ 120 ms \| 40 ms \|$/m);
     assert.match(md, /^\| 100 \| 0\.8 → 1\.5 \| 0\.6 → 1\.3 \| /m);
     assert.match(md, /while the member ran N pods of its own[^]*^\| 100 \| 82 MB \| 2 \| 0.133 \|$/m);
     assert.match(md, /Watch events clusterlet received per pod[^]*^\| 100 \| host \| pods 7 \(added 1, modified 5, deleted 1\) \|$\n^\| 100 \| member \| pods 6, events 1 \|$/m,

@@ -1,7 +1,7 @@
 // The benchmark: a Deployment of N replicas created directly in the member ("direct"), one created on the host and
 // offloaded through clusterlet ("offloaded"), and one bound to a KWOK node of the host ("host-only", the host control
 // plane's cost alone), in rotating order, timed by watches; and clusterlet's idle RSS before the first run.
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AppsV1Api, type V1Deployment, type V1Pod } from '@kubernetes/client-node';
 import type { Harness } from '../test/harness/harness.ts';
@@ -77,6 +77,11 @@ export interface OffloadedRun extends RunResult {
   cpuMsPerPod: number;
   /** clusterlet's CPU over the two kube-apiservers' in the same run (see cpuPerApiServer). */
   cpuPerApiServer?: number;
+  /**
+   * clusterlet's CPU seconds over the run by kind of thread (see threadKind). A V8 CPU profile (--cpu-prof) sees the
+   * main thread only: V8's helpers (most of the old generation's marking) are this.
+   */
+  cpuByThread?: Record<ThreadKind, number>;
   /** clusterlet's own path towards the member: proxy seen bound → its delegate seen created (the bench's watches, ms). */
   proxyBoundToDelegateMs: { p50: number; p99: number };
   /** Of the added latency, clusterlet's own part: delegate status seen → proxy status written (its histogram, ms). */
@@ -129,6 +134,9 @@ export interface SizeSummary {
   /** clusterlet's CPU over the API servers' (cpuPerApiServer), per offloaded run that has it, and the median. */
   cpuPerApiServer: number[];
   cpuPerApiServerMedian?: number;
+  /** Per pair, the share of clusterlet's CPU on V8's helper threads (see OffloadedRun.cpuByThread), and its median. */
+  v8ThreadShare?: number[];
+  v8ThreadShareMedian?: number;
   addedLatencyP50Ms: number;
   addedLatencyP99Ms: number;
   /** Medians over the pairs of clusterlet's own path, both ways (see OffloadedRun), and of its host status patch latency. */
@@ -285,11 +293,13 @@ export class ProcessSampler {
   #pid: number;
   #peakKB = 0;
   #cpu0: number;
+  #threads0: Record<ThreadKind, number>;
   #timer: NodeJS.Timeout;
 
   constructor(pid: number) {
     this.#pid = pid;
     this.#cpu0 = cpuTicks(pid);
+    this.#threads0 = threadTicks(pid);
     this.#sample();
     this.#timer = setInterval(() => this.#sample(), 200);
   }
@@ -299,10 +309,13 @@ export class ProcessSampler {
     this.#peakKB = Math.max(this.#peakKB, rssKB(this.#pid)?.total ?? 0);
   }
 
-  stop(): { peakRssMB: number; cpuSeconds: number } {
+  stop(): { peakRssMB: number; cpuSeconds: number; cpuByThread: Record<ThreadKind, number> } {
     clearInterval(this.#timer);
     this.#sample();
-    return { peakRssMB: Math.round(this.#peakKB / 1024), cpuSeconds: (cpuTicks(this.#pid) - this.#cpu0) / 100 };
+    const threads = threadTicks(this.#pid);
+    const cpuByThread = Object.fromEntries(Object.entries(threads).map(([k, v]) =>
+      [k, Math.max(0, v - this.#threads0[k as ThreadKind]) / 100])) as Record<ThreadKind, number>;
+    return { peakRssMB: Math.round(this.#peakKB / 1024), cpuSeconds: (cpuTicks(this.#pid) - this.#cpu0) / 100, cpuByThread };
   }
 }
 
@@ -382,15 +395,52 @@ export class CpuAccount {
 
 /** The CPU ticks (user + system, 100 Hz) process `pid` used so far; NaN once it is gone. */
 export function cpuTicks(pid: number): number {
-  // Fields after the command name: utime is the 14th field, stime the 15th (clock ticks, 100 Hz on Linux).
   let stat: string;
   try {
     stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   } catch {
     return NaN; // gone
   }
-  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return Number(rest[11]) + Number(rest[12]);
+  return statTicks(stat).ticks;
+}
+
+/** A /proc stat line's command name and CPU clock ticks: utime is its 14th field, stime its 15th (100 Hz on Linux). */
+export function statTicks(stat: string): { comm: string; ticks: number } {
+  const close = stat.lastIndexOf(')');
+  const rest = stat.slice(close + 2).split(' ');
+  return { comm: stat.slice(stat.indexOf('(') + 1, close), ticks: Number(rest[11]) + Number(rest[12]) };
+}
+
+/**
+ * What a thread of clusterlet's node process does, by its name: `main` runs its JavaScript (and the young generation's
+ * scavenges and the collectors' pauses), `v8` V8's helpers (concurrent marking, parallel scavenging, background
+ * compilation), `libuv` libuv's pool (file system, DNS, some crypto).
+ */
+export type ThreadKind = 'main' | 'v8' | 'libuv' | 'other';
+
+export function threadKind(comm: string): ThreadKind {
+  if (comm === 'MainThread' || comm === 'node') return 'main';
+  if (comm.startsWith('V8Worker') || comm.startsWith('DelayedTaskSch')) return 'v8';
+  if (comm.startsWith('libuv-worker')) return 'libuv';
+  return 'other';
+}
+
+/** A process's CPU clock ticks by kind of thread (see threadKind); the threads that ended are not counted. */
+export function threadTicks(pid: number): Record<ThreadKind, number> {
+  const out: Record<ThreadKind, number> = { main: 0, v8: 0, libuv: 0, other: 0 };
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out; // gone
+  }
+  for (const tid of tids) {
+    try {
+      const { comm, ticks } = statTicks(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8'));
+      out[threadKind(comm)] += ticks;
+    } catch { /* the thread ended meanwhile */ }
+  }
+  return out;
 }
 
 type Counts = Map<string, number>;
@@ -714,7 +764,8 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
           cpuLine(r.cpuToReady)}; last pod at each stage (s): ${stagesLine(r.stagesMs)}; deleted: CPU s ${
           r.cpuToDeleted ? cpuLine(r.cpuToDeleted) : '–'}; last pod at each stage (s): ${stagesLine(r.deleteStagesMs)}`);
         if (isOffloaded(r)) {
-          log(`N=${n} pair ${pair} offloaded: clusterlet ${r.cpuMsPerPod} CPU-ms/pod (${r.cpuPerApiServer ?? '–'} of the API servers' CPU); proxy bound → delegate created p50 ${r.proxyBoundToDelegateMs.p50} ms, p99 ${
+          log(`N=${n} pair ${pair} offloaded: clusterlet ${r.cpuMsPerPod} CPU-ms/pod (${r.cpuPerApiServer ?? '–'} of the API servers' CPU; by thread ${
+            r.cpuByThread ? countsLine(Object.entries(r.cpuByThread).filter(([, v]) => v > 0), '–') : '–'} s); proxy bound → delegate created p50 ${r.proxyBoundToDelegateMs.p50} ms, p99 ${
             r.proxyBoundToDelegateMs.p99} ms (queue wait p50 ${r.queueWaitMs?.lifecycle.p50?.toFixed(0)} ms, p99 ${
             r.queueWaitMs?.lifecycle.p99?.toFixed(0)} ms; member create p50 ${r.memberCreateMs?.p50?.toFixed(0)} ms, p99 ${
             r.memberCreateMs?.p99?.toFixed(0)} ms); added p50 ${r.addedLatencyMs.p50.toFixed(0)} ms, p99 ${r.addedLatencyMs.p99.toFixed(0)} ms; clusterlet's part p50 ${
@@ -792,9 +843,17 @@ function directClusterlet(direct: RunResult[], n: number):
 }
 
 /** The offloaded runs' cpuPerApiServer, those that have it, and their median. */
-function apiRatios(o: OffloadedRun[]): Pick<SizeSummary, 'cpuPerApiServer' | 'cpuPerApiServerMedian'> {
+function apiRatios(o: OffloadedRun[]): Pick<SizeSummary, 'cpuPerApiServer' | 'cpuPerApiServerMedian' | 'v8ThreadShare' | 'v8ThreadShareMedian'> {
   const xs = o.map((r) => r.cpuPerApiServer).filter((x): x is number => x !== undefined);
-  return { cpuPerApiServer: xs, ...(xs.length ? { cpuPerApiServerMedian: Math.round(median(xs) * 1000) / 1000 } : {}) };
+  const shares = o.map((r) => v8Share(r.cpuByThread)).filter((x): x is number => x !== undefined);
+  return { cpuPerApiServer: xs, ...(xs.length ? { cpuPerApiServerMedian: Math.round(median(xs) * 1000) / 1000 } : {}),
+    ...(shares.length ? { v8ThreadShare: shares, v8ThreadShareMedian: round2(median(shares)) } : {}) };
+}
+
+/** The share of a run's CPU on V8's helper threads, to 2 places; undefined without threads or CPU. */
+export function v8Share(t: Record<ThreadKind, number> | undefined): number | undefined {
+  const total = t ? t.main + t.v8 + t.libuv + t.other : 0;
+  return t && total > 0 ? round2(t.v8 / total) : undefined;
 }
 
 export function summarize(runs: (RunResult | OffloadedRun)[], sizes: number[]): SizeSummary[] {
@@ -936,8 +995,12 @@ export function toMarkdown(r: BenchResult): string {
   if (related.length) {
     lines.push('', 'clusterlet\'s CPU over the two kube-apiservers\' CPU in the same offloaded runs (create → Ready → delete): the '
       + 'machine\'s speed of the moment moves both, so this compares builds across runs better than CPU-ms per pod:', '');
-    lines.push('| N | clusterlet CPU / API servers\' CPU per pair |', '|---:|---|');
-    for (const s of related) lines.push(`| ${s.n} | ${perPair(s.cpuPerApiServer, s.cpuPerApiServerMedian ?? 0)} |`);
+    lines.push('| N | clusterlet CPU / API servers\' CPU per pair | of clusterlet\'s CPU, the share on V8\'s helper threads (old-generation marking, parallel scavenges, compilation) per pair |',
+      '|---:|---|---|');
+    for (const s of related) {
+      lines.push(`| ${s.n} | ${perPair(s.cpuPerApiServer, s.cpuPerApiServerMedian ?? 0)} | ${
+        s.v8ThreadShare?.length ? perPair(s.v8ThreadShare, s.v8ThreadShareMedian ?? 0) : '–'} |`);
+    }
   }
   const watched = r.summary.filter((s) => s.directClusterletPeakRssMB !== undefined);
   if (watched.length) {

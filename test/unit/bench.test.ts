@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { connectionWaitOf, countsBetween, cpuPerApiServer, deltas, parseScrape, restartsLine, histogramQuantile, median, modeOrder, pairMax, pairRatios, percentile, rssKB, summarize,
+import { connectionWaitOf, countsBetween, cpuPerApiServer, deltas, parseScrape, statTicks, threadKind, v8Share, restartsLine, histogramQuantile, median, modeOrder, pairMax, pairRatios, percentile, rssKB, summarize,
   toMarkdown, waitLine, type OffloadedRun, type RunResult, type Scrape } from '../../bench/bench.ts';
 
 const h = (pairs: [number, number][]): Map<number, number> => new Map(pairs);
@@ -32,6 +32,25 @@ describe('watch restarts', () => {
     assert.equal(restartsLine(r), 'host pods silent 3');
     assert.equal(restartsLine({}), 'none');
     assert.equal(restartsLine(undefined), 'none');
+  });
+});
+
+describe("clusterlet's CPU by thread", () => {
+  it('reads a thread name and its ticks from a /proc stat line, a name with spaces and parentheses included', () => {
+    const rest = 'S 1 2 3 4 5 6 7 8 9 10 625 110 0 0 20 0 11';
+    assert.deepEqual(statTicks(`18139 (MainThread) ${rest}`), { comm: 'MainThread', ticks: 735 });
+    assert.deepEqual(statTicks(`18140 (a (b) c) ${rest}`), { comm: 'a (b) c', ticks: 735 });
+  });
+
+  it("sorts node's threads by what they do", () => {
+    assert.deepEqual(['MainThread', 'node', 'V8Worker', 'DelayedTaskSche', 'libuv-worker', 'SignalInspector'].map(threadKind),
+      ['main', 'main', 'v8', 'v8', 'libuv', 'other']);
+  });
+
+  it("gives V8's helpers' share of the run's CPU", () => {
+    assert.equal(v8Share({ main: 8.5, v8: 1.5, libuv: 0, other: 0 }), 0.15);
+    assert.equal(v8Share(undefined), undefined);
+    assert.equal(v8Share({ main: 0, v8: 0, libuv: 0, other: 0 }), undefined, 'no CPU, no share');
   });
 });
 
@@ -155,6 +174,7 @@ const offloaded = (pair: number, readyMs: number, deleteMs: number, cpuSeconds: 
   proxyBoundToDelegateMs: { p50: boundToDelegate[0], p99: boundToDelegate[1] }, statusMirrorMs: { p50: 40, p99: 90 },
   queueWaitMs: { lifecycle: { p50: boundToDelegate[0] / 5, p99: boundToDelegate[1] / 5 }, status: { p50: 10 * pair, p99: 30 } },
   loopDelayP99Ms: 20 * pair,
+  cpuByThread: { main: cpuSeconds * 0.75, v8: cpuSeconds * (pair === 3 ? 0.5 : 0.25), libuv: 0, other: 0 },
   addedLatencyMs: { p50: 50, p99: 120, max: 130 }, peakRssMB: 120 + pair, requestsPerPod: { host: { create: 1 } },
   watchEventsPerPod: { host: { pods: 4 + pair, 'pods added': 1, 'pods modified': 2 + pair, 'pods deleted': 1 }, member: { pods: 6, events: 1 } },
   hostWritesPerPod: 3, hostListsDuringRun: 0,
@@ -195,7 +215,14 @@ describe('summarize', () => {
     assert.equal(t.cpuPerApiServerMedian, 0.12);
     const machine = { cores: 2, cpu: 'x', memoryGiB: 24, kernel: 'k', node: 'v24', kubernetes: 'v1.36' };
     assert.match(toMarkdown({ machine, startedAt: 'x', idleRss: { medianMB: 1, samplesMB: [1] }, runs: withApi, summary: [t] }),
-      /^\| 100 \| 0\.14, 0\.1, 0\.12 \(median 0\.12\) \|$/m);
+      /^\| 100 \| 0\.14, 0\.1, 0\.12 \(median 0\.12\) \| 0\.25, 0\.25, 0\.4 \(median 0\.25\) \|$/m);
+  });
+
+  it("gives the share of clusterlet's CPU on V8's helper threads per pair, and its median", () => {
+    assert.deepEqual(s.v8ThreadShare, [0.25, 0.25, 0.4]);
+    assert.equal(s.v8ThreadShareMedian, 0.25);
+    const [t] = summarize(runs.map((r) => (r.mode === 'offloaded' ? { ...r, cpuByThread: undefined } : r)), [100]);
+    assert.equal(t.v8ThreadShare, undefined, 'none without threads');
   });
 
   it("cpuPerApiServer: clusterlet's CPU to Ready and to deleted over both kube-apiservers' in the same spans", () => {

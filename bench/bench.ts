@@ -9,6 +9,7 @@ import { ClusterClient } from '../src/kube/client.ts';
 import { loadKubeconfigFile } from '../src/kube/kubeconfig.ts';
 import { Informer } from '../src/kube/informer.ts';
 import { listWatch } from '../src/kube/listwatch.ts';
+import { podQueueNames } from '../src/host/pod/controller.ts';
 import { deleteNamespaceAndWait } from '../test/support/env.ts';
 import { isReady, waitNode } from '../test/support/objects.ts';
 
@@ -526,7 +527,7 @@ export function connectionWaitOf(before: Scrape, after: Scrape, cluster: string)
   let requests = 0;
   // Watches have a pool of their own, without a cap.
   for (const [k, v] of after.requests) if (k.startsWith(`${cluster}/`) && k !== `${cluster}/watch`) requests += v - (before.requests.get(k) ?? 0);
-  const share = requests > 0 ? Math.round((waited / requests) * 1000) / 1000 : 0;
+  const share = requests > 0 ? round3(waited / requests) : 0;
   return { share, p50: histogramQuantile(b, a, 0.5), p99: histogramQuantile(b, a, 0.99),
     ...(Object.keys(byPriority).length ? { byPriority } : {}) };
 }
@@ -566,6 +567,12 @@ function countsLine(counts: [string, number][], none = 'none'): string {
   return counts.length ? counts.map(([k, v]) => `${k} ${v}`).join(', ') : none;
 }
 
+/** `p50 12 ms, p99 340 ms` (– for a quantile missing), for the progress lines. */
+export function pLine(q: { p50?: number; p99?: number } | undefined): string {
+  const f = (x: number | undefined): string => (x === undefined ? '–' : x.toFixed(0));
+  return `p50 ${f(q?.p50)} ms, p99 ${f(q?.p99)} ms`;
+}
+
 /** `host pods silent 3, member pods gone 1`, or `none`. */
 export function restartsLine(r: Record<string, number> | undefined): string {
   return countsLine(Object.entries(r ?? {}));
@@ -575,7 +582,7 @@ function perPod(before: Counts, after: Counts, n: number): Record<string, Record
   const out: Record<string, Record<string, number>> = {};
   for (const [k, d] of Object.entries(countsBetween(before, after))) {
     const [cluster, verb] = k.split('/');
-    (out[cluster] ??= {})[verb] = Math.round((d / n) * 1000) / 1000;
+    (out[cluster] ??= {})[verb] = round3(d / n);
   }
   return out;
 }
@@ -682,6 +689,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
     await proxies.until(n, timeout(n), `offloaded N=${n}`);
     const cpuToReady = cpu.seconds();
     const atReady = await scrape(opts.metricsURL);
+    const queues = podQueueNames(opts.virtualNode);
     const quantiles = (series: string): { p50?: number; p99?: number } => ({
       p50: histogramQuantile(before.buckets.get(series), atReady.buckets.get(series), 0.5),
       p99: histogramQuantile(before.buckets.get(series), atReady.buckets.get(series), 0.99),
@@ -720,8 +728,8 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
       statusMirrorMs: quantiles('clusterlet_status_mirror_seconds{member=member}'),
       hostPatchMs: quantiles('clusterlet_api_request_duration_seconds{cluster=host,verb=patch}'),
       memberCreateMs: quantiles('clusterlet_api_request_duration_seconds{cluster=member,verb=create}'),
-      queueWaitMs: { lifecycle: quantiles(`clusterlet_queue_wait_seconds{queue=pods-${opts.virtualNode}}`),
-        status: quantiles(`clusterlet_queue_wait_seconds{queue=pod-status-${opts.virtualNode}}`) },
+      queueWaitMs: { lifecycle: quantiles(`clusterlet_queue_wait_seconds{queue=${queues.lifecycle}}`),
+        status: quantiles(`clusterlet_queue_wait_seconds{queue=${queues.status}}`) },
       ...(atReady.loopDelayP99Seconds !== undefined ? { loopDelayP99Ms: Math.round(atReady.loopDelayP99Seconds * 1000) } : {}),
       connectionWait, ...proc,
       cpuMsPerPod: round1((proc.cpuSeconds * 1000) / n), requestsPerPod,
@@ -730,7 +738,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
       mirroredEventsPerPod: perPod(before.mirroredEvents, after.mirroredEvents, n),
       watchRestarts: countsBetween(before.watchRestarts, after.watchRestarts),
       addedLatencyMs: { p50: percentile(added, 50), p99: percentile(added, 99), max: Math.max(0, ...added) },
-      hostWritesPerPod: Math.round(WRITE_VERBS.reduce((s, v) => s + (hostReq[v] ?? 0), 0) * 1000) / 1000,
+      hostWritesPerPod: round3(WRITE_VERBS.reduce((s, v) => s + (hostReq[v] ?? 0), 0)),
       hostListsDuringRun: Math.round((hostReq.list ?? 0) * n),
     };
   };
@@ -765,14 +773,10 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
           r.cpuToDeleted ? cpuLine(r.cpuToDeleted) : '–'}; last pod at each stage (s): ${stagesLine(r.deleteStagesMs)}`);
         if (isOffloaded(r)) {
           log(`N=${n} pair ${pair} offloaded: clusterlet ${r.cpuMsPerPod} CPU-ms/pod (${r.cpuPerApiServer ?? '–'} of the API servers' CPU; by thread ${
-            r.cpuByThread ? countsLine(Object.entries(r.cpuByThread).filter(([, v]) => v > 0), '–') : '–'} s); proxy bound → delegate created p50 ${r.proxyBoundToDelegateMs.p50} ms, p99 ${
-            r.proxyBoundToDelegateMs.p99} ms (queue wait p50 ${r.queueWaitMs?.lifecycle.p50?.toFixed(0)} ms, p99 ${
-            r.queueWaitMs?.lifecycle.p99?.toFixed(0)} ms; member create p50 ${r.memberCreateMs?.p50?.toFixed(0)} ms, p99 ${
-            r.memberCreateMs?.p99?.toFixed(0)} ms); added p50 ${r.addedLatencyMs.p50.toFixed(0)} ms, p99 ${r.addedLatencyMs.p99.toFixed(0)} ms; clusterlet's part p50 ${
-            r.statusMirrorMs?.p50?.toFixed(0)} ms, p99 ${r.statusMirrorMs?.p99?.toFixed(0)} ms (queue wait p50 ${
-            r.queueWaitMs?.status.p50?.toFixed(0)} ms, p99 ${r.queueWaitMs?.status.p99?.toFixed(0)} ms); event loop delay p99 ${
-            r.loopDelayP99Ms ?? '–'} ms; host status patch p50 ${r.hostPatchMs?.p50?.toFixed(0)} ms, p99 ${
-            r.hostPatchMs?.p99?.toFixed(0)} ms; waited for a connection: ${waitLine(r.connectionWait)}; member events per pod ${
+            r.cpuByThread ? countsLine(Object.entries(r.cpuByThread).filter(([, v]) => v > 0), '–') : '–'} s); proxy bound → delegate created ${
+            pLine(r.proxyBoundToDelegateMs)} (queue wait ${pLine(r.queueWaitMs?.lifecycle)}; member create ${pLine(r.memberCreateMs)}); added ${
+            pLine(r.addedLatencyMs)}; clusterlet's part ${pLine(r.statusMirrorMs)} (queue wait ${pLine(r.queueWaitMs?.status)}); event loop delay p99 ${
+            r.loopDelayP99Ms ?? '–'} ms; host status patch ${pLine(r.hostPatchMs)}; waited for a connection: ${waitLine(r.connectionWait)}; member events per pod ${
             countsLine(Object.values(r.mirroredEventsPerPod ?? {}).flatMap((m) => Object.entries(m)), '–')}; RSS ${r.peakRssMB} MB, host writes/pod ${
             r.hostWritesPerPod}; watch restarts: ${restartsLine(r.watchRestarts)}`);
         }
@@ -798,7 +802,7 @@ const cpuTotal = (cpu: Record<string, number>): number => Object.values(cpu).red
 export function cpuPerApiServer(toReady: Record<string, number>, toDeleted: Record<string, number> | undefined): number | undefined {
   const of = (k: string): number => cpuOfRun(toReady, toDeleted, k);
   const api = of('host/kube-apiserver') + of('member/kube-apiserver');
-  return api > 0 ? Math.round((of('clusterlet') / api) * 1000) / 1000 : undefined;
+  return api > 0 ? round3(of('clusterlet') / api) : undefined;
 }
 
 /** The CPU seconds process `k` used over a whole run: to all Ready, then to all deleted. */
@@ -806,6 +810,7 @@ const cpuOfRun = (toReady: Record<string, number>, toDeleted: Record<string, num
   (toReady[k] ?? 0) + (toDeleted?.[k] ?? 0);
 const round1 = (x: number): number => Math.round(x * 10) / 10;
 const round2 = (x: number): number => Math.round(x * 100) / 100;
+const round3 = (x: number): number => Math.round(x * 1000) / 1000;
 /** Milliseconds from t0 to the latest of the instants. */
 function lastOf(at: Map<string, number>, t0: number): number {
   let last = t0;
@@ -838,21 +843,25 @@ function directClusterlet(direct: RunResult[], n: number):
   return {
     directClusterletPeakRssMB: Math.max(...sampled.map((r) => r.clusterletPeakRssMB!)),
     directClusterletCpuMsPerPod: round2(median(cpuMs)),
-    ...(ratios.length ? { directClusterletCpuPerMemberApiServer: Math.round(median(ratios) * 1000) / 1000 } : {}),
+    ...(ratios.length ? { directClusterletCpuPerMemberApiServer: round3(median(ratios)) } : {}),
   };
 }
 
 /** The offloaded runs' cpuPerApiServer, those that have it, and their median. */
-function apiRatios(o: OffloadedRun[]): Pick<SizeSummary, 'cpuPerApiServer' | 'cpuPerApiServerMedian' | 'v8ThreadShare' | 'v8ThreadShareMedian'> {
+function apiRatios(o: OffloadedRun[]): Pick<SizeSummary, 'cpuPerApiServer' | 'cpuPerApiServerMedian'> {
   const xs = o.map((r) => r.cpuPerApiServer).filter((x): x is number => x !== undefined);
+  return { cpuPerApiServer: xs, ...(xs.length ? { cpuPerApiServerMedian: round3(median(xs)) } : {}) };
+}
+
+/** The offloaded runs' share of clusterlet's CPU on V8's helper threads (v8Share), those that have it, and their median. */
+function v8Shares(o: OffloadedRun[]): Pick<SizeSummary, 'v8ThreadShare' | 'v8ThreadShareMedian'> {
   const shares = o.map((r) => v8Share(r.cpuByThread)).filter((x): x is number => x !== undefined);
-  return { cpuPerApiServer: xs, ...(xs.length ? { cpuPerApiServerMedian: Math.round(median(xs) * 1000) / 1000 } : {}),
-    ...(shares.length ? { v8ThreadShare: shares, v8ThreadShareMedian: round2(median(shares)) } : {}) };
+  return shares.length ? { v8ThreadShare: shares, v8ThreadShareMedian: round2(median(shares)) } : {};
 }
 
 /** The share of a run's CPU on V8's helper threads, to 2 places; undefined without threads or CPU. */
 export function v8Share(t: Record<ThreadKind, number> | undefined): number | undefined {
-  const total = t ? t.main + t.v8 + t.libuv + t.other : 0;
+  const total = t ? cpuTotal(t) : 0;
   return t && total > 0 ? round2(t.v8 / total) : undefined;
 }
 
@@ -878,6 +887,7 @@ export function summarize(runs: (RunResult | OffloadedRun)[], sizes: number[]): 
       cpuMsPerPod: o.map((r) => r.cpuMsPerPod),
       cpuMsPerPodMedian: round1(median(o.map((r) => r.cpuMsPerPod))),
       ...apiRatios(o),
+      ...v8Shares(o),
       addedLatencyP50Ms: Math.round(median(o.map((r) => r.addedLatencyMs.p50))),
       addedLatencyP99Ms: Math.round(median(o.map((r) => r.addedLatencyMs.p99))),
       proxyBoundToDelegateP50Ms: Math.round(median(o.map((r) => r.proxyBoundToDelegateMs.p50))),

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { connectionWaitOf, countsBetween, cpuPerApiServer, deltas, parseScrape, statTicks, threadKind, v8Share, restartsLine, histogramQuantile, median, modeOrder, pairMax, pairRatios, percentile, rssKB, summarize,
+import { connectionWaitOf, countsBetween, cpuPerApiServer, deltas, parseScrape, pLine, statTicks, threadKind, v8Share, restartsLine, histogramQuantile, median, modeOrder, pairMax, pairRatios, percentile, rssKB, summarize,
   toMarkdown, waitLine, type OffloadedRun, type RunResult, type Scrape } from '../../bench/bench.ts';
 
 const h = (pairs: [number, number][]): Map<number, number> => new Map(pairs);
@@ -32,6 +32,12 @@ describe('watch restarts', () => {
     assert.equal(restartsLine(r), 'host pods silent 3');
     assert.equal(restartsLine({}), 'none');
     assert.equal(restartsLine(undefined), 'none');
+  });
+
+  it('a progress line gives p50 and p99 in whole ms, – for one missing', () => {
+    assert.equal(pLine({ p50: 12.4, p99: 340.6 }), 'p50 12 ms, p99 341 ms');
+    assert.equal(pLine({ p50: 3 }), 'p50 3 ms, p99 – ms');
+    assert.equal(pLine(undefined), 'p50 – ms, p99 – ms');
   });
 });
 

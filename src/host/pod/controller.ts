@@ -71,6 +71,11 @@ export interface PodControllerOptions {
   eventYieldMs?: number;
 }
 
+/** The names of a virtual node's two pod queues (and of their series on /metrics): lifecycle and status. */
+export function podQueueNames(nodeName: string): { lifecycle: string; status: string } {
+  return { lifecycle: `pods-${nodeName}`, status: `pod-status-${nodeName}` };
+}
+
 /** The proxy pods bound to a node: a watch of the host's pods with spec.nodeName=<node>. */
 export function proxyInformer(host: ClusterClient, nodeName: string, log: Logger, watchSilenceMs?: number): Informer<V1Pod> {
   const proxies: Informer<V1Pod> = new Informer(`proxies-${nodeName}`, listWatch<V1Pod>(host, {
@@ -116,10 +121,11 @@ export class PodController {
     this.#log = log;
     this.pods = opts.proxies ?? proxyInformer(host, opts.nodeName, log, opts.watchSilenceMs);
     // A step of the deletion protocol is one request: it has workers of its own, and never waits behind creations.
-    this.#queue = new WorkQueue({ name: `pods-${opts.nodeName}`, workers: opts.workers, log, maxDelayMs: 60_000,
+    const names = podQueueNames(opts.nodeName);
+    this.#queue = new WorkQueue({ name: names.lifecycle, workers: opts.workers, log, maxDelayMs: 60_000,
       urgent: { priority: LIFECYCLE.removeProxy, workers: 2 * opts.workers } });
     // Status writes wait on the host API server rather than on us: twice the workers keep them flowing.
-    this.#statusQueue = new WorkQueue({ name: `pod-status-${opts.nodeName}`, workers: 2 * opts.workers, log, maxDelayMs: 10_000 });
+    this.#statusQueue = new WorkQueue({ name: names.status, workers: 2 * opts.workers, log, maxDelayMs: 10_000 });
   }
 
   get queue(): WorkQueue { return this.#queue; }

@@ -2,13 +2,16 @@
 // kept in it, so that it counts what was allocated over the run, not what was left. The profile is written at exit
 // to $ALLOCPROF_OUT (default ./clusterlet.heapprofile), a .heapprofile that Chrome DevTools opens.
 //   CLUSTERLET_NODE_OPTIONS="--import=$PWD/hack/allocprof.mjs" ALLOCPROF_OUT=/tmp/a.heapprofile node bench/run.ts …
-//   node hack/allocprof.mjs PROFILE [--pods N]    (a summary: bytes allocated by function and by file)
+//   node hack/allocprof.mjs PROFILE [--pods N] [--map FILE]   (a summary: bytes allocated by function and by file; frames
+//   of the bundle named by the TypeScript module and line they were built from, through the .map beside dist/cli.js)
 import { Session } from 'node:inspector';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { loadSourceMap } from './sourcemap.mjs';
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  summarize(process.argv[2], Number(process.argv[process.argv.indexOf('--pods') + 1]) || 0);
+  const arg = (name) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined);
+  summarize(process.argv[2], Number(arg('--pods')) || 0, arg('--map'));
 } else {
   const session = new Session();
   session.connect();
@@ -23,15 +26,20 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   });
 }
 
-function summarize(file, pods) {
+function summarize(file, pods, mapFile) {
   const profile = JSON.parse(readFileSync(file, 'utf8'));
+  let bundleURL;
+  const find = (n) => { if (n.callFrame.url.endsWith('/cli.js')) bundleURL ??= n.callFrame.url; n.children.forEach(find); };
+  find(profile.head);
+  const sourceOf = loadSourceMap(mapFile, bundleURL) ?? (() => undefined);
   const byFn = new Map();
   const byFile = new Map();
   let total = 0;
   const visit = (n) => {
     const f = n.callFrame;
-    const where = f.url ? f.url.replace(/^.*\/(dist|node_modules)\//, '$1/') : '(native)';
-    const fn = `${f.functionName || '(anonymous)'} ${where}:${f.lineNumber + 1}`;
+    const src = f.url.endsWith('/cli.js') ? sourceOf(f) : undefined;
+    const where = src ? src.file.replace(/^.*node_modules\//, 'node_modules/') : f.url ? f.url.replace(/^.*\/(dist|node_modules)\//, '$1/') : '(native)';
+    const fn = `${f.functionName || '(anonymous)'} ${where}:${src ? src.line : f.lineNumber + 1}`;
     byFn.set(fn, (byFn.get(fn) ?? 0) + n.selfSize);
     byFile.set(where, (byFile.get(where) ?? 0) + n.selfSize);
     total += n.selfSize;

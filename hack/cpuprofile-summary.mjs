@@ -7,9 +7,9 @@
 //   --focus RE   the call tree only below frames whose function or file matches RE
 //   --map FILE   the bundle's source map (default: the .map beside the profiled dist/cli.js, if there is one): frames of
 //                the bundle are named by the TypeScript module and line (or the package) they were built from
-import { existsSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { loadSourceMap } from './sourcemap.mjs';
 
 const { values, positionals } = parseArgs({ allowPositionals: true, options: {
   from: { type: 'string' }, to: { type: 'string' }, top: { type: 'string', default: '40' },
@@ -30,50 +30,9 @@ for (const n of prof.nodes) for (const c of n.children ?? []) parent.set(c, n.id
 
 const IDLE = new Set(['(idle)', '(program)', '(garbage collector)', '(root)']);
 
-// The bundle's source map: per generated line, its segments' [column, source index, source line], in column order.
+// The bundle's source map, to name its frames by the TypeScript module and line they were built from.
 const bundleURL = prof.nodes.map((n) => n.callFrame.url).find((u) => u.endsWith('/cli.js'));
-const mapFile = values.map ?? (bundleURL?.startsWith('file://') ? `${fileURLToPath(bundleURL)}.map` : undefined);
-const sourceMap = mapFile && existsSync(mapFile) ? decodeMap(JSON.parse(readFileSync(mapFile, 'utf8'))) : undefined;
-
-function decodeMap(map) {
-  const digits = new Map([...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'].map((c, i) => [c, i]));
-  const lines = [];
-  // Each field is a delta from its value in the segment before; only the columns, sources and lines are kept.
-  let src = 0, srcLine = 0;
-  for (const text of map.mappings.split(';')) {
-    const segs = [];
-    let col = 0;
-    for (const seg of text ? text.split(',') : []) {
-      const v = [];
-      let n = 0, shift = 0;
-      for (const ch of seg) {
-        const d = digits.get(ch);
-        n += (d & 31) << shift;
-        if (d & 32) shift += 5;
-        else { v.push(n & 1 ? -(n >>> 1) : n >>> 1); n = 0; shift = 0; }
-      }
-      col += v[0];
-      if (v.length < 4) continue;
-      src += v[1]; srcLine += v[2];
-      segs.push([col, src, srcLine]);
-    }
-    lines.push(segs);
-  }
-  return { lines, sources: map.sources };
-}
-
-/** The source file (relative, or node_modules/…) and 1-based line a frame of the bundle was built from. */
-function sourceOf(cf) {
-  const segs = sourceMap?.lines[cf.lineNumber];
-  if (!segs?.length) return undefined;
-  let lo = 0, hi = segs.length - 1, best = -1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    if (segs[mid][0] <= cf.columnNumber) { best = mid; lo = mid + 1; } else hi = mid - 1;
-  }
-  if (best < 0) return undefined;
-  return { file: sourceMap.sources[segs[best][1]].replace(/^(\.\.\/)+/, ''), line: segs[best][2] + 1 };
-}
+const sourceOf = loadSourceMap(values.map, bundleURL) ?? (() => undefined);
 
 /** Where a frame lives (see fileOf) and its 1-based line, through the source map for the bundle's frames. */
 function where(cf) {

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { forgetMember, metrics, registry, watchEventTally } from '../../src/metrics.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { EVENT_LOOP_SAMPLE_MS, eventLoopDelayP99, forgetMember, metrics, registry, watchEventTally } from '../../src/metrics.ts';
 
 test('the process metrics are read when scraped, under prom-client\'s default names', async () => {
   const text = await registry.metrics();
@@ -15,6 +16,28 @@ test('the process metrics are read when scraped, under prom-client\'s default na
   assert.ok(value('nodejs_eventloop_lag_seconds') >= 0);
   assert.ok(value('nodejs_eventloop_lag_p99_seconds') >= 0, 'the worst of the interval, from libuv\'s delay histogram');
   assert.doesNotMatch(text, /nodejs_gc_duration|eventloop_lag_p50|nodejs_active_handles/);
+});
+
+test('the event loop delay p99 is how late libuv\'s timer fired: the interval Node records, less the resolution', () => {
+  const hist = (count: number, p99Ms: number) => ({ count, percentile: (p: number) => (p === 99 ? p99Ms * 1e6 : NaN) });
+  assert.equal(eventLoopDelayP99(hist(0, 0), 100), 0, 'no sample yet');
+  assert.equal(eventLoopDelayP99(hist(50, 100), 100), 0, 'on time');
+  assert.equal(eventLoopDelayP99(hist(50, 99.5), 100), 0, 'a timer a little early is not negative delay');
+  assert.ok(Math.abs(eventLoopDelayP99(hist(50, 350), 100) - 0.25) < 1e-9);
+  assert.ok(Math.abs(eventLoopDelayP99(hist(50, 27), 20) - 0.007) < 1e-9);
+});
+
+test('a loop blocked for 300 ms shows in the event loop delay p99 of the next scrape', async () => {
+  const p99 = async (): Promise<number> =>
+    Number(/^clusterlet_nodejs_eventloop_lag_p99_seconds (\S+)$/m.exec(await registry.metrics())?.[1]);
+  await p99(); // a scrape resets the histogram
+  // The histogram records from its second firing after a reset on: two samples' time, then the block.
+  await sleep(2.5 * EVENT_LOOP_SAMPLE_MS);
+  const t0 = performance.now();
+  while (performance.now() - t0 < 300) { /* busy */ }
+  await sleep(1.5 * EVENT_LOOP_SAMPLE_MS);
+  const lag = await p99();
+  assert.ok(lag >= 0.3 - EVENT_LOOP_SAMPLE_MS / 1000 && lag < 1, `p99 ${lag} s after a 300 ms block`);
 });
 
 test('forgetMember drops every series of that member (by member, and its API client\'s by cluster) and no other\'s', async () => {

@@ -1,0 +1,56 @@
+// Idle clusterlet: the local clusters and one clusterlet (as the bench starts it), no pods; once settled, its CPU per
+// second over a window, read from /proc, its main thread's context switches (each one a wake-up), its RSS at the end,
+// and (on stderr) its watch restarts and API requests so far. For idle-cost experiments (`npm run build` first):
+//   node hack/idle-probe.ts [--settle S] [--window S] [--every S]   (--every: its memory every S seconds of the window,
+//   read from its /metrics; CLUSTERLET_NODE_OPTIONS / CLUSTERLET_ARGS as for the bench)
+import { readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import { Harness } from '../test/harness/harness.ts';
+import { startBenchClusterlet } from '../bench/clusterlet.ts';
+
+const { values } = parseArgs({ options: { settle: { type: 'string', default: '60' }, window: { type: 'string', default: '60' },
+  every: { type: 'string' } } });
+const log = (l: string): void => { process.stderr.write(`[idle] ${l}\n`); };
+const h = await Harness.start({ componentQPS: 2000, log });
+await h.createLeaseNamespace();
+const cl = await startBenchClusterlet(h, ['--member-kubeconfig', h.member.kubeconfig, '--member-name', 'member'], 'clusterlet.log', 'idle probe');
+try {
+  await cl.ready(60_000);
+  await sleep(Number(values.settle) * 1000);
+  const read = (): { ticks: number; switches: number } => {
+    const stat = readFileSync(`/proc/${cl.pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const status = readFileSync(`/proc/${cl.pid}/status`, 'utf8');
+    const sw = (k: string): number => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? 0);
+    return { ticks: Number(f[11]) + Number(f[12]), switches: sw('voluntary_ctxt_switches') + sw('nonvoluntary_ctxt_switches') };
+  };
+  const w = Number(values.window);
+  const a = read();
+  if (values.every) {
+    // A timeline of its memory through the window: RSS, V8's committed and used heap, external (MB).
+    const every = Number(values.every) * 1000;
+    const t0 = performance.now();
+    for (let t = 0; t < w * 1000; t += every) {
+      await sleep(Math.min(every, w * 1000 - t));
+      const text = await (await fetch(`http://127.0.0.1:${cl.healthPort}/metrics`)).text();
+      const mb = (name: string): string =>
+        (Number(new RegExp(`^clusterlet_${name} (\\S+)$`, 'm').exec(text)?.[1]) / 1048576).toFixed(1);
+      process.stdout.write(`${Math.round((performance.now() - t0) / 1000)} s: RSS ${mb('process_resident_memory_bytes')} MB, heap ${
+        mb('nodejs_heap_size_total_bytes')} committed / ${mb('nodejs_heap_size_used_bytes')} used, external ${mb('nodejs_external_memory_bytes')}\n`);
+    }
+  } else {
+    await sleep(w * 1000);
+  }
+  const b = read();
+  // clock ticks are 1/100 s on Linux.
+  const metrics = await (await fetch(`http://127.0.0.1:${cl.healthPort}/metrics`)).text();
+  const restarts = metrics.split('\n').filter((l) => l.startsWith('clusterlet_watch_restarts_total'));
+  const requests = metrics.split('\n').filter((l) => l.startsWith('clusterlet_api_requests_total'));
+  process.stderr.write(`${[...restarts, ...requests].join('\n')}\n`);
+  const rss = Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${cl.pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
+  process.stdout.write(`idle CPU ${((b.ticks - a.ticks) * 10 / w).toFixed(2)} ms/s, main-thread wake-ups ${((b.switches - a.switches) / w).toFixed(1)}/s over ${w} s; RSS then ${rss.toFixed(1)} MB (pid ${cl.pid})\n`);
+} finally {
+  await cl.stop();
+  await h.stop();
+}

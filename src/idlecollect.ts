@@ -9,8 +9,12 @@
 // a heap of 143 MB live, 248-288 ms (a regular full collection: 113-147 ms), and only when nothing is happening.
 //
 // Quiet: clusterlet's own CPU below `quietCpuMs` in each of `quietIntervals` intervals in a row. It collects once per
-// quiet spell, and only after work (start-up counts): an idle process is not collected again and again.
+// quiet spell, and only when V8's committed heap has grown by `minGrowthBytes` since the last collection (start-up
+// counts): an idle process is not collected again and again. It used to collect after any interval of work, and an
+// idle clusterlet has some every minute or two (its silent watches restarted together, a node status refresh): it
+// collected every ~100 s, ~45 ms of CPU each time, with nothing to give back (hack/idle-probe.ts, --trace-gc).
 import { cpuUsage } from 'node:process';
+import { getHeapStatistics } from 'node:v8';
 
 export interface IdleCollectOptions {
   /** How often the CPU is sampled. */
@@ -19,12 +23,16 @@ export interface IdleCollectOptions {
   quietCpuMs: number;
   /** Quiet intervals in a row before it collects. */
   quietIntervals: number;
+  /** How much V8's committed heap must have grown since the last collection for one to be worth it. */
+  minGrowthBytes: number;
 }
-export const IDLE_COLLECT: IdleCollectOptions = { intervalMs: 5_000, quietCpuMs: 50, quietIntervals: 2 };
+export const IDLE_COLLECT: IdleCollectOptions = { intervalMs: 5_000, quietCpuMs: 50, quietIntervals: 2, minGrowthBytes: 4 * 1024 * 1024 };
 
 export interface IdleCollectHooks {
   /** The process's CPU time so far, ms. */
   cpuMs(): number;
+  /** V8's committed heap, bytes: what a compacting collection can give back is in it. */
+  heapBytes(): number;
   /** One full collection that compacts and shrinks the heap; default: V8's, through the `gc` that --expose-gc gives. */
   collect(): void;
   /** Calls `cb` every `ms` (not keeping the process alive); returns a stop. */
@@ -37,33 +45,34 @@ export const exposedGc = (): Gc | undefined => (globalThis as { gc?: Gc }).gc;
 
 export const v8Hooks = (gc: Gc): IdleCollectHooks => ({
   cpuMs: () => { const u = cpuUsage(); return (u.user + u.system) / 1000; },
+  heapBytes: () => getHeapStatistics().total_heap_size,
   collect: () => gc({ type: 'major', execution: 'sync', flavor: 'last-resort' }),
   every: (ms, cb) => { const t = setInterval(cb, ms); t.unref(); return () => clearInterval(t); },
 });
 
 /**
- * Samples the CPU every interval and collects once the process has been quiet for `quietIntervals` after work.
- * `onCollect` hears how long each collection took (ms). Returns a stop.
+ * Samples the CPU every interval and collects once the process has been quiet for `quietIntervals` and its heap has
+ * grown by `minGrowthBytes` since the last collection (since start-up, for the first). `onCollect` hears how long
+ * each collection took (ms). Returns a stop.
  */
 export function startIdleCollect(hooks: IdleCollectHooks, onCollect?: (ms: number) => void,
   opts: IdleCollectOptions = IDLE_COLLECT): () => void {
   let last = hooks.cpuMs();
   let quiet = 0;
-  let workedSinceCollect = true;
+  let heapAfterCollect = 0;
   return hooks.every(opts.intervalMs, () => {
     const now = hooks.cpuMs();
     const used = now - last;
     last = now;
     if (used >= opts.quietCpuMs) {
       quiet = 0;
-      workedSinceCollect = true;
       return;
     }
-    if (++quiet < opts.quietIntervals || !workedSinceCollect) return;
+    if (++quiet < opts.quietIntervals || hooks.heapBytes() - heapAfterCollect < opts.minGrowthBytes) return;
     const t0 = performance.now();
     hooks.collect();
     onCollect?.(performance.now() - t0);
-    workedSinceCollect = false;
+    heapAfterCollect = hooks.heapBytes();
     quiet = 0;
     // The collection's own CPU is not work.
     last = hooks.cpuMs();

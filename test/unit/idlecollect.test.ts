@@ -4,23 +4,32 @@ import { execFileSync } from 'node:child_process';
 import { IDLE_COLLECT, startIdleCollect, type IdleCollectHooks } from '../../src/idlecollect.ts';
 import { NODE_FLAGS } from '../../src/nodeflags.ts';
 
-/** Fake hooks: `tick(cpuMs)` runs one interval in which the process used that much CPU. */
-function fake(): { hooks: IdleCollectHooks; tick(cpuMs: number): void; collected: number; stopped: boolean } {
+const MB = 1024 * 1024;
+/** The committed heap the fake collection leaves. */
+const COLLECTED_HEAP = 10 * MB;
+
+/**
+ * Fake hooks: `tick(cpuMs, grownBytes)` runs one interval in which the process used that much CPU and its heap grew
+ * that much. It starts with a heap of 20 MB; a collection leaves COLLECTED_HEAP.
+ */
+function fake(): { hooks: IdleCollectHooks; tick(cpuMs: number, grownBytes?: number): void; collected: number; stopped: boolean } {
   let cpu = 0;
+  let heap = 20 * MB;
   let cb: () => void = () => undefined;
   const f = {
     collected: 0,
     stopped: false,
     hooks: {
       cpuMs: () => cpu,
-      collect: () => { f.collected++; cpu += 500; },
+      heapBytes: () => heap,
+      collect: () => { f.collected++; cpu += 500; heap = COLLECTED_HEAP; },
       every: (ms: number, run: () => void) => {
         assert.equal(ms, IDLE_COLLECT.intervalMs);
         cb = run;
         return () => { f.stopped = true; cb = () => undefined; };
       },
     } satisfies IdleCollectHooks,
-    tick(cpuMs: number) { cpu += cpuMs; cb(); },
+    tick(cpuMs: number, grownBytes = 0) { cpu += cpuMs; heap += grownBytes; cb(); },
   };
   return f;
 }
@@ -40,13 +49,13 @@ describe('idle collection', () => {
     assert.equal(f.collected, 1, 'an idle process is collected once, and the collection itself is not work');
   });
 
-  it('collects again after work, and a busy interval in a quiet spell starts the count again', () => {
+  it('collects again after work that grew the heap, and a busy interval in a quiet spell starts the count again', () => {
     const f = fake();
     const took: number[] = [];
     startIdleCollect(f.hooks, (ms) => took.push(ms));
     for (let i = 0; i < IDLE_COLLECT.quietIntervals; i++) f.tick(quiet);
     assert.equal(f.collected, 1);
-    f.tick(busy);
+    f.tick(busy, 30 * MB);
     f.tick(quiet);
     f.tick(busy);
     for (let i = 1; i < IDLE_COLLECT.quietIntervals; i++) f.tick(quiet);
@@ -55,6 +64,22 @@ describe('idle collection', () => {
     assert.equal(f.collected, 2);
     assert.equal(took.length, 2);
     assert.ok(took.every((ms) => ms >= 0));
+  });
+
+  // An idle clusterlet works a little every minute or two (its silent watches restarted together, a node status
+  // refresh): that used to bring a collection back each time, with nothing to give back.
+  it('work that did not grow the heap, or not by minGrowthBytes, does not bring the collection back', () => {
+    const f = fake();
+    startIdleCollect(f.hooks);
+    for (let i = 0; i < IDLE_COLLECT.quietIntervals; i++) f.tick(quiet);
+    assert.equal(f.collected, 1);
+    for (let round = 0; round < 5; round++) {
+      f.tick(busy, round === 0 ? IDLE_COLLECT.minGrowthBytes - 1 : 0);
+      for (let i = 0; i < IDLE_COLLECT.quietIntervals + 2; i++) f.tick(quiet);
+    }
+    assert.equal(f.collected, 1, 'small work at idle');
+    f.tick(quiet, 1);
+    assert.equal(f.collected, 2, 'quiet, and grown by minGrowthBytes since the last collection: collected');
   });
 
   it('a process that is never quiet is never collected; stop ends it', () => {

@@ -97,8 +97,9 @@ export interface OffloadedRun extends RunResult {
    */
   queueWaitMs?: { lifecycle: { p50?: number; p99?: number }; status: { p50?: number; p99?: number } };
   /**
-   * p99 of clusterlet's event loop delay from the Deployment's creation until all N were Ready (ms, at the 20 ms
-   * resolution of its histogram): how late clusterlet itself was to read what its watches brought.
+   * p99 of clusterlet's event loop delay from the Deployment's creation until all N were Ready (ms; its histogram
+   * samples every 100 ms and the metric takes that off, where results before 2eed5e4 include 20 ms): how late
+   * clusterlet itself was to read what its watches brought.
    */
   loopDelayP99Ms?: number;
   /**

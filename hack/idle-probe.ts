@@ -1,5 +1,6 @@
 // Idle clusterlet: the local clusters and one clusterlet (as the bench starts it), no pods; once settled, its CPU per
-// second over a window, read from /proc, its main thread's context switches (each one a wake-up), its RSS at the end,
+// second over a window, read from /proc, its main thread's voluntary context switches (each one a wake-up; preemptions
+// apart), its RSS at the end,
 // and (on stderr) its watch restarts and API requests so far. For idle-cost experiments (`npm run build` first):
 //   node hack/idle-probe.ts [--settle S] [--window S] [--every S]   (--every: its memory every S seconds of the window,
 //   read from its /metrics; CLUSTERLET_NODE_OPTIONS / CLUSTERLET_ARGS as for the bench)
@@ -18,12 +19,13 @@ const cl = await startBenchClusterlet(h, ['--member-kubeconfig', h.member.kubeco
 try {
   await cl.ready(60_000);
   await sleep(Number(values.settle) * 1000);
-  const read = (): { ticks: number; switches: number } => {
+  const read = (): { at: number; ticks: number; woke: number; preempted: number } => {
     const stat = readFileSync(`/proc/${cl.pid}/stat`, 'utf8');
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     const status = readFileSync(`/proc/${cl.pid}/status`, 'utf8');
     const sw = (k: string): number => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? 0);
-    return { ticks: Number(f[11]) + Number(f[12]), switches: sw('voluntary_ctxt_switches') + sw('nonvoluntary_ctxt_switches') };
+    return { at: performance.now(), ticks: Number(f[11]) + Number(f[12]), woke: sw('voluntary_ctxt_switches'),
+      preempted: sw('nonvoluntary_ctxt_switches') };
   };
   const w = Number(values.window);
   const a = read();
@@ -43,13 +45,15 @@ try {
     await sleep(w * 1000);
   }
   const b = read();
-  // clock ticks are 1/100 s on Linux.
   const metrics = await (await fetch(`http://127.0.0.1:${cl.healthPort}/metrics`)).text();
   const restarts = metrics.split('\n').filter((l) => l.startsWith('clusterlet_watch_restarts_total'));
   const requests = metrics.split('\n').filter((l) => l.startsWith('clusterlet_api_requests_total'));
   process.stderr.write(`${[...restarts, ...requests].join('\n')}\n`);
   const rss = Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${cl.pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
-  process.stdout.write(`idle CPU ${((b.ticks - a.ticks) * 10 / w).toFixed(2)} ms/s, main-thread wake-ups ${((b.switches - a.switches) / w).toFixed(1)}/s over ${w} s; RSS then ${rss.toFixed(1)} MB (pid ${cl.pid})\n`);
+  // Per second of the window as it ran (scrapes and a loaded machine lengthen it); clock ticks are 1/100 s.
+  const s = (b.at - a.at) / 1000;
+  process.stdout.write(`idle CPU ${((b.ticks - a.ticks) * 10 / s).toFixed(2)} ms/s, main-thread wake-ups ${((b.woke - a.woke) / s).toFixed(1)}/s `
+    + `(and ${((b.preempted - a.preempted) / s).toFixed(1)}/s preempted) over ${s.toFixed(0)} s; RSS then ${rss.toFixed(1)} MB (pid ${cl.pid})\n`);
 } finally {
   await cl.stop();
   await h.stop();

@@ -63,7 +63,7 @@ async function main(): Promise<number> {
   if (process.execArgv.includes(`--heap-growing-percent=${HEAP_GROWTH.basePercent}`)) {
     startHeapGrowth((percent, used) => log.debug({ percent, heapUsedMB: Math.round(used / 1048576) }, 'old generation growth between full collections'));
   }
-  // With --expose-gc (src/nodeflags.ts), one compacting collection each time it goes quiet after work.
+  // With --expose-gc (src/nodeflags.ts), one compacting collection each time it goes quiet after its heap grew.
   const gc = exposedGc();
   if (gc) startIdleCollect(v8Hooks(gc), (ms) => log.debug({ ms: Math.round(ms) }, 'quiet: heap collected and compacted'));
   manager.start();

@@ -1,4 +1,5 @@
-// When clusterlet goes quiet after work, one full, compacting collection that gives V8's spare memory back.
+// When clusterlet goes quiet after its heap grew (start-up, a burst of pods), one full, compacting collection that gives
+// V8's spare memory back.
 //
 // V8 sizes its heap for the work it has just done and keeps it: the young generation it grew during start-up or a
 // burst of pods, and old-generation pages left half empty once the objects on them died. Nothing collects while the
@@ -23,7 +24,7 @@ export interface IdleCollectOptions {
   quietCpuMs: number;
   /** Quiet intervals in a row before it collects. */
   quietIntervals: number;
-  /** How much V8's committed heap must have grown since the last collection for one to be worth it. */
+  /** How much larger than the last collection left it V8's committed heap must have been since, for one to be worth it. */
   minGrowthBytes: number;
 }
 export const IDLE_COLLECT: IdleCollectOptions = { intervalMs: 5_000, quietCpuMs: 50, quietIntervals: 2, minGrowthBytes: 4 * 1024 * 1024 };
@@ -51,16 +52,20 @@ export const v8Hooks = (gc: Gc): IdleCollectHooks => ({
 });
 
 /**
- * Samples the CPU every interval and collects once the process has been quiet for `quietIntervals` and its heap has
- * grown by `minGrowthBytes` since the last collection (since start-up, for the first). `onCollect` hears how long
- * each collection took (ms). Returns a stop.
+ * Samples the CPU and the heap every interval and collects once the process has been quiet for `quietIntervals` and
+ * its heap has been `minGrowthBytes` larger than what the last collection left at some point since (the first
+ * collection comes after start-up). `onCollect` hears how long each collection took (ms). Returns a stop.
  */
 export function startIdleCollect(hooks: IdleCollectHooks, onCollect?: (ms: number) => void,
   opts: IdleCollectOptions = IDLE_COLLECT): () => void {
   let last = hooks.cpuMs();
   let quiet = 0;
   let heapAfterCollect = 0;
+  // The largest the heap was since the last collection: V8's own memory reducer may shrink it after a burst before
+  // the process has been quiet long enough, and what it left fragmented is still worth compacting.
+  let peak = 0;
   return hooks.every(opts.intervalMs, () => {
+    peak = Math.max(peak, hooks.heapBytes());
     const now = hooks.cpuMs();
     const used = now - last;
     last = now;
@@ -68,11 +73,12 @@ export function startIdleCollect(hooks: IdleCollectHooks, onCollect?: (ms: numbe
       quiet = 0;
       return;
     }
-    if (++quiet < opts.quietIntervals || hooks.heapBytes() - heapAfterCollect < opts.minGrowthBytes) return;
+    if (++quiet < opts.quietIntervals || peak - heapAfterCollect < opts.minGrowthBytes) return;
     const t0 = performance.now();
     hooks.collect();
     onCollect?.(performance.now() - t0);
     heapAfterCollect = hooks.heapBytes();
+    peak = heapAfterCollect;
     quiet = 0;
     // The collection's own CPU is not work.
     last = hooks.cpuMs();

@@ -13,7 +13,7 @@
 // resident as part of the process) untouched. RSS of `dist/cli.js --help` 62.1 -> 57.7 MB, and it starts 60 ms
 // slower (0.12-0.13 -> 0.17-0.21 s). 1,000-pod bench, offloaded runs only, 2 x 3 pairs each, interleaved: idle RSS
 // 71.1, 70.4 -> 67.4, 68.0 MB; peak RSS median 119 -> 112.5 MB; clusterlet CPU median 7.85 -> 7.05 ms/pod.
-// --expose-gc: the collector src/idlecollect.ts calls once clusterlet goes quiet after work.
+// --expose-gc: the collector src/idlecollect.ts calls once clusterlet goes quiet after its heap grew.
 export const NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1', '--heap-growing-percent=10', '--no-node-snapshot', '--expose-gc'];
 
 // The environment clusterlet runs with, in the same places (the unit test keeps the Dockerfile's ENV and the

@@ -82,6 +82,19 @@ describe('idle collection', () => {
     assert.equal(f.collected, 2, 'quiet, and grown by minGrowthBytes since the last collection: collected');
   });
 
+  it('a heap that grew in a burst and was shrunk by V8 before the process went quiet is still collected', () => {
+    const f = fake();
+    startIdleCollect(f.hooks);
+    for (let i = 0; i < IDLE_COLLECT.quietIntervals; i++) f.tick(quiet);
+    assert.equal(f.collected, 1);
+    f.tick(busy, 30 * MB);
+    f.tick(busy, -30 * MB); // V8's memory reducer, before two quiet intervals
+    for (let i = 0; i < IDLE_COLLECT.quietIntervals; i++) f.tick(quiet);
+    assert.equal(f.collected, 2, 'what the burst left fragmented is compacted');
+    for (let i = 0; i < 10; i++) f.tick(quiet);
+    assert.equal(f.collected, 2, 'and the peak is forgotten with the collection');
+  });
+
   it('a process that is never quiet is never collected; stop ends it', () => {
     const f = fake();
     const stop = startIdleCollect(f.hooks);

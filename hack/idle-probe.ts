@@ -1,7 +1,7 @@
 // Idle clusterlet: the local clusters and one clusterlet (as the bench starts it), no pods; once settled, its CPU per
 // second over a window, read from /proc, its main thread's voluntary context switches (each one a wake-up; preemptions
-// apart), its RSS at the end,
-// and (on stderr) its watch restarts and API requests so far. For idle-cost experiments (`npm run build` first):
+// apart), its RSS at the end, and (on stderr) its watch restarts and API requests so far. For idle-cost experiments
+// (`npm run build` first):
 //   node hack/idle-probe.ts [--settle S] [--window S] [--every S]   (--every: its memory every S seconds of the window,
 //   read from its /metrics; CLUSTERLET_NODE_OPTIONS / CLUSTERLET_ARGS as for the bench)
 import { readFileSync } from 'node:fs';
@@ -9,6 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { Harness } from '../test/harness/harness.ts';
 import { startBenchClusterlet } from '../bench/clusterlet.ts';
+import { cpuTicks, rssKB } from '../bench/bench.ts';
 
 const { values } = parseArgs({ options: { settle: { type: 'string', default: '60' }, window: { type: 'string', default: '60' },
   every: { type: 'string' } } });
@@ -20,11 +21,9 @@ try {
   await cl.ready(60_000);
   await sleep(Number(values.settle) * 1000);
   const read = (): { at: number; ticks: number; woke: number; preempted: number } => {
-    const stat = readFileSync(`/proc/${cl.pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     const status = readFileSync(`/proc/${cl.pid}/status`, 'utf8');
     const sw = (k: string): number => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? 0);
-    return { at: performance.now(), ticks: Number(f[11]) + Number(f[12]), woke: sw('voluntary_ctxt_switches'),
+    return { at: performance.now(), ticks: cpuTicks(cl.pid), woke: sw('voluntary_ctxt_switches'),
       preempted: sw('nonvoluntary_ctxt_switches') };
   };
   const w = Number(values.window);
@@ -49,7 +48,7 @@ try {
   const restarts = metrics.split('\n').filter((l) => l.startsWith('clusterlet_watch_restarts_total'));
   const requests = metrics.split('\n').filter((l) => l.startsWith('clusterlet_api_requests_total'));
   process.stderr.write(`${[...restarts, ...requests].join('\n')}\n`);
-  const rss = Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${cl.pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
+  const rss = (rssKB(cl.pid)?.total ?? NaN) / 1024;
   // Per second of the window as it ran (scrapes and a loaded machine lengthen it); clock ticks are 1/100 s.
   const s = (b.at - a.at) / 1000;
   process.stdout.write(`idle CPU ${((b.ticks - a.ticks) * 10 / s).toFixed(2)} ms/s, main-thread wake-ups ${((b.woke - a.woke) / s).toFixed(1)}/s `

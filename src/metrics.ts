@@ -7,6 +7,27 @@ import { HotCounter, HotHistogram } from './util/series.ts';
 export const registry = new Registry();
 
 /**
+ * How often libuv's delay histogram samples the event loop. Each sample is a timer that wakes the process: at 20 ms
+ * they were about half of an idle clusterlet's CPU (hack/idle-probe.ts, one member, no pods: 5.8-8.7 ms of CPU per
+ * second and 57 wake-ups per second, against 3.3 and 11.5 sampling every 1,000 ms, 3.8 and 18 every 100 ms). A delay
+ * is sampled at any resolution (how late the timer fires); a coarser one samples it less often.
+ */
+export const EVENT_LOOP_SAMPLE_MS = 100;
+
+/** libuv's delay histogram behind clusterlet_nodejs_eventloop_lag_p99_seconds, reset at each scrape. */
+export const eventLoopDelay: ReturnType<typeof monitorEventLoopDelay> = monitorEventLoopDelay({ resolution: EVENT_LOOP_SAMPLE_MS });
+
+/**
+ * The 99th percentile of the event loop's delay, in seconds, from libuv's histogram sampling every `resolutionMs`:
+ * how late its timer fired. Node records the whole interval between two firings, the resolution in it, so that is
+ * taken off. 0 without a sample.
+ */
+export function eventLoopDelayP99(h: { readonly count: number; percentile(p: number): number }, resolutionMs: number): number {
+  if (!h.count) return 0;
+  return Math.max(0, h.percentile(99) / 1e9 - resolutionMs / 1000);
+}
+
+/**
  * The process's own metrics, read when scraped, under prom-client's default names (prefixed). Not prom-client's
  * default set: its event-loop delay monitor (a timer every 10 ms and a histogram) and GC observer run all the
  * time, and it reads /proc several times per scrape.
@@ -46,31 +67,13 @@ function processMetrics(): void {
   });
   // The lag at scrape is one sample; the worst of the interval is what an operator needs to see (a loop busy for
   // seconds at scale): libuv's delay histogram (a native timer, no JS work), its p99 reset each scrape.
-  const delay = monitorEventLoopDelay({ resolution: EVENT_LOOP_SAMPLE_MS });
-  delay.enable();
+  eventLoopDelay.enable();
   new Gauge({
     name: 'clusterlet_nodejs_eventloop_lag_p99_seconds', help: 'The 99th percentile of event loop delay since the last scrape, in seconds.', registers,
-    collect() { this.set(eventLoopDelayP99(delay, EVENT_LOOP_SAMPLE_MS)); delay.reset(); },
+    collect() { this.set(eventLoopDelayP99(eventLoopDelay, EVENT_LOOP_SAMPLE_MS)); eventLoopDelay.reset(); },
   });
 }
 
-/**
- * How often libuv's delay histogram samples the event loop. Each sample is a timer that wakes the process: at 20 ms
- * they were about half of an idle clusterlet's CPU (hack/idle-probe.ts, one member, no pods: 5.8-8.7 ms of CPU per
- * second and 57 wake-ups per second, against 3.3 and 11.5 sampling every 1,000 ms, 3.8 and 18 every 100 ms). A delay is sampled at any resolution (how late the
- * timer fires); a coarser one samples it less often.
- */
-export const EVENT_LOOP_SAMPLE_MS = 100;
-
-/**
- * The 99th percentile of the event loop's delay, in seconds, from libuv's histogram sampling every `resolutionMs`:
- * how late its timer fired. Node records the whole interval between two firings, the resolution in it, so that is
- * taken off. 0 without a sample.
- */
-export function eventLoopDelayP99(h: { readonly count: number; percentile(p: number): number }, resolutionMs: number): number {
-  if (!h.count) return 0;
-  return Math.max(0, h.percentile(99) / 1e9 - resolutionMs / 1000);
-}
 processMetrics();
 
 /** The work queues that run (workqueue.ts): their depths are read when /metrics is scraped, not written at every change. */

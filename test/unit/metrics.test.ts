@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { EVENT_LOOP_SAMPLE_MS, eventLoopDelayP99, forgetMember, metrics, registry, watchEventTally } from '../../src/metrics.ts';
+import { eventually } from './fakes/wait.ts';
+import { EVENT_LOOP_SAMPLE_MS, eventLoopDelay, eventLoopDelayP99, forgetMember, metrics, registry, watchEventTally } from '../../src/metrics.ts';
 
 test('the process metrics are read when scraped, under prom-client\'s default names', async () => {
   const text = await registry.metrics();
@@ -30,12 +30,14 @@ test('the event loop delay p99 is how late libuv\'s timer fired: the interval No
 test('a loop blocked for 300 ms shows in the event loop delay p99 of the next scrape', async () => {
   const p99 = async (): Promise<number> =>
     Number(/^clusterlet_nodejs_eventloop_lag_p99_seconds (\S+)$/m.exec(await registry.metrics())?.[1]);
-  await p99(); // a scrape resets the histogram
-  // The histogram records from its second firing after a reset on: two samples' time, then the block.
-  await sleep(2.5 * EVENT_LOOP_SAMPLE_MS);
+  /** Until the histogram has recorded more than `n` samples (a firing of its timer). */
+  const sampled = (n: number): Promise<void> => eventually('an event loop delay sample', () => eventLoopDelay.count > n);
+  await p99(); // a scrape resets the histogram, and it records from its second firing on
+  await sampled(0);
+  const before = eventLoopDelay.count;
   const t0 = performance.now();
   while (performance.now() - t0 < 300) { /* busy */ }
-  await sleep(1.5 * EVENT_LOOP_SAMPLE_MS);
+  await sampled(before);
   const lag = await p99();
   assert.ok(lag >= 0.3 - EVENT_LOOP_SAMPLE_MS / 1000 && lag < 1, `p99 ${lag} s after a 300 ms block`);
 });

@@ -3,7 +3,8 @@
 // apart), its RSS at the end, and (on stderr) its watch restarts and API requests so far. For idle-cost experiments
 // (`npm run build` first):
 //   node hack/idle-probe.ts [--settle S] [--window S] [--every S]   (--every: its memory every S seconds of the window,
-//   read from its /metrics; CLUSTERLET_NODE_OPTIONS / CLUSTERLET_ARGS as for the bench)
+//   read from its /metrics and /proc; CLUSTERLET_NODE_OPTIONS / CLUSTERLET_ARGS as for the bench). Where the node
+//   binary's resident pages go: hack/binpages.mjs PID; what holds the heap: hack/heapsummary.mjs on a snapshot.
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
@@ -37,8 +38,12 @@ try {
       const text = await (await fetch(`http://127.0.0.1:${cl.healthPort}/metrics`)).text();
       const mb = (name: string): string =>
         (Number(new RegExp(`^clusterlet_${name} (\\S+)$`, 'm').exec(text)?.[1]) / 1048576).toFixed(1);
-      process.stdout.write(`${Math.round((performance.now() - t0) / 1000)} s: RSS ${mb('process_resident_memory_bytes')} MB, heap ${
-        mb('nodejs_heap_size_total_bytes')} committed / ${mb('nodejs_heap_size_used_bytes')} used, external ${mb('nodejs_external_memory_bytes')}\n`);
+      // Its RSS split as /proc has it: anonymous memory, and file pages (mostly the node binary's code and data it touched).
+      const rss = rssKB(cl.pid);
+      const kb = (v: number | undefined): string => ((v ?? NaN) / 1024).toFixed(1);
+      process.stdout.write(`${Math.round((performance.now() - t0) / 1000)} s: RSS ${mb('process_resident_memory_bytes')} MB (anon ${
+        kb(rss?.anon)}, file ${kb(rss?.file)}), heap ${mb('nodejs_heap_size_total_bytes')} committed / ${
+        mb('nodejs_heap_size_used_bytes')} used, external ${mb('nodejs_external_memory_bytes')}\n`);
     }
   } else {
     await sleep(w * 1000);

@@ -367,6 +367,24 @@ function abortedExchange(): Error {
 }
 
 /** The connections to one server with one TLS identity (a new identity or server gets a new pool). */
+/**
+ * What a TLS socket keeps for as long as it lives (its ALPN list, the session it resumed from) must not be a slice of
+ * node's shared Buffer pool: one small slice keeps the pool's whole slab alive (64 KB on Node 24), and each watch's
+ * long-lived connection pinned slabs of its own (an idle clusterlet's array buffers grew 0.66 -> 1.7 MB in 24 minutes,
+ * ~21 of its 26 slabs held this way: bench/results/buffer-pool.md).
+ *
+ * tls.connect copies a string list, a Buffer or a Uint8Array into the pool, but wraps a copy of a DataView's bytes on
+ * their own: so the list goes as a DataView.
+ */
+const ALPN_HTTP11 = new DataView(Uint8Array.from([8, ...Buffer.from('http/1.1', 'latin1')]).buffer);
+
+/** `b`'s bytes in memory of their own (node hands TLS sessions out as slices of its pool). */
+function standalone(b: Buffer): Buffer {
+  const own = Buffer.allocUnsafeSlow(b.length);
+  b.copy(own);
+  return own;
+}
+
 export class H1Pool {
   #origin: H1Origin;
   #opts: H1PoolOptions & { maxSockets: number; maxFree: number };
@@ -462,10 +480,10 @@ export class H1Pool {
       const tls = tlsConnect({
         host: o.hostname, port: o.port, secureContext: o.secureContext, rejectUnauthorized: o.rejectUnauthorized ?? true,
         // SNI takes names only; the certificate is checked against the address otherwise.
-        servername: o.servername ?? (isIP(o.hostname) ? undefined : o.hostname), ALPNProtocols: ['http/1.1'],
+        servername: o.servername ?? (isIP(o.hostname) ? undefined : o.hostname), ALPNProtocols: ALPN_HTTP11,
         session: this.#session,
       });
-      tls.on('session', (session: Buffer) => { this.#session = session; });
+      tls.on('session', (session: Buffer) => { this.#session = standalone(session); });
       // A connection that failed does not hand its session on (node's agent drops it too).
       tls.once('error', () => { this.#session = undefined; });
       socket = tls;

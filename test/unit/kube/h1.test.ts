@@ -4,7 +4,10 @@ import { describe, test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server, type Socket } from 'node:net';
 import { EventEmitter, once } from 'node:events';
+import tls, { createSecureContext, type TLSSocket } from 'node:tls';
+import { syncBuiltinESMExports } from 'node:module';
 import { H1Pool } from '../../../src/kube/h1.ts';
+import { newServingKey, selfSignedCertificate } from '../../../src/host/api/x509.ts';
 import type { Body, Exchange } from '../../../src/kube/h2.ts';
 
 interface RawServer {
@@ -294,6 +297,53 @@ describe('H1Pool', { timeout: 10_000 }, () => {
   test('an answer that is not HTTP fails the request', async () => {
     const { pool } = await setup((_h, s) => s.write('SSH-2.0-OpenSSH\r\n\r\n'));
     await assert.rejects(get(pool), /not an HTTP\/1\.1 response/);
+  });
+});
+
+// Node cuts small Buffers from a shared pool (64 KB slabs on Node 24); a slice that lives as long as a connection keeps
+// its whole slab alive, and a process with many long-lived watch connections pinned a slab or two for each.
+describe('H1Pool over TLS', { timeout: 10_000 }, () => {
+  test('a connection keeps no slice of node\'s Buffer pool: not its ALPN list, not the session it resumed from', async (t) => {
+    const key = newServingKey();
+    const cert = selfSignedCertificate(key.keyObject, { subject: { commonName: 'localhost' }, dns: ['localhost'], ips: ['127.0.0.1'] });
+    // The server prefers h2: the pool still gets HTTP/1.1, and each answer closes its connection, so that the next
+    // request opens a connection that resumes the session the first one was given.
+    const server = tls.createServer({ key: key.key, cert, ALPNProtocols: ['h2', 'http/1.1'] }, (s) => {
+      s.on('data', () => s.end('HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok'));
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    t.after(() => server.close());
+    // Every socket the pool opens, as tls.connect made it.
+    const sockets: TLSSocket[] = [];
+    const resumed: boolean[] = [];
+    const connect = tls.connect;
+    tls.connect = ((...args: Parameters<typeof connect>) => {
+      const s = connect(...args);
+      s.once('secureConnect', () => resumed.push(s.isSessionReused()));
+      sockets.push(s);
+      return s;
+    }) as typeof connect;
+    syncBuiltinESMExports();
+    t.after(() => { tls.connect = connect; syncBuiltinESMExports(); });
+    const pool = new H1Pool({ secure: true, hostname: '127.0.0.1', port: (server.address() as { port: number }).port,
+      secureContext: createSecureContext({ ca: cert }), servername: 'localhost' }, { idleMs: 5_000 });
+    pools.push(pool);
+    for (let i = 0; i < 3; i++) assert.equal(await text((await get(pool)).body), 'ok');
+    assert.equal(sockets.length, 3, 'one connection per request');
+    for (const [i, s] of sockets.entries()) {
+      assert.equal(s.alpnProtocol, 'http/1.1', `connection ${i}: the protocol agreed`);
+      // What the socket keeps of its options for its lifetime (node's own field: if it is renamed, look again).
+      const kept = (s as unknown as { _tlsOptions?: Record<string, unknown> })._tlsOptions;
+      assert.ok(kept, 'node keeps a TLS socket\'s options as _tlsOptions');
+      for (const [name, v] of Object.entries(kept)) {
+        if (!ArrayBuffer.isView(v)) continue;
+        // (node keeps the session after a header of its own, a subarray of the session given: a few bytes, not a slab)
+        assert.ok(v.buffer.byteLength - v.byteLength < 1024,
+          `connection ${i}: ${name} (${v.byteLength} bytes) keeps a ${v.buffer.byteLength}-byte buffer alive`);
+      }
+    }
+    assert.deepEqual(resumed, [false, true, true], 'the later connections resumed the session (the copy is one)');
   });
 });
 

@@ -366,12 +366,11 @@ function abortedExchange(): Error {
   return Object.assign(new Error('exchange destroyed'), { code: 'ERR_STREAM_DESTROYED' });
 }
 
-/** The connections to one server with one TLS identity (a new identity or server gets a new pool). */
 /**
  * What a TLS socket keeps for as long as it lives (its ALPN list, the session it resumed from) must not be a slice of
- * node's shared Buffer pool: one small slice keeps the pool's whole slab alive (64 KB on Node 24), and each watch's
- * long-lived connection pinned slabs of its own (an idle clusterlet's array buffers grew 0.66 -> 1.7 MB in 24 minutes,
- * ~21 of its 26 slabs held this way: bench/results/buffer-pool.md).
+ * node's shared Buffer pool: one small slice keeps the pool's whole slab alive (64 KiB on Node 24), and a watch's
+ * connection lives for hours (an idle clusterlet's 64 KiB slabs went from 10 to 26 in 24 minutes, at least 21 of the
+ * 26 held this way: bench/results/buffer-pool.md).
  *
  * tls.connect copies a string list, a Buffer or a Uint8Array into the pool, but wraps a copy of a DataView's bytes on
  * their own: so the list goes as a DataView.
@@ -385,6 +384,7 @@ function standalone(b: Buffer): Buffer {
   return own;
 }
 
+/** The connections to one server with one TLS identity (a new identity or server gets a new pool). */
 export class H1Pool {
   #origin: H1Origin;
   #opts: H1PoolOptions & { maxSockets: number; maxFree: number };

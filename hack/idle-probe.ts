@@ -38,10 +38,11 @@ try {
       const text = await (await fetch(`http://127.0.0.1:${cl.healthPort}/metrics`)).text();
       const mb = (name: string): string =>
         (Number(new RegExp(`^clusterlet_${name} (\\S+)$`, 'm').exec(text)?.[1]) / 1048576).toFixed(1);
-      // Its RSS split as /proc has it: anonymous memory, and file pages (mostly the node binary's code and data it touched).
+      // Its RSS and its split from one read of /proc: anonymous memory, and file pages (mostly the node binary's code
+      // and data it touched).
       const rss = rssKB(cl.pid);
       const kb = (v: number | undefined): string => ((v ?? NaN) / 1024).toFixed(1);
-      process.stdout.write(`${Math.round((performance.now() - t0) / 1000)} s: RSS ${mb('process_resident_memory_bytes')} MB (anon ${
+      process.stdout.write(`${Math.round((performance.now() - t0) / 1000)} s: RSS ${kb(rss?.total)} MB (anon ${
         kb(rss?.anon)}, file ${kb(rss?.file)}), heap ${mb('nodejs_heap_size_total_bytes')} committed / ${
         mb('nodejs_heap_size_used_bytes')} used, external ${mb('nodejs_external_memory_bytes')}\n`);
     }

@@ -53,7 +53,8 @@ try {
   const metrics = await (await fetch(`http://127.0.0.1:${cl.healthPort}/metrics`)).text();
   const restarts = metrics.split('\n').filter((l) => l.startsWith('clusterlet_watch_restarts_total'));
   const requests = metrics.split('\n').filter((l) => l.startsWith('clusterlet_api_requests_total'));
-  process.stderr.write(`${[...restarts, ...requests].join('\n')}\n`);
+  const collections = metrics.split('\n').filter((l) => l.startsWith('clusterlet_idle_collection'));
+  process.stderr.write(`${[...restarts, ...requests, ...collections].join('\n')}\n`);
   const rss = (rssKB(cl.pid)?.total ?? NaN) / 1024;
   // Per second of the window as it ran (scrapes and a loaded machine lengthen it); clock ticks are 1/100 s.
   const s = (b.at - a.at) / 1000;

@@ -11,6 +11,7 @@ import { startKubeletApi, type KubeletApi } from './host/api/kubelet.ts';
 import { VERSION } from './version.ts';
 import { HEAP_GROWTH, startHeapGrowth } from './heapgrowth.ts';
 import { exposedGc, startIdleCollect, v8Hooks } from './idlecollect.ts';
+import { metrics } from './metrics.ts';
 
 async function main(): Promise<number> {
   let parsed;
@@ -65,7 +66,13 @@ async function main(): Promise<number> {
   }
   // With --expose-gc (src/nodeflags.ts), one compacting collection each time it goes quiet after its heap grew.
   const gc = exposedGc();
-  if (gc) startIdleCollect(v8Hooks(gc), (ms) => log.debug({ ms: Math.round(ms) }, 'quiet: heap collected and compacted'));
+  if (gc) {
+    startIdleCollect(v8Hooks(gc), (ms) => {
+      metrics.idleCollections.inc();
+      metrics.idleCollectionSeconds.inc(ms / 1000);
+      log.debug({ ms: Math.round(ms) }, 'quiet: heap collected and compacted');
+    });
+  }
   manager.start();
 
   return new Promise<number>((resolve) => {

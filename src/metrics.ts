@@ -192,6 +192,15 @@ export const metrics = {
       + 'from the upgrade until both the caller\'s connection and the one to the member have closed.',
     labelNames: ['endpoint', 'transport'] as const, registers: [registry],
   }),
+  idleCollections: new Counter({
+    name: 'clusterlet_idle_collections_total',
+    help: 'Full, compacting collections made once the process went quiet after its heap grew (src/idlecollect.ts).',
+    registers: [registry],
+  }),
+  idleCollectionSeconds: new Counter({
+    name: 'clusterlet_idle_collection_seconds_total', help: 'Time those idle collections paused the process, in seconds.',
+    registers: [registry],
+  }),
   crashes: new Counter({
     name: 'clusterlet_crashes_total', help: 'Unhandled rejections and uncaught exceptions, each logged before exit 1, by kind.',
     labelNames: ['kind'] as const, registers: [registry],

@@ -1,0 +1,65 @@
+#!/usr/bin/env node
+// Summarizes a `perf record` of clusterlet (on-CPU samples, kernel and native code included, unlike V8's --cpu-prof,
+// whose samples are wall-clock and land on whatever JavaScript was running when the process was descheduled): the
+// share of its CPU by thread and by kind of code (JIT-compiled JavaScript by tier, V8 builtins, inline-cache misses and
+// runtime calls, the garbage collector, JSON, malloc, crypto, the kernel), then the top symbols.
+// Record with JavaScript frames named (node writes /tmp/perf-PID.map):
+//   CLUSTERLET_NODE_OPTIONS=--perf-basic-prof node bench/run.ts …   # then, once clusterlet runs:
+//   perf record -F 499 -g -p PID -o perf.data                          # ends when clusterlet exits
+//   node hack/perfsummary.mjs perf.data [--top 30]
+import { execFileSync } from 'node:child_process';
+import { parseArgs } from 'node:util';
+
+const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '30' } } });
+if (positionals.length !== 1) {
+  process.stderr.write('usage: perfsummary.mjs PERF.DATA [--top N]\n');
+  process.exit(2);
+}
+const text = execFileSync('perf', ['report', '-i', positionals[0], '--no-children', '-n', '--sort', 'comm,dso,symbol', '--stdio', '-g', 'none'],
+  { encoding: 'utf8', maxBuffer: 1 << 28, stdio: ['ignore', 'pipe', 'ignore'] });
+// "  1.76%  98  MainThread  node  [.] Builtins_LoadIC": shares are computed from the sample counts (the rounded
+// percentages of ~2,000 symbols do not add up to 100).
+const parsed = text.split('\n').map((l) => /^\s*[\d.]+%\s+(\d+)\s+(\S+)\s+(.+?)\s+\[([.k])\]\s+(.*?)\s*$/.exec(l)).filter(Boolean)
+  .map((m) => ({ samples: Number(m[1]), thread: m[2], dso: m[3].trim(), kernel: m[4] === 'k', sym: m[5] }));
+const count = parsed.reduce((s, r) => s + r.samples, 0);
+const rows = parsed.map((r) => ({ ...r, pct: (100 * r.samples) / count }));
+
+const KINDS = [
+  ['JavaScript, TurboFan', (r) => /^JS:\*/.test(r.sym)],
+  ['JavaScript, Maglev', (r) => /^JS:\+/.test(r.sym)],
+  ['JavaScript, Sparkplug', (r) => /^JS:\^/.test(r.sym)],
+  ['JavaScript, interpreted', (r) => /^JS:~/.test(r.sym)],
+  ['JavaScript, other', (r) => /^JS:/.test(r.sym)],
+  ['kernel', (r) => r.kernel],
+  ['garbage collector', (r) => /Scaveng|Mark|Sweep|Heap|Evacuat|Compact|RememberedSet|SlotSet|Minor|ConcurrentMarking|PagedSpace|RecordWrite|GCTracer/.test(r.sym)],
+  ['inline caches, runtime calls, maps', (r) => /IC_|IC$|IC\b|Transition|LookupIterator|Runtime_|MigrateToMap|Map::/.test(r.sym)],
+  ['JSON', (r) => /Json|JSON/.test(r.sym)],
+  ['V8 compilers (TurboFan, Maglev, Sparkplug, bytecode)', (r) => /compiler::|maglev::|turboshaft|baseline::|interpreter::|Zone|::Parser|PreParser|::Scanner/.test(r.sym)],
+  ['strings (table, hashing, copies)', (r) => /String/.test(r.sym)],
+  ['malloc, memcpy', (r) => /malloc|free\b|_int_|unlink_chunk|memmove|memcpy|memset|memcmp|memchr/.test(r.sym)],
+  ['crypto, TLS', (r) => /aesni|gcm|ghash|SSL|ssl|tls|EVP|evp|ossl|OPENSSL|CRYPTO|sha\d|TLSWrap|NodeBIO/.test(r.sym)],
+  ['other V8 builtins', (r) => /^Builtins_/.test(r.sym)],
+  ['other', () => true],
+];
+const byThread = new Map();
+for (const r of rows) byThread.set(r.thread, (byThread.get(r.thread) ?? 0) + r.pct);
+console.log(`${count} samples in ${rows.length} symbols`);
+console.log('\n## By thread');
+for (const [t, p] of [...byThread].sort((a, b) => b[1] - a[1])) console.log(`${p.toFixed(1).padStart(6)} %  ${t}`);
+console.log('\n## By kind of code (main thread | all threads)');
+const kindOf = (r) => KINDS.find(([, f]) => f(r))[0];
+const sums = new Map();
+for (const r of rows) {
+  const k = kindOf(r);
+  const s = sums.get(k) ?? { main: 0, all: 0 };
+  s.all += r.pct;
+  if (r.thread === 'MainThread') s.main += r.pct;
+  sums.set(k, s);
+}
+for (const [k, s] of [...sums].sort((a, b) => b[1].all - a[1].all)) {
+  console.log(`${s.main.toFixed(1).padStart(6)} % | ${s.all.toFixed(1).padStart(5)} %  ${k}`);
+}
+console.log(`\n## Top ${values.top} symbols`);
+for (const r of rows.slice(0, Number(values.top))) {
+  console.log(`${r.pct.toFixed(2).padStart(6)} %  ${r.thread.padEnd(10)} ${kindOf(r).padEnd(36)} ${r.sym.slice(0, 110)}`);
+}

@@ -14,10 +14,11 @@
 // counts): an idle process is not collected again and again. It used to collect after any interval of work, and an
 // idle clusterlet has some every minute or two (its silent watches restarted together, a node status refresh): it
 // collected every ~100 s, ~45 ms of CPU each time, with nothing to give back (hack/idle-probe.ts, --trace-gc).
-// The threshold is 1 MB: at 4 MB, a clusterlet left idle was not collected again in 20-25 minutes, while its heap and
+// The threshold is 1 MB: at 4 MB, a clusterlet left idle was not collected again in 20 minutes, while its heap and
 // the external memory of its garbage grew (anonymous memory +4.2 and +5.4 MB from the 150th second on; RSS 78.2 MB
-// at 20 minutes, 80.2 at 25); at 1 MB it collected 4 times in 20 minutes, start-up's included (275 ms in all), and
-// its RSS held at 75.7-76.7 MB from the 12th minute (two probes side by side, twice: bench/results/idle-threshold.md).
+// at 20 minutes, 80.2 at 25); at 1 MB it collected 4 times in 20 minutes, the first after start-up included (275 ms
+// in all), and its RSS held at 75.7-76.7 MB from 750 s on (two probes side by side, twice:
+// bench/results/idle-threshold.md).
 import { cpuUsage } from 'node:process';
 import { getHeapStatistics } from 'node:v8';
 

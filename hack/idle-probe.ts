@@ -51,10 +51,10 @@ try {
   }
   const b = read();
   const metrics = await (await fetch(`http://127.0.0.1:${cl.healthPort}/metrics`)).text();
-  const restarts = metrics.split('\n').filter((l) => l.startsWith('clusterlet_watch_restarts_total'));
-  const requests = metrics.split('\n').filter((l) => l.startsWith('clusterlet_api_requests_total'));
-  const collections = metrics.split('\n').filter((l) => l.startsWith('clusterlet_idle_collection'));
-  process.stderr.write(`${[...restarts, ...requests, ...collections].join('\n')}\n`);
+  const lines = metrics.split('\n');
+  const shown = ['clusterlet_watch_restarts_total', 'clusterlet_api_requests_total', 'clusterlet_idle_collection_seconds_count',
+    'clusterlet_idle_collection_seconds_sum'].flatMap((name) => lines.filter((l) => l.startsWith(name)));
+  process.stderr.write(`${shown.join('\n')}\n`);
   const rss = (rssKB(cl.pid)?.total ?? NaN) / 1024;
   // Per second of the window as it ran (scrapes and a loaded machine lengthen it); clock ticks are 1/100 s.
   const s = (b.at - a.at) / 1000;

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // Summarizes a `perf record` of clusterlet (on-CPU samples, kernel and native code included, unlike V8's --cpu-prof,
 // whose samples are wall-clock and land on whatever JavaScript was running when the process was descheduled): the
-// share of its CPU by thread and by kind of code (JIT-compiled JavaScript by tier, V8 builtins, inline-cache misses and
-// runtime calls, the garbage collector, JSON, malloc, crypto, the kernel), then the top symbols.
+// share of its CPU by thread, by library and by kind of code (JIT-compiled JavaScript by tier, V8 builtins, inline-cache
+// misses and runtime calls, the garbage collector, JSON, malloc, crypto, the kernel), then the top symbols.
 // Record with JavaScript frames named (node writes /tmp/perf-PID.map):
 //   CLUSTERLET_NODE_OPTIONS=--perf-basic-prof node bench/run.ts …   # then, once clusterlet runs:
 //   perf record -F 499 -g -p PID -o perf.data                          # ends when clusterlet exits
@@ -31,8 +31,8 @@ const KINDS = [
   ['JavaScript, interpreted', (r) => /^JS:~/.test(r.sym)],
   ['JavaScript, other', (r) => /^JS:/.test(r.sym)],
   ['kernel', (r) => r.kernel],
-  ['garbage collector', (r) => /Scaveng|Mark|Sweep|Heap|Evacuat|Compact|RememberedSet|SlotSet|Minor|ConcurrentMarking|PagedSpace|RecordWrite|GCTracer/.test(r.sym)],
-  ['inline caches, runtime calls, maps', (r) => /IC_|IC$|IC\b|Transition|LookupIterator|Runtime_|MigrateToMap|Map::/.test(r.sym)],
+  ['garbage collector', (r) => /Scaveng|Mark|Sweep|Heap|Evacuat|Compact|RememberedSet|SlotSet|Minor|PagedSpace|RecordWrite|GCTracer/.test(r.sym)],
+  ['inline caches, runtime calls, maps', (r) => /IC_|IC\b|Transition|LookupIterator|Runtime_|MigrateToMap|Map::/.test(r.sym)],
   ['JSON', (r) => /Json|JSON/.test(r.sym)],
   ['V8 compilers (TurboFan, Maglev, Sparkplug, bytecode)', (r) => /compiler::|maglev::|turboshaft|baseline::|interpreter::|Zone|::Parser|PreParser|::Scanner/.test(r.sym)],
   ['strings (table, hashing, copies)', (r) => /String/.test(r.sym)],
@@ -41,11 +41,17 @@ const KINDS = [
   ['other V8 builtins', (r) => /^Builtins_/.test(r.sym)],
   ['other', () => true],
 ];
-const byThread = new Map();
-for (const r of rows) byThread.set(r.thread, (byThread.get(r.thread) ?? 0) + r.pct);
+/** The rows' shares summed by `key`, largest first. */
+const shares = (key) => {
+  const m = new Map();
+  for (const r of rows) m.set(key(r), (m.get(key(r)) ?? 0) + r.pct);
+  return [...m].sort((a, b) => b[1] - a[1]);
+};
 console.log(`${count} samples in ${rows.length} symbols`);
 console.log('\n## By thread');
-for (const [t, p] of [...byThread].sort((a, b) => b[1] - a[1])) console.log(`${p.toFixed(1).padStart(6)} %  ${t}`);
+for (const [t, p] of shares((r) => r.thread)) console.log(`${p.toFixed(1).padStart(6)} %  ${t}`);
+console.log('\n## By library');
+for (const [d, p] of shares((r) => r.dso).filter(([, p]) => p >= 0.1)) console.log(`${p.toFixed(1).padStart(6)} %  ${d}`);
 console.log('\n## By kind of code (main thread | all threads)');
 const kindOf = (r) => KINDS.find(([, f]) => f(r))[0];
 const sums = new Map();

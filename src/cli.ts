@@ -68,8 +68,7 @@ async function main(): Promise<number> {
   const gc = exposedGc();
   if (gc) {
     startIdleCollect(v8Hooks(gc), (ms) => {
-      metrics.idleCollections.inc();
-      metrics.idleCollectionSeconds.inc(ms / 1000);
+      metrics.idleCollection.observe(ms / 1000);
       log.debug({ ms: Math.round(ms) }, 'quiet: heap collected and compacted');
     });
   }

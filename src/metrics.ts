@@ -1,7 +1,7 @@
 // Prometheus metrics of the process, served at /metrics on the health port.
 import { readdirSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { Counter, Gauge, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { HotCounter, HotHistogram } from './util/series.ts';
 
 export const registry = new Registry();
@@ -192,14 +192,10 @@ export const metrics = {
       + 'from the upgrade until both the caller\'s connection and the one to the member have closed.',
     labelNames: ['endpoint', 'transport'] as const, registers: [registry],
   }),
-  idleCollections: new Counter({
-    name: 'clusterlet_idle_collections_total',
-    help: 'Full, compacting collections made once the process went quiet after its heap grew (src/idlecollect.ts).',
-    registers: [registry],
-  }),
-  idleCollectionSeconds: new Counter({
-    name: 'clusterlet_idle_collection_seconds_total', help: 'Time those idle collections paused the process, in seconds.',
-    registers: [registry],
+  idleCollection: new Histogram({
+    name: 'clusterlet_idle_collection_seconds',
+    help: 'Full, compacting collections made once the process went quiet after its heap grew (src/idlecollect.ts): how long each paused it.',
+    registers: [registry], buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
   }),
   crashes: new Counter({
     name: 'clusterlet_crashes_total', help: 'Unhandled rejections and uncaught exceptions, each logged before exit 1, by kind.',

@@ -96,6 +96,8 @@ export interface OffloadedRun extends RunResult {
    * clusterlet_queue_wait_seconds, ms): `lifecycle` (pods-<node>: creations, then) and `status` (pod-status-<node>).
    */
   queueWaitMs?: { lifecycle: { p50?: number; p99?: number }; status: { p50?: number; p99?: number } };
+  /** Runs of the two pod queues per pod over the whole run, create → delete (keys workers took: the waits' count). */
+  queueRunsPerPod?: { lifecycle: number; status: number };
   /**
    * p99 of clusterlet's event loop delay from the Deployment's creation until all N were Ready (ms; its histogram
    * samples every 100 ms and the metric takes that off, where results before 2eed5e4 include 20 ms): how late
@@ -556,6 +558,11 @@ export function histogramQuantile(before: Map<number, number> | undefined, after
   return (lo + (les[i] - lo) * ((rank - below) / ((cum[i] - below) || 1))) * 1000;
 }
 
+/** Observations of a histogram between two scrapes (its +Inf bucket's rise), per pod. */
+export function runsPerPod(before: Scrape, after: Scrape, series: string, n: number): number {
+  return round3(((after.buckets.get(series)?.get(Infinity) ?? 0) - (before.buckets.get(series)?.get(Infinity) ?? 0)) / n);
+}
+
 /** What each counter rose by between two scrapes, the ones that did not left out. */
 export function countsBetween(before: Counts, after: Counts): Record<string, number> {
   const out: Record<string, number> = {};
@@ -731,6 +738,8 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
       memberCreateMs: quantiles('clusterlet_api_request_duration_seconds{cluster=member,verb=create}'),
       queueWaitMs: { lifecycle: quantiles(`clusterlet_queue_wait_seconds{queue=${queues.lifecycle}}`),
         status: quantiles(`clusterlet_queue_wait_seconds{queue=${queues.status}}`) },
+      queueRunsPerPod: { lifecycle: runsPerPod(before, after, `clusterlet_queue_wait_seconds{queue=${queues.lifecycle}}`, n),
+        status: runsPerPod(before, after, `clusterlet_queue_wait_seconds{queue=${queues.status}}`, n) },
       ...(atReady.loopDelayP99Seconds !== undefined ? { loopDelayP99Ms: Math.round(atReady.loopDelayP99Seconds * 1000) } : {}),
       connectionWait, ...proc,
       cpuMsPerPod: round1((proc.cpuSeconds * 1000) / n), requestsPerPod,
@@ -779,7 +788,8 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
             pLine(r.addedLatencyMs)}; clusterlet's part ${pLine(r.statusMirrorMs)} (queue wait ${pLine(r.queueWaitMs?.status)}); event loop delay p99 ${
             r.loopDelayP99Ms ?? '–'} ms; host status patch ${pLine(r.hostPatchMs)}; waited for a connection: ${waitLine(r.connectionWait)}; member events per pod ${
             countsLine(Object.values(r.mirroredEventsPerPod ?? {}).flatMap((m) => Object.entries(m)), '–')}; RSS ${r.peakRssMB} MB, host writes/pod ${
-            r.hostWritesPerPod}; watch restarts: ${restartsLine(r.watchRestarts)}`);
+            r.hostWritesPerPod}; queue runs/pod: lifecycle ${r.queueRunsPerPod?.lifecycle ?? '–'}, status ${
+            r.queueRunsPerPod?.status ?? '–'}; watch restarts: ${restartsLine(r.watchRestarts)}`);
         }
       }
     }

@@ -6,11 +6,15 @@
 // Record with JavaScript frames named (node writes /tmp/perf-PID.map):
 //   CLUSTERLET_NODE_OPTIONS=--perf-basic-prof node bench/run.ts …   # then, once clusterlet runs:
 //   perf record -F 499 -g -p PID -o perf.data                          # ends when clusterlet exits
-//   node hack/perfsummary.mjs perf.data [--top 30]
+//   node hack/perfsummary.mjs perf.data [--top 30] [--inclusive]
+// --inclusive adds the share of samples with each JavaScript function anywhere on the stack (named by the bundle's
+// source map). A caveat: /tmp/perf-PID.map keeps every code object V8 ever made, and perf may name a frame by an
+// older object whose address range was since reused; a small function with a large share is suspect.
 import { execFileSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
+import { loadSourceMap } from './sourcemap.mjs';
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '30' } } });
+const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '30' }, inclusive: { type: 'boolean', default: false } } });
 if (positionals.length !== 1) {
   process.stderr.write('usage: perfsummary.mjs PERF.DATA [--top N]\n');
   process.exit(2);
@@ -68,4 +72,48 @@ for (const [k, s] of [...sums].sort((a, b) => b[1].all - a[1].all)) {
 console.log(`\n## Top ${values.top} symbols`);
 for (const r of rows.slice(0, Number(values.top))) {
   console.log(`${r.pct.toFixed(2).padStart(6)} %  ${r.thread.padEnd(10)} ${kindOf(r).padEnd(36)} ${r.sym.slice(0, 110)}`);
+}
+
+// --inclusive: the share of samples (all threads) with each JavaScript function anywhere on their stack, as a
+// caller-side view: the flat profile above charges V8's runtime and builtins, not the code that called them.
+if (values.inclusive) {
+  // "JS:*'name file:///…/dist/cli.js:202:1005" (tier mark, then a quote on some): one name for all tiers, and frames
+  // of the bundle named by the TypeScript module and line they were built from (its source map; 1-based positions).
+  const cache = new Map();
+  const jsName = (sym) => {
+    let n = cache.get(sym);
+    if (n !== undefined) return n;
+    n = sym.replace(/^JS:[*+^~]?'?/, '').trim();
+    const at = /^(.*?)\s*(file:\/\/\S+?):(\d+):(\d+)$/.exec(n);
+    if (at) {
+      const src = (sourceMaps.get(at[2]) ?? sourceMaps.set(at[2], loadSourceMap(undefined, at[2])).get(at[2]))
+        ?.({ lineNumber: Number(at[3]) - 1, columnNumber: Number(at[4]) - 1 });
+      if (src) n = `${at[1] || '(anonymous)'} ${src.file}:${src.line}`;
+    }
+    cache.set(sym, n);
+    return n;
+  };
+  const sourceMaps = new Map();
+  const script = execFileSync('perf', ['script', '-i', positionals[0], '-F', 'comm,ip,sym'],
+    { encoding: 'utf8', maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'ignore'] });
+  const incl = new Map();
+  let samples = 0;
+  for (const block of script.split('\n\n')) {
+    const lines = block.split('\n').filter((l) => l.trim() !== '');
+    if (lines.length < 2) continue;
+    samples++;
+    const seen = new Set();
+    for (const l of lines.slice(1)) {
+      const m = /^\s*\S+\s+(JS:\S+(?: \S+)?)/.exec(l) ?? /^\s*(JS:.*)$/.exec(l.trim());
+      if (!m) continue;
+      const name = jsName(m[1]);
+      if (seen.has(name)) continue;
+      seen.add(name);
+      incl.set(name, (incl.get(name) ?? 0) + 1);
+    }
+  }
+  console.log(`\n## Top ${values.top} JavaScript functions, inclusive (${samples} samples)`);
+  for (const [n, c] of [...incl].sort((a, b) => b[1] - a[1]).slice(0, Number(values.top))) {
+    console.log(`${((100 * c) / samples).toFixed(1).padStart(6)} %  ${n.slice(0, 140)}`);
+  }
 }

@@ -67,6 +67,11 @@ export interface RequestOptions {
    */
   discard?: boolean;
   /**
+   * With `discard`: called with the resourceVersion of the object the write left, read from the metadata-only answer
+   * (a write's own watch event can then be told from another's: same version).
+   */
+  onVersion?: (resourceVersion: string) => void;
+  /**
    * Where the request stands when it has to wait, for the rate limit or for a connection: `high` for what a user
    * or a controller waits on (a proxy's status, a lease), `low` for what may come late (events). Default `normal`.
    */
@@ -304,7 +309,13 @@ export class ClusterClient {
       metrics.apiErrors.inc({ cluster: this.name, code: String(res.status) });
       throw statusError(res.status, res.text);
     }
-    if (opts.discard) return undefined as T;
+    if (opts.discard) {
+      if (opts.onVersion) {
+        const rv = versionOf(res.text);
+        if (rv !== undefined) opts.onVersion(rv);
+      }
+      return undefined as T;
+    }
     if (!res.json) return res.text as T;
     return parseObject<T>(res.text);
   }
@@ -390,10 +401,10 @@ export class ClusterClient {
 
   /** One request; with `discard`, the body of a success is read but not kept (an error's is, for its message). */
   async #send(method: string, path: string, body: string | undefined, contentType: string,
-    { signal, discard, priority }: RequestOptions): Promise<{ status: number; text: string; json: boolean; access: ClusterAccess }> {
+    { signal, discard, onVersion, priority }: RequestOptions): Promise<{ status: number; text: string; json: boolean; access: ClusterAccess }> {
     const { ex, access } = await this.#open(method, path, body, contentType,
       { signal, timeoutMs: this.#requestTimeoutMs, accept: discard ? ACCEPT_METADATA : undefined, priority });
-    const text = discard && ex.status < 400 ? await drain(ex.body) : await readBody(ex.body);
+    const text = discard && !onVersion && ex.status < 400 ? await drain(ex.body) : await readBody(ex.body);
     return { status: ex.status, text, json: ex.contentType.includes('json'), access };
   }
 
@@ -532,6 +543,16 @@ function rootCode(err: unknown): string {
 }
 
 /** Reads a response to its end, keeping nothing; resolves with ''. */
+/** The object's resourceVersion in a write's answer (its metadata, or the whole object); undefined if none. */
+export function versionOf(text: string): string | undefined {
+  try {
+    const rv = (JSON.parse(text) as { metadata?: { resourceVersion?: unknown } }).metadata?.resourceVersion;
+    return typeof rv === 'string' && rv !== '' ? rv : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function drain(res: Body): Promise<string> {
   return new Promise((resolve, reject) => {
     res.on('end', () => resolve(''));

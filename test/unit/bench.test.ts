@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { connectionWaitOf, countsBetween, cpuPerApiServer, deltas, parseScrape, pLine, statTicks, threadKind, v8Share, restartsLine, histogramQuantile, median, modeOrder, pairMax, pairRatios, percentile, rssKB, summarize,
+import { connectionWaitOf, countsBetween, runsPerPod, cpuPerApiServer, deltas, parseScrape, pLine, statTicks, threadKind, v8Share, restartsLine, histogramQuantile, median, modeOrder, pairMax, pairRatios, percentile, rssKB, summarize,
   toMarkdown, waitLine, type OffloadedRun, type RunResult, type Scrape } from '../../bench/bench.ts';
 
 const h = (pairs: [number, number][]): Map<number, number> => new Map(pairs);
@@ -71,6 +71,13 @@ describe('parseScrape', () => {
     assert.equal(s.loopDelayP99Seconds, 0.04);
     assert.deepEqual([...s.buckets.get('clusterlet_queue_wait_seconds{queue=pods-n}') ?? []], [[0.1, 3], [Infinity, 4]]);
     assert.equal(parseScrape('').loopDelayP99Seconds, undefined);
+  });
+
+  it('counts the runs of a queue between two scrapes, per pod: its waits\' +Inf bucket', () => {
+    const at = (n: number) => parseScrape(`clusterlet_queue_wait_seconds_bucket{le="0.1",queue="pods-n"} ${n - 1}\n`
+      + `clusterlet_queue_wait_seconds_bucket{le="+Inf",queue="pods-n"} ${n}`);
+    assert.equal(runsPerPod(at(4), at(1004), 'clusterlet_queue_wait_seconds{queue=pods-n}', 400), 2.5);
+    assert.equal(runsPerPod(parseScrape(''), at(3), 'clusterlet_queue_wait_seconds{queue=pods-n}', 3), 1, 'none before: from 0');
   });
 });
 

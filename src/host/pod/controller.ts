@@ -113,6 +113,13 @@ export class PodController {
    * delete per pod, each a 404.
    */
   #removed = new Map<string, string>();
+  /**
+   * The resourceVersion each proxy was left at by this controller's last status write to it, by key, until the next
+   * status change of that proxy comes. The watch event of our own write needs no status check: the write carried the
+   * whole mirrored status (proxyStatusPatch), so the proxy at that version is what a check would write, whatever
+   * another writer had changed before it; a change of the delegate since queues its own. Any other version is checked.
+   */
+  #ownWrites = new Map<string, string>();
 
   constructor(host: ClusterClient, provider: PodProvider, log: Logger, opts: PodControllerOptions) {
     this.#host = host;
@@ -159,11 +166,19 @@ export class PodController {
         // Status-only changes (most of them our own writes) are no business of the lifecycle.
         if (!ev.old || ev.type === 'DELETED' || !onlyStatusChanged(ev.old, ev.object)) this.#queue.add(ev.key, this.#lifecyclePriority(ev.key));
         // Someone else changed the proxy's status: set it back to what the provider reports.
-        if (ev.old && !statusEqual(ev.object.status, ev.old.status)) this.#statusQueue.add(ev.key, this.#statusPriority(ev.key, this.#delegateOf(ev.key)));
+        if (ev.old && !statusEqual(ev.object.status, ev.old.status) && !this.#isOwnWrite(ev.key, ev.object)) {
+          this.#statusQueue.add(ev.key, this.#statusPriority(ev.key, this.#delegateOf(ev.key)));
+        }
+        if (ev.type === 'DELETED') this.#ownWrites.delete(ev.key);
       }),
       this.#provider.podChanges$.subscribe((change) => {
-        this.#statusSeen.set(change.key, performance.now());
         if (change.lifecycle) this.#queue.add(change.key, this.#lifecyclePriority(change.key));
+        // A delegate gone has no status left to mirror: what becomes of its proxy is the lifecycle's.
+        if (!this.#delegateOf(change.key)) {
+          this.#statusSeen.delete(change.key);
+          return;
+        }
+        this.#statusSeen.set(change.key, performance.now());
         this.#queueStatus(change.key);
       }),
       // Events give way to status writes, which the user waits for more: both go to the host API server, and a burst
@@ -450,12 +465,21 @@ export class PodController {
     return true;
   }
 
+  /** Whether `proxy` (a status change of `key`) is as this controller's last status write to it left it (#ownWrites). */
+  #isOwnWrite(key: string, proxy: V1Pod): boolean {
+    const own = this.#ownWrites.get(key);
+    if (own === undefined) return false;
+    this.#ownWrites.delete(key);
+    return own === proxy.metadata?.resourceVersion;
+  }
+
   async #patchStatus(proxy: V1Pod, status: object): Promise<void> {
+    const namespace = proxy.metadata!.namespace!;
+    const name = proxy.metadata!.name!;
     try {
       await this.#host.core.patchNamespacedPodStatus({
-        namespace: proxy.metadata!.namespace!, name: proxy.metadata!.name!,
-        body: { metadata: { uid: proxy.metadata!.uid }, status },
-      }, strategic);
+        namespace, name, body: { metadata: { uid: proxy.metadata!.uid }, status },
+      }, { ...strategic, onVersion: (rv) => this.#ownWrites.set(`${namespace}/${name}`, rv) });
       this.#counted('status');
     } catch (err) {
       const k = toKubeError(err);

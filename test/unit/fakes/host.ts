@@ -23,19 +23,32 @@ export class FakeHost {
   failEventCreates = 0;
   /** Awaited by each status patch before it is applied: one may be held (a slow host) or refused (it throws). */
   beforeStatusPatch: (() => Promise<void>) | undefined;
+  /** The watch misses every change while set (a watch down): a relist (expireWatches) is what brings them. */
+  dropEvents = false;
   #rv = 1;
   #watchers = new Set<WatchHandlers>();
 
   /** Adds or replaces a pod (as another writer would) and tells the watchers. */
   put(pod: V1Pod): V1Pod {
+    const { next, type } = this.#store(pod);
+    this.#emit(type, next);
+    return next;
+  }
+
+  /** Stores `pod` at a new resourceVersion; what its watch event would be. */
+  #store(pod: V1Pod): { next: V1Pod; type: string } {
     const key = `${pod.metadata!.namespace}/${pod.metadata!.name}`;
     const old = this.pods.get(key);
     const next = structuredClone(pod);
     next.metadata!.uid ??= old?.metadata?.uid ?? `uid-${pod.metadata!.name}`;
     next.metadata!.resourceVersion = String(++this.#rv);
     this.pods.set(key, next);
-    this.#emit(old ? 'MODIFIED' : 'ADDED', next);
-    return next;
+    return { next, type: old ? 'MODIFIED' : 'ADDED' };
+  }
+
+  /** Ends every watch with 410 Gone (its resourceVersion expired): the watchers list again. */
+  expireWatches(): void {
+    for (const w of [...this.#watchers]) w.onEvent('ERROR', { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' });
   }
 
   /** Sends the DELETED events held (holdDeletes), and holds no more. */
@@ -53,6 +66,7 @@ export class FakeHost {
   eventReasons(): string[] { return [...this.events.values()].map((e) => e.reason ?? ''); }
 
   #emit(type: string, object: unknown): void {
+    if (this.dropEvents) return;
     for (const w of this.#watchers) w.onEvent(type, structuredClone(object));
   }
 
@@ -72,9 +86,13 @@ export class FakeHost {
         const pod = this.pods.get(key);
         if (!pod) throw notFound(`pod ${key}`);
         this.statusPatches.push({ key, body: structuredClone(p.body) });
-        const next = structuredClone(pod);
-        next.status = applyStatusPatch((next.status ?? {}) as Record<string, unknown>, p.body.status);
-        return this.put(next);
+        const patched = structuredClone(pod);
+        patched.status = applyStatusPatch((patched.status ?? {}) as Record<string, unknown>, p.body.status);
+        // As kube-apiserver: the answer (here its version, RequestOptions.onVersion), then the watch event.
+        const { next, type } = this.#store(patched);
+        if (o?.discard) o.onVersion?.(next.metadata!.resourceVersion!);
+        this.#emit(type, next);
+        return next;
       },
       deleteNamespacedPod: async (p: { namespace: string; name: string; gracePeriodSeconds?: number }) => {
         const key = `${p.namespace}/${p.name}`;

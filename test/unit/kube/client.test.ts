@@ -364,6 +364,17 @@ describe(`ClusterClient requests (${proto})`, { timeout: 10_000 }, () => {
     assert.equal(await c.core.deleteNamespace({ name: 'garbled' }, { discard: true }), undefined);
   });
 
+  it('with discard and onVersion, hands over the resourceVersion the write left, and still resolves with nothing', async () => {
+    const c = new ClusterClient(access(a, { token: 't' }), { cluster: 'm', qps: 100, burst: 100, http2 });
+    const versions: string[] = [];
+    const onVersion = (rv: string): void => { versions.push(rv); };
+    assert.equal(await c.core.patchNamespacedPodStatus({ namespace: 'ns', name: 'v', body: {} }, { ...DISCARD, onVersion }), undefined);
+    assert.deepEqual(versions, ['a']);
+    // An answer it cannot read gives no version, and fails nothing: the write was made.
+    assert.equal(await c.core.deleteNamespace({ name: 'garbled' }, { discard: true, onVersion }), undefined);
+    assert.deepEqual(versions, ['a']);
+  });
+
   it('asks for the metadata alone where it discards the answer, for the whole object elsewhere', async () => {
     const c = new ClusterClient(access(a, { token: 't' }), { cluster: 'm', qps: 100, burst: 100, http2 });
     const from = a.seen.length;

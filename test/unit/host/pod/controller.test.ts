@@ -42,6 +42,18 @@ async function runningAndSynced(): Promise<{ host: FakeHost; provider: FakeProvi
   return { host, provider, c, updates: provider.count('update') };
 }
 
+/** Proxy `a` (Pending), its delegate running and Ready: once the controller has set the proxy Ready and is idle. */
+async function madeReady(): Promise<{ host: FakeHost; provider: FakeProvider; p: V1Pod; c: PodController }> {
+  const host = new FakeHost();
+  const provider = new FakeProvider();
+  const p = host.put(proxy('a'));
+  provider.pods.set(`${NS}/a`, { proxyUID: p.metadata!.uid!, terminating: false, phase: 'Running', status: ready() });
+  const c = start(host, provider);
+  await eventually('the proxy Ready', () => isReadyOnHost(host, 'a'));
+  await c.idle();
+  return { host, provider, p, c };
+}
+
 /** Proxies `a` and `b`, their delegates running and Ready, and the proxies Ready. */
 async function twoReady(): Promise<{ host: FakeHost; provider: FakeProvider }> {
   const host = new FakeHost();
@@ -67,6 +79,12 @@ async function created(): Promise<{ host: FakeHost; provider: FakeProvider }> {
 
 const isReadyOnHost = (host: FakeHost, name: string): boolean => host.condition(NS, name, 'Ready')?.status === 'True';
 
+/** Runs of the status queue so far (each key a worker took: clusterlet_queue_wait_seconds' count). */
+async function statusRuns(): Promise<number> {
+  const values = (await metrics.queueWait.get()).values;
+  return values.find((v) => v.metricName === 'clusterlet_queue_wait_seconds_count' && v.labels.queue === `pod-status-${NODE}`)?.value ?? 0;
+}
+
 describe('PodController', () => {
   it('sets back a proxy status someone else changed (the node-lifecycle controller marking it NotReady)', async () => {
     const host = new FakeHost();
@@ -79,6 +97,39 @@ describe('PodController', () => {
     marked.status!.conditions = marked.status!.conditions!.map((c) => c.type === 'Ready' ? { ...c, status: 'False', reason: 'NodeNotReady' } : c);
     host.put(marked);
     await eventually('Ready again', () => isReadyOnHost(host, 'a'));
+  });
+
+  it('queues no status check for the watch event of its own status write, nor for a delegate gone', async () => {
+    const before = await statusRuns();
+    const { host, provider, p, c } = await madeReady();
+    assert.equal(host.statusPatches.length, 1);
+    assert.equal(await statusRuns() - before, 1, 'the first sync wrote the status; its own watch event asked for no second look');
+    provider.set(`${NS}/a`, { proxyUID: p.metadata!.uid!, terminating: false, phase: 'Running', status: { ...ready(), podIP: '10.1.0.6' } });
+    await eventually('the new IP', () => host.get(NS, 'a')!.status!.podIP === '10.1.0.6');
+    await c.idle();
+    assert.equal(await statusRuns() - before, 2, 'one run for the delegate\'s change, none for the write it made');
+    provider.lose(`${NS}/a`);
+    await eventually('created again', () => provider.count('create') === 1);
+    await c.idle();
+    assert.equal(await statusRuns() - before, 2, 'a delegate gone has no status to mirror');
+  });
+
+  it('sets back another writer\'s change that a relist shows in one event with its own write before it', async () => {
+    const { host, provider, p, c } = await madeReady();
+    // The watch is down: clusterlet writes a change of the delegate's, then the node-lifecycle controller marks the
+    // proxy NotReady; the relist brings both as one change, at the version of the second.
+    host.dropEvents = true;
+    provider.set(`${NS}/a`, { proxyUID: p.metadata!.uid!, terminating: false, phase: 'Running', status: { ...ready(), podIP: '10.1.0.6' } });
+    await eventually('the IP written', () => host.get(NS, 'a')!.status!.podIP === '10.1.0.6');
+    const marked = structuredClone(host.get(NS, 'a')!);
+    marked.status!.conditions = marked.status!.conditions!.map((cd) => cd.type === 'Ready' ? { ...cd, status: 'False', reason: 'NodeNotReady' } : cd);
+    const rv = host.put(marked).metadata!.resourceVersion;
+    host.dropEvents = false;
+    host.expireWatches();
+    await eventually('the relist seen', () => c.pods.get(`${NS}/a`)?.metadata?.resourceVersion === rv);
+    await c.idle();
+    // Set back by the check that change queued (not by the recheck of every proxy a few seconds after the start).
+    assert.ok(isReadyOnHost(host, 'a'));
   });
 
   it('writes no status from an unreachable back end; resync$ brings every proxy back in line', async () => {

@@ -99,6 +99,11 @@ export interface OffloadedRun extends RunResult {
   /** Runs of the two pod queues per pod over the whole run, create → delete (keys workers took: the waits' count). */
   queueRunsPerPod?: { lifecycle: number; status: number };
   /**
+   * The status queue's waits until all N were Ready, by the priority keys ran at (ms): `visible` (a proxy's phase or
+   * readiness about to change), `change` (any other), `recheck`. The lower ones wait behind the higher by design.
+   */
+  statusWaitByPriorityMs?: Record<string, { p50?: number; p99?: number }>;
+  /**
    * p99 of clusterlet's event loop delay from the Deployment's creation until all N were Ready (ms; its histogram
    * samples every 100 ms and the metric takes that off, where results before 2eed5e4 include 20 ms): how late
    * clusterlet itself was to read what its watches brought.
@@ -558,9 +563,34 @@ export function histogramQuantile(before: Map<number, number> | undefined, after
   return (lo + (les[i] - lo) * ((rank - below) / ((cum[i] - below) || 1))) * 1000;
 }
 
-/** Observations of a histogram between two scrapes (its +Inf bucket's rise), per pod. */
-export function runsPerPod(before: Scrape, after: Scrape, series: string, n: number): number {
-  return round3(((after.buckets.get(series)?.get(Infinity) ?? 0) - (before.buckets.get(series)?.get(Infinity) ?? 0)) / n);
+/** The labels of a series key (`name{k=v,…}`, as parseScrape makes it). */
+function seriesLabels(series: string): Record<string, string> {
+  const inner = /\{(.*)\}$/.exec(series)?.[1] ?? '';
+  return Object.fromEntries(inner.split(',').filter(Boolean).map((kv) => kv.split('=') as [string, string]));
+}
+
+/**
+ * The buckets of clusterlet_queue_wait_seconds for `queue`, every priority's added up (or `priority`'s alone): its
+ * series have a `priority` label since 2026-11-29, and not before.
+ */
+export function queueWaitBuckets(s: Scrape, queue: string, priority?: string): Map<number, number> | undefined {
+  const series = [...s.buckets.keys()].filter((k) => k.startsWith('clusterlet_queue_wait_seconds{')).filter((k) => {
+    const l = seriesLabels(k);
+    return l.queue === queue && (priority === undefined || l.priority === priority);
+  });
+  return sumBuckets(series.map((k) => s.buckets.get(k)));
+}
+
+/** The priorities `queue`'s waits have series of. */
+export function queuePriorities(s: Scrape, queue: string): string[] {
+  return [...s.buckets.keys()].filter((k) => k.startsWith('clusterlet_queue_wait_seconds{'))
+    .map(seriesLabels).filter((l) => l.queue === queue && l.priority !== undefined).map((l) => l.priority!);
+}
+
+/** Runs of `queue` between two scrapes (its waits' +Inf bucket's rise, every priority), per pod. */
+export function runsPerPod(before: Scrape, after: Scrape, queue: string, n: number): number {
+  const runs = (sc: Scrape) => queueWaitBuckets(sc, queue)?.get(Infinity) ?? 0;
+  return round3((runs(after) - runs(before)) / n);
 }
 
 /** What each counter rose by between two scrapes, the ones that did not left out. */
@@ -702,6 +732,11 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
       p50: histogramQuantile(before.buckets.get(series), atReady.buckets.get(series), 0.5),
       p99: histogramQuantile(before.buckets.get(series), atReady.buckets.get(series), 0.99),
     });
+    // A queue's waits, all priorities together or one lane's.
+    const waitQuantiles = (queue: string, priority?: string): { p50?: number; p99?: number } => {
+      const [b, a] = [before, atReady].map((sc) => queueWaitBuckets(sc, queue, priority));
+      return { p50: histogramQuantile(b, a, 0.5), p99: histogramQuantile(b, a, 0.99) };
+    };
     const connectionWait = Object.fromEntries(['host', 'member'].map((cluster) => [cluster,
       connectionWaitOf(before, atReady, cluster)]));
     const readyMs = Math.max(...proxies.readyAt.values()) - t0;
@@ -736,10 +771,10 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
       statusMirrorMs: quantiles('clusterlet_status_mirror_seconds{member=member}'),
       hostPatchMs: quantiles('clusterlet_api_request_duration_seconds{cluster=host,verb=patch}'),
       memberCreateMs: quantiles('clusterlet_api_request_duration_seconds{cluster=member,verb=create}'),
-      queueWaitMs: { lifecycle: quantiles(`clusterlet_queue_wait_seconds{queue=${queues.lifecycle}}`),
-        status: quantiles(`clusterlet_queue_wait_seconds{queue=${queues.status}}`) },
-      queueRunsPerPod: { lifecycle: runsPerPod(before, after, `clusterlet_queue_wait_seconds{queue=${queues.lifecycle}}`, n),
-        status: runsPerPod(before, after, `clusterlet_queue_wait_seconds{queue=${queues.status}}`, n) },
+      queueWaitMs: { lifecycle: waitQuantiles(queues.lifecycle), status: waitQuantiles(queues.status) },
+      statusWaitByPriorityMs: Object.fromEntries(queuePriorities(atReady, queues.status)
+        .map((p) => [p, waitQuantiles(queues.status, p)])),
+      queueRunsPerPod: { lifecycle: runsPerPod(before, after, queues.lifecycle, n), status: runsPerPod(before, after, queues.status, n) },
       ...(atReady.loopDelayP99Seconds !== undefined ? { loopDelayP99Ms: Math.round(atReady.loopDelayP99Seconds * 1000) } : {}),
       connectionWait, ...proc,
       cpuMsPerPod: round1((proc.cpuSeconds * 1000) / n), requestsPerPod,
@@ -785,7 +820,8 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
           log(`N=${n} pair ${pair} offloaded: clusterlet ${r.cpuMsPerPod} CPU-ms/pod (${r.cpuPerApiServer ?? '–'} of the API servers' CPU; by thread ${
             r.cpuByThread ? countsLine(Object.entries(r.cpuByThread).filter(([, v]) => v > 0), '–') : '–'} s); proxy bound → delegate created ${
             pLine(r.proxyBoundToDelegateMs)} (queue wait ${pLine(r.queueWaitMs?.lifecycle)}; member create ${pLine(r.memberCreateMs)}); added ${
-            pLine(r.addedLatencyMs)}; clusterlet's part ${pLine(r.statusMirrorMs)} (queue wait ${pLine(r.queueWaitMs?.status)}); event loop delay p99 ${
+            pLine(r.addedLatencyMs)}; clusterlet's part ${pLine(r.statusMirrorMs)} (queue wait ${pLine(r.queueWaitMs?.status)}${
+            Object.entries(r.statusWaitByPriorityMs ?? {}).map(([p, q]) => `, ${p} ${pLine(q)}`).join('')}); event loop delay p99 ${
             r.loopDelayP99Ms ?? '–'} ms; host status patch ${pLine(r.hostPatchMs)}; waited for a connection: ${waitLine(r.connectionWait)}; member events per pod ${
             countsLine(Object.values(r.mirroredEventsPerPod ?? {}).flatMap((m) => Object.entries(m)), '–')}; RSS ${r.peakRssMB} MB, host writes/pod ${
             r.hostWritesPerPod}; queue runs/pod: lifecycle ${r.queueRunsPerPod?.lifecycle ?? '–'}, status ${

@@ -154,8 +154,8 @@ export const metrics = {
   }),
   queueWait: new HotHistogram({
     name: 'clusterlet_queue_wait_seconds',
-    help: 'How long a key waited in a work queue before a worker took it (client-go\'s workqueue_queue_duration_seconds), by queue.',
-    labelNames: ['queue'] as const, registers: [registry],
+    help: 'How long a key waited in a work queue before a worker took it (client-go\'s workqueue_queue_duration_seconds), by queue and the priority it ran at.',
+    labelNames: ['queue', 'priority'] as const, registers: [registry],
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
   }),
   statusMirror: new HotHistogram({

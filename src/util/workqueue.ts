@@ -24,10 +24,22 @@ export interface WorkQueueOptions {
   baseDelayMs?: number;
   maxDelayMs?: number;
   log?: Logger;
+  /**
+   * The name of each priority (by its number) in clusterlet_queue_wait_seconds' `priority` label: a queue that puts
+   * some keys first has its other keys wait by design, and its waits are read lane by lane. Default: the number.
+   */
+  priorityNames?: readonly string[];
 }
 
 /** A key's priority: a small integer ≥ 0, higher runs first. */
 export type Priority = number;
+
+/** The names of a queue's priorities by number (WorkQueueOptions.priorityNames), from a name → priority table. */
+export function priorityNames(priorities: Record<string, Priority>): string[] {
+  const names: string[] = [];
+  for (const [name, p] of Object.entries(priorities)) names[p] = name;
+  return names;
+}
 
 /**
  * A queued key: its priority, when it was first queued (a sequence number: earlier runs first), and since when it
@@ -61,6 +73,7 @@ export class WorkQueue {
   #opts: WorkQueueOptions;
   #shutdown = false;
   #idleWaiters: (() => void)[] = [];
+  #waitLabels = new Map<Priority, string>();
 
   constructor(opts: WorkQueueOptions) {
     if (!(opts.workers >= 1)) throw new Error(`work queue ${opts.name}: workers must be ≥ 1`);
@@ -175,7 +188,17 @@ export class WorkQueue {
     queueDepths.delete(this);
     metrics.queueDepth.remove({ queue: this.name });
     metrics.syncLatency.remove({ queue: this.name });
-    metrics.queueWait.remove({ queue: this.name });
+    for (const priority of this.#waitLabels.keys()) metrics.queueWait.remove({ queue: this.name, priority: this.#waitLabel(priority) });
+  }
+
+  /** The `priority` label of `priority`'s waits (WorkQueueOptions.priorityNames); each one used is kept for shutdown. */
+  #waitLabel(priority: Priority): string {
+    let label = this.#waitLabels.get(priority);
+    if (label === undefined) {
+      label = this.#opts.priorityNames?.[priority] ?? String(priority);
+      this.#waitLabels.set(priority, label);
+    }
+    return label;
   }
 
   #isIdle(): boolean { return this.depth === 0 && this.#processing.size === 0; }
@@ -213,7 +236,7 @@ export class WorkQueue {
       this.#heap.pop();
       if (this.#queued.get(entry.key) !== entry) continue; // raised since: its newer entry stands
       this.#queued.delete(entry.key);
-      metrics.queueWait.observe({ queue: this.name }, (performance.now() - entry.since) / 1000);
+      metrics.queueWait.observe({ queue: this.name, priority: this.#waitLabel(entry.priority) }, (performance.now() - entry.since) / 1000);
       this.#processing.set(entry.key, entry.priority);
       if (urgent) this.#urgentRunning++;
       void this.#run(entry.key, entry.priority);

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { connectionWaitOf, countsBetween, runsPerPod, cpuPerApiServer, deltas, parseScrape, pLine, statTicks, threadKind, v8Share, restartsLine, histogramQuantile, median, modeOrder, pairMax, pairRatios, percentile, rssKB, summarize,
+import { connectionWaitOf, countsBetween, queuePriorities, queueWaitBuckets, runsPerPod, cpuPerApiServer, deltas, parseScrape, pLine, statTicks, threadKind, v8Share, restartsLine, histogramQuantile, median, modeOrder, pairMax, pairRatios, percentile, rssKB, summarize,
   toMarkdown, waitLine, type OffloadedRun, type RunResult, type Scrape } from '../../bench/bench.ts';
 
 const h = (pairs: [number, number][]): Map<number, number> => new Map(pairs);
@@ -73,11 +73,22 @@ describe('parseScrape', () => {
     assert.equal(parseScrape('').loopDelayP99Seconds, undefined);
   });
 
-  it('counts the runs of a queue between two scrapes, per pod: its waits\' +Inf bucket', () => {
+  it('counts the runs of a queue between two scrapes, per pod: its waits\' +Inf bucket, every priority', () => {
     const at = (n: number) => parseScrape(`clusterlet_queue_wait_seconds_bucket{le="0.1",queue="pods-n"} ${n - 1}\n`
       + `clusterlet_queue_wait_seconds_bucket{le="+Inf",queue="pods-n"} ${n}`);
-    assert.equal(runsPerPod(at(4), at(1004), 'clusterlet_queue_wait_seconds{queue=pods-n}', 400), 2.5);
-    assert.equal(runsPerPod(parseScrape(''), at(3), 'clusterlet_queue_wait_seconds{queue=pods-n}', 3), 1, 'none before: from 0');
+    assert.equal(runsPerPod(at(4), at(1004), 'pods-n', 400), 2.5);
+    assert.equal(runsPerPod(parseScrape(''), at(3), 'pods-n', 3), 1, 'none before: from 0');
+    const lanes = parseScrape([
+      'clusterlet_queue_wait_seconds_bucket{le="1",queue="st",priority="visible"} 8',
+      'clusterlet_queue_wait_seconds_bucket{le="+Inf",queue="st",priority="visible"} 10',
+      'clusterlet_queue_wait_seconds_bucket{le="1",queue="st",priority="change"} 1',
+      'clusterlet_queue_wait_seconds_bucket{le="+Inf",queue="st",priority="change"} 5',
+      'clusterlet_queue_wait_seconds_bucket{le="+Inf",queue="other",priority="0"} 7',
+    ].join('\n'));
+    assert.equal(runsPerPod(parseScrape(''), lanes, 'st', 5), 3);
+    assert.deepEqual([...queueWaitBuckets(lanes, 'st') ?? []], [[1, 9], [Infinity, 15]]);
+    assert.deepEqual([...queueWaitBuckets(lanes, 'st', 'change') ?? []], [[1, 1], [Infinity, 5]]);
+    assert.deepEqual(queuePriorities(lanes, 'st'), ['visible', 'change']);
   });
 });
 

@@ -9,7 +9,7 @@ import { Informer, splitKey, storedSpecs } from '../../kube/informer.ts';
 import { listWatch } from '../../kube/listwatch.ts';
 import { ignoreGone, KubeError, toKubeError } from '../../kube/errors.ts';
 import { writeEvent, writeOwnEvent, type EventSubject } from '../../kube/events.ts';
-import { WorkQueue, type HandlerResult, type Priority } from '../../util/workqueue.ts';
+import { priorityNames, WorkQueue, type HandlerResult, type Priority } from '../../util/workqueue.ts';
 import { backoffDelay } from '../../util/backoff.ts';
 import { isDaemonSetPod, isTerminal } from '../../forge/pod.ts';
 import { restartsAfterLoss } from '../../forge/status.ts';
@@ -129,10 +129,10 @@ export class PodController {
     this.pods = opts.proxies ?? proxyInformer(host, opts.nodeName, log, opts.watchSilenceMs);
     // A step of the deletion protocol is one request: it has workers of its own, and never waits behind creations.
     const names = podQueueNames(opts.nodeName);
-    this.#queue = new WorkQueue({ name: names.lifecycle, workers: opts.workers, log, maxDelayMs: 60_000,
+    this.#queue = new WorkQueue({ name: names.lifecycle, workers: opts.workers, log, maxDelayMs: 60_000, priorityNames: priorityNames(LIFECYCLE),
       urgent: { priority: LIFECYCLE.removeProxy, workers: 2 * opts.workers } });
     // Status writes wait on the host API server rather than on us: twice the workers keep them flowing.
-    this.#statusQueue = new WorkQueue({ name: names.status, workers: 2 * opts.workers, log, maxDelayMs: 10_000 });
+    this.#statusQueue = new WorkQueue({ name: names.status, workers: 2 * opts.workers, log, maxDelayMs: 10_000, priorityNames: priorityNames(STATUS) });
   }
 
   get queue(): WorkQueue { return this.#queue; }

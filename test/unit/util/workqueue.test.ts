@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { WorkQueue } from '../../../src/util/workqueue.ts';
+import { priorityNames, WorkQueue } from '../../../src/util/workqueue.ts';
 import { metrics, registry } from '../../../src/metrics.ts';
 import type { Handler, HandlerResult, WorkQueueOptions } from '../../../src/util/workqueue.ts';
 
@@ -150,6 +150,33 @@ describe('WorkQueue', () => {
       gate.release('b');
       await q.idle();
       q.shutdown();
+    });
+
+    it('observes the waits by the priority each key ran at, named as the queue names them, and drops them at shutdown', async (t) => {
+      let now = 1000;
+      t.mock.method(performance, 'now', () => now);
+      const names = priorityNames({ later: 0, first: 1 });
+      assert.deepEqual(names, ['later', 'first']);
+      const { q, gate } = started({ name: 'wait-lanes', workers: 1, priorityNames: names });
+      q.add('x', 1);
+      await gate.waiting(1);
+      q.add('a', 0);
+      q.add('b', 1);
+      now += 100;
+      gate.release('x');
+      await gate.waiting(1);
+      now += 200;
+      gate.release('b');
+      await gate.waiting(1);
+      gate.release('a');
+      await q.idle();
+      const byLane = async (priority: string) => (await metrics.queueWait.get()).values
+        .filter((v) => v.labels.queue === 'wait-lanes' && v.labels.priority === priority && v.metricName === 'clusterlet_queue_wait_seconds_sum')
+        .map((v) => Math.round(v.value * 1000));
+      assert.deepEqual(await byLane('first'), [100], 'x at once, b after x\'s 100 ms');
+      assert.deepEqual(await byLane('later'), [300], 'a behind both');
+      q.shutdown();
+      assert.doesNotMatch(await registry.metrics(), /queue="wait-lanes"/);
     });
 
     it('a key added while it runs waits from the end of that run, not during it (as client-go\'s)', async (t) => {

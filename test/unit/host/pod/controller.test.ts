@@ -79,10 +79,11 @@ async function created(): Promise<{ host: FakeHost; provider: FakeProvider }> {
 
 const isReadyOnHost = (host: FakeHost, name: string): boolean => host.condition(NS, name, 'Ready')?.status === 'True';
 
-/** Runs of the status queue so far (each key a worker took: clusterlet_queue_wait_seconds' count). */
+/** Runs of the status queue so far (each key a worker took: clusterlet_queue_wait_seconds' count, every priority). */
 async function statusRuns(): Promise<number> {
-  const values = (await metrics.queueWait.get()).values;
-  return values.find((v) => v.metricName === 'clusterlet_queue_wait_seconds_count' && v.labels.queue === `pod-status-${NODE}`)?.value ?? 0;
+  return (await metrics.queueWait.get()).values
+    .filter((v) => v.metricName === 'clusterlet_queue_wait_seconds_count' && v.labels.queue === `pod-status-${NODE}`)
+    .reduce((sum, v) => sum + v.value, 0);
 }
 
 describe('PodController', () => {

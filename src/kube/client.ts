@@ -542,7 +542,6 @@ function rootCode(err: unknown): string {
   return code;
 }
 
-/** Reads a response to its end, keeping nothing; resolves with ''. */
 /** The object's resourceVersion in a write's answer (its metadata, or the whole object); undefined if none. */
 export function versionOf(text: string): string | undefined {
   try {
@@ -553,6 +552,7 @@ export function versionOf(text: string): string | undefined {
   }
 }
 
+/** Reads a response to its end, keeping nothing; resolves with ''. */
 function drain(res: Body): Promise<string> {
   return new Promise((resolve, reject) => {
     res.on('end', () => resolve(''));

@@ -58,6 +58,7 @@ export class Informer<T extends KubernetesObject> {
   #events = new Subject<StoreEvent<T>>();
   #sub: Subscription | undefined;
   #synced = false;
+  #relists = 0;
   #syncWaiters: (() => void)[] = [];
 
   constructor(name: string, source: Observable<ListWatchEvent<T>>, opts: InformerOptions<T> = {}) {
@@ -72,6 +73,11 @@ export class Informer<T extends KubernetesObject> {
   get events$(): Observable<StoreEvent<T>> { return this.#events.asObservable(); }
   get hasSynced(): boolean { return this.#synced; }
   get size(): number { return this.#store.size; }
+  /**
+   * Lists applied so far (the first, and each relist after a watch could not resume). A relist reports only where the
+   * store ends up: changes made between two of its events may have left no event of their own.
+   */
+  get relists(): number { return this.#relists; }
 
   start(): this {
     this.#sub ??= this.#source.subscribe({
@@ -112,6 +118,7 @@ export class Informer<T extends KubernetesObject> {
 
   #apply(ev: ListWatchEvent<T>): void {
     if (ev.type === 'SYNC') {
+      this.#relists++;
       const seen = new Set<string>();
       for (const obj of ev.items) {
         const key = objectKey(obj);

@@ -114,12 +114,14 @@ export class PodController {
    */
   #removed = new Map<string, string>();
   /**
-   * The resourceVersion each proxy was left at by this controller's last status write to it, by key, until the next
-   * status change of that proxy comes. The watch event of our own write needs no status check: the write carried the
-   * whole mirrored status (proxyStatusPatch), so the proxy at that version is what a check would write, whatever
-   * another writer had changed before it; a change of the delegate since queues its own. Any other version is checked.
+   * The resourceVersion each proxy was left at by this controller's last write of its whole mirrored status (#syncStatus),
+   * with the informer's relist count when it was sent, by key, until the next status change of that proxy comes. The
+   * watch event of that write needs no status check: the proxy at that version is what a check would write (a change
+   * another writer made before it came as an event of its own, and was checked); a change of the delegate since queues
+   * its own. Any other version is checked, and so is any version after a relist, which may fold another writer's change
+   * into the event of ours.
    */
-  #ownWrites = new Map<string, string>();
+  #ownWrites = new Map<string, { rv: string; relists: number }>();
 
   constructor(host: ClusterClient, provider: PodProvider, log: Logger, opts: PodControllerOptions) {
     this.#host = host;
@@ -456,7 +458,7 @@ export class PodController {
   async #syncStatus(proxy: V1Pod, running: ProviderPod): Promise<boolean> {
     const patch = proxyStatusUpdate(proxy, running, this.#provider.getPodStatus(proxy.metadata!.namespace!, proxy.metadata!.name!));
     if (!patch) return false;
-    await this.#patchStatus(proxy, patch);
+    await this.#patchStatus(proxy, patch, true);
     if (this.#log.isLevelEnabled('debug')) {
       const ready = (st: object) => (st as V1PodStatus).conditions?.find((c) => c.type === 'Ready')?.status;
       this.#log.debug({ namespace: proxy.metadata!.namespace, pod: proxy.metadata!.name, phase: patch.phase,
@@ -465,21 +467,29 @@ export class PodController {
     return true;
   }
 
-  /** Whether `proxy` (a status change of `key`) is as this controller's last status write to it left it (#ownWrites). */
+  /** Whether `proxy` (a status change of `key`) is as this controller's last whole-status write left it (#ownWrites). */
   #isOwnWrite(key: string, proxy: V1Pod): boolean {
     const own = this.#ownWrites.get(key);
     if (own === undefined) return false;
     this.#ownWrites.delete(key);
-    return own === proxy.metadata?.resourceVersion;
+    return own.rv === proxy.metadata?.resourceVersion && own.relists === this.pods.relists;
   }
 
-  async #patchStatus(proxy: V1Pod, status: object): Promise<void> {
+  /** Patches the proxy's status; `whole`: the patch is its whole mirrored status (proxyStatusPatch), see #ownWrites. */
+  async #patchStatus(proxy: V1Pod, status: object, whole = false): Promise<void> {
     const namespace = proxy.metadata!.namespace!;
     const name = proxy.metadata!.name!;
+    const uid = proxy.metadata!.uid;
+    const key = `${namespace}/${name}`;
+    const relists = this.pods.relists;
+    // Kept only while the proxy is (its DELETED event may come before this answer: the entry would never go).
+    const onVersion = whole
+      ? (rv: string) => { if (this.pods.get(key)?.metadata?.uid === uid) this.#ownWrites.set(key, { rv, relists }); }
+      : undefined;
     try {
       await this.#host.core.patchNamespacedPodStatus({
-        namespace, name, body: { metadata: { uid: proxy.metadata!.uid }, status },
-      }, { ...strategic, onVersion: (rv) => this.#ownWrites.set(`${namespace}/${name}`, rv) });
+        namespace, name, body: { metadata: { uid }, status },
+      }, { ...strategic, onVersion });
       this.#counted('status');
     } catch (err) {
       const k = toKubeError(err);

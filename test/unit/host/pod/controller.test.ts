@@ -133,6 +133,25 @@ describe('PodController', () => {
     assert.ok(isReadyOnHost(host, 'a'));
   });
 
+  it('checks its own write\'s version again after a relist, which may fold another writer\'s earlier change into it', async () => {
+    const { host, provider, p, c } = await madeReady();
+    // The watch is down: another writer sets a reason on the proxy, then clusterlet writes a change of the delegate's
+    // from its older view (no reason there to remove); the relist brings both as one change, at our write's version.
+    host.dropEvents = true;
+    const lost = structuredClone(host.get(NS, 'a')!);
+    lost.status = { ...lost.status, reason: 'NodeLost', message: 'the node stopped answering' };
+    host.put(lost);
+    provider.set(`${NS}/a`, { proxyUID: p.metadata!.uid!, terminating: false, phase: 'Running', status: { ...ready(), podIP: '10.1.0.6' } });
+    await eventually('the IP written', () => host.get(NS, 'a')!.status!.podIP === '10.1.0.6');
+    const rv = host.get(NS, 'a')!.metadata!.resourceVersion;
+    assert.equal(host.get(NS, 'a')!.status!.reason, 'NodeLost');
+    host.dropEvents = false;
+    host.expireWatches();
+    await eventually('the relist seen', () => c.pods.get(`${NS}/a`)?.metadata?.resourceVersion === rv);
+    await c.idle();
+    assert.equal(host.get(NS, 'a')!.status!.reason, undefined, 'the delegate has no reason: the check cleared it');
+  });
+
   it('writes no status from an unreachable back end; resync$ brings every proxy back in line', async () => {
     const { host, provider } = await twoReady();
     provider.reachable = false;

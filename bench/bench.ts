@@ -574,17 +574,19 @@ function seriesLabels(series: string): Record<string, string> {
  * series have a `priority` label since 2026-11-29, and not before.
  */
 export function queueWaitBuckets(s: Scrape, queue: string, priority?: string): Map<number, number> | undefined {
-  const series = [...s.buckets.keys()].filter((k) => k.startsWith('clusterlet_queue_wait_seconds{')).filter((k) => {
-    const l = seriesLabels(k);
-    return l.queue === queue && (priority === undefined || l.priority === priority);
-  });
-  return sumBuckets(series.map((k) => s.buckets.get(k)));
+  return sumBuckets(queueWaitSeries(s, queue).filter((w) => priority === undefined || w.priority === priority).map((w) => w.buckets));
 }
 
 /** The priorities `queue`'s waits have series of. */
 export function queuePriorities(s: Scrape, queue: string): string[] {
-  return [...s.buckets.keys()].filter((k) => k.startsWith('clusterlet_queue_wait_seconds{'))
-    .map(seriesLabels).filter((l) => l.queue === queue && l.priority !== undefined).map((l) => l.priority!);
+  return queueWaitSeries(s, queue).flatMap((w) => (w.priority === undefined ? [] : [w.priority]));
+}
+
+/** The series of clusterlet_queue_wait_seconds for `queue`: each one's priority label (if it has one) and buckets. */
+function queueWaitSeries(s: Scrape, queue: string): { priority?: string; buckets: Map<number, number> }[] {
+  return [...s.buckets].filter(([k]) => k.startsWith('clusterlet_queue_wait_seconds{'))
+    .map(([k, buckets]) => ({ labels: seriesLabels(k), buckets }))
+    .filter((w) => w.labels.queue === queue).map((w) => ({ priority: w.labels.priority, buckets: w.buckets }));
 }
 
 /** Runs of `queue` between two scrapes (its waits' +Inf bucket's rise, every priority), per pod. */
@@ -728,15 +730,14 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
     const cpuToReady = cpu.seconds();
     const atReady = await scrape(opts.metricsURL);
     const queues = podQueueNames(opts.virtualNode);
-    const quantiles = (series: string): { p50?: number; p99?: number } => ({
-      p50: histogramQuantile(before.buckets.get(series), atReady.buckets.get(series), 0.5),
-      p99: histogramQuantile(before.buckets.get(series), atReady.buckets.get(series), 0.99),
+    // p50 / p99 from creation to all Ready of a histogram's buckets, as `buckets` reads them from a scrape.
+    const between = (buckets: (sc: Scrape) => Map<number, number> | undefined): { p50?: number; p99?: number } => ({
+      p50: histogramQuantile(buckets(before), buckets(atReady), 0.5),
+      p99: histogramQuantile(buckets(before), buckets(atReady), 0.99),
     });
+    const quantiles = (series: string) => between((sc) => sc.buckets.get(series));
     // A queue's waits, all priorities together or one lane's.
-    const waitQuantiles = (queue: string, priority?: string): { p50?: number; p99?: number } => {
-      const [b, a] = [before, atReady].map((sc) => queueWaitBuckets(sc, queue, priority));
-      return { p50: histogramQuantile(b, a, 0.5), p99: histogramQuantile(b, a, 0.99) };
-    };
+    const waitQuantiles = (queue: string, priority?: string) => between((sc) => queueWaitBuckets(sc, queue, priority));
     const connectionWait = Object.fromEntries(['host', 'member'].map((cluster) => [cluster,
       connectionWaitOf(before, atReady, cluster)]));
     const readyMs = Math.max(...proxies.readyAt.values()) - t0;

@@ -16,7 +16,7 @@ import { loadSourceMap } from './sourcemap.mjs';
 
 const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '30' }, inclusive: { type: 'boolean', default: false } } });
 if (positionals.length !== 1) {
-  process.stderr.write('usage: perfsummary.mjs PERF.DATA [--top N]\n');
+  process.stderr.write('usage: perfsummary.mjs PERF.DATA [--top N] [--inclusive]\n');
   process.exit(2);
 }
 const text = execFileSync('perf', ['report', '-i', positionals[0], '--no-children', '-n', '--sort', 'comm,dso,symbol', '--stdio', '-g', 'none'],
@@ -80,20 +80,20 @@ if (values.inclusive) {
   // "JS:*'name file:///…/dist/cli.js:202:1005" (tier mark, then a quote on some): one name for all tiers, and frames
   // of the bundle named by the TypeScript module and line they were built from (its source map; 1-based positions).
   const cache = new Map();
+  const sourceMaps = new Map();
   const jsName = (sym) => {
     let n = cache.get(sym);
     if (n !== undefined) return n;
     n = sym.replace(/^JS:[*+^~]?'?/, '').trim();
     const at = /^(.*?)\s*(file:\/\/\S+?):(\d+):(\d+)$/.exec(n);
     if (at) {
-      const src = (sourceMaps.get(at[2]) ?? sourceMaps.set(at[2], loadSourceMap(undefined, at[2])).get(at[2]))
-        ?.({ lineNumber: Number(at[3]) - 1, columnNumber: Number(at[4]) - 1 });
+      if (!sourceMaps.has(at[2])) sourceMaps.set(at[2], loadSourceMap(undefined, at[2]));
+      const src = sourceMaps.get(at[2])?.({ lineNumber: Number(at[3]) - 1, columnNumber: Number(at[4]) - 1 });
       if (src) n = `${at[1] || '(anonymous)'} ${src.file}:${src.line}`;
     }
     cache.set(sym, n);
     return n;
   };
-  const sourceMaps = new Map();
   const script = execFileSync('perf', ['script', '-i', positionals[0], '-F', 'comm,ip,sym'],
     { encoding: 'utf8', maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'ignore'] });
   const incl = new Map();

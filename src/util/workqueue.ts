@@ -188,7 +188,7 @@ export class WorkQueue {
     queueDepths.delete(this);
     metrics.queueDepth.remove({ queue: this.name });
     metrics.syncLatency.remove({ queue: this.name });
-    for (const priority of this.#waitLabels.keys()) metrics.queueWait.remove({ queue: this.name, priority: this.#waitLabel(priority) });
+    for (const priority of this.#waitLabels.values()) metrics.queueWait.remove({ queue: this.name, priority });
   }
 
   /** The `priority` label of `priority`'s waits (WorkQueueOptions.priorityNames); each one used is kept for shutdown. */

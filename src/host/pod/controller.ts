@@ -175,13 +175,14 @@ export class PodController {
       }),
       this.#provider.podChanges$.subscribe((change) => {
         if (change.lifecycle) this.#queue.add(change.key, this.#lifecyclePriority(change.key));
+        const running = this.#delegateOf(change.key);
         // A delegate gone has no status left to mirror: what becomes of its proxy is the lifecycle's.
-        if (!this.#delegateOf(change.key)) {
+        if (!running) {
           this.#statusSeen.delete(change.key);
           return;
         }
         this.#statusSeen.set(change.key, performance.now());
-        this.#queueStatus(change.key);
+        this.#queueStatus(change.key, running);
       }),
       // Events give way to status writes, which the user waits for more: both go to the host API server, and a burst
       // of pods becoming Ready comes with the member's events about them (Scheduled, Pulled, Started…). For a while
@@ -255,9 +256,8 @@ export class PodController {
    * its status is written a little later, as one patch. Anything else is written at once, before other status work
    * if the proxy's phase or readiness is about to change.
    */
-  #queueStatus(key: string): void {
-    const running = this.#delegateOf(key);
-    if (running?.phase === 'Pending') {
+  #queueStatus(key: string, running: ProviderPod): void {
+    if (running.phase === 'Pending') {
       this.#statusQueue.addAfter(key, PENDING_STATUS_DELAY_MS, STATUS.change);
     } else {
       this.#statusQueue.add(key, this.#statusPriority(key, running));

@@ -88,12 +88,7 @@ async function statusRuns(): Promise<number> {
 
 describe('PodController', () => {
   it('sets back a proxy status someone else changed (the node-lifecycle controller marking it NotReady)', async () => {
-    const host = new FakeHost();
-    const provider = new FakeProvider();
-    const p = host.put(proxy('a'));
-    provider.pods.set(`${NS}/a`, { proxyUID: p.metadata!.uid!, terminating: false, phase: 'Running', status: ready() });
-    start(host, provider);
-    await eventually('the proxy Ready', () => isReadyOnHost(host, 'a'));
+    const { host } = await madeReady();
     const marked = structuredClone(host.get(NS, 'a')!);
     marked.status!.conditions = marked.status!.conditions!.map((c) => c.type === 'Ready' ? { ...c, status: 'False', reason: 'NodeNotReady' } : c);
     host.put(marked);

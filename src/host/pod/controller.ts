@@ -108,9 +108,9 @@ export class PodController {
   /** When the latest delegate status change not yet written to its proxy was seen, by key (performance.now()). */
   #statusSeen = new Map<string, number>();
   /**
-   * The UID of each proxy this controller removed (its final delete answered), by key, until the informer shows it
-   * gone: a sync in between (the member's late word on the pod) sends no second delete. At N=1,000 that was 0.44 of a
-   * delete per pod, each a 404.
+   * The UID of each proxy this controller removes (its final delete sent), by key, until the informer shows it gone:
+   * a sync in between (the member's late word on the pod) sends no second delete (at N=1,000 that was 0.44 of a delete
+   * per pod, each a 404), and the removal's own watch events queue no sync (#isOwnRemoval).
    */
   #removed = new Map<string, string>();
   /**
@@ -165,8 +165,11 @@ export class PodController {
     this.#statusQueue.start((key) => this.#syncStatusKey(key));
     this.#subs.push(
       this.pods.events$.subscribe((ev) => {
-        // Status-only changes (most of them our own writes) are no business of the lifecycle.
-        if (!ev.old || ev.type === 'DELETED' || !onlyStatusChanged(ev.old, ev.object)) this.#queue.add(ev.key, this.#lifecyclePriority(ev.key));
+        // Status-only changes (most of them our own writes) are no business of the lifecycle, nor are the events of
+        // a proxy this controller removed.
+        if ((!ev.old || ev.type === 'DELETED' || !onlyStatusChanged(ev.old, ev.object)) && !this.#isOwnRemoval(ev.key, ev.object, ev.type)) {
+          this.#queue.add(ev.key, this.#lifecyclePriority(ev.key));
+        }
         // Someone else changed the proxy's status: set it back to what the provider reports.
         if (ev.old && !statusEqual(ev.object.status, ev.old.status) && !this.#isOwnWrite(ev.key, ev.object)) {
           this.#statusQueue.add(ev.key, this.#statusPriority(ev.key, this.#delegateOf(ev.key)));
@@ -174,8 +177,10 @@ export class PodController {
         if (ev.type === 'DELETED') this.#ownWrites.delete(ev.key);
       }),
       this.#provider.podChanges$.subscribe((change) => {
-        if (change.lifecycle) this.#queue.add(change.key, this.#lifecyclePriority(change.key));
         const running = this.#delegateOf(change.key);
+        // A delegate terminating asks nothing of the lifecycle (every step of it waits for the delegate to be gone, or
+        // leaves it be): the change that does is its end.
+        if (change.lifecycle && !running?.terminating) this.#queue.add(change.key, this.#lifecyclePriority(change.key));
         // A delegate gone has no status left to mirror: what becomes of its proxy is the lifecycle's.
         if (!running) {
           this.#statusSeen.delete(change.key);
@@ -372,6 +377,8 @@ export class PodController {
     // Nothing runs any more: finish the deletion, as a kubelet does once its containers are gone.
     const uid = proxy.metadata!.uid!;
     if (this.#removed.get(key) === uid) return;
+    // Marked before the request: its watch events (the grace period set to 0, then DELETED) may come before its answer.
+    this.#removed.set(key, uid);
     try {
       await this.#host.core.deleteNamespacedPod({
         namespace: proxy.metadata!.namespace!, name: proxy.metadata!.name!, gracePeriodSeconds: 0,
@@ -379,9 +386,23 @@ export class PodController {
       }, DISCARD);
       this.#counted('deleted');
     } catch (err) {
-      ignoreGone(err);
+      try {
+        ignoreGone(err);
+      } catch (failed) {
+        this.#removed.delete(key);
+        throw failed;
+      }
     }
-    this.#removed.set(key, uid);
+  }
+
+  /**
+   * Whether an event of `key`'s proxy is one of its removal by this controller (#removed: the grace period set to 0,
+   * then DELETED), with no delegate left for the key: a sync would find nothing to do. A DELETED one ends the mark.
+   */
+  #isOwnRemoval(key: string, proxy: V1Pod, type: string): boolean {
+    if (this.#removed.get(key) !== proxy.metadata?.uid || this.#delegateOf(key)) return false;
+    if (type === 'DELETED') this.#removed.delete(key);
+    return true;
   }
 
   /** No delegate: create one, unless the proxy is finished or its lost delegate is not to be restarted. */

@@ -19,6 +19,8 @@ export class FakeHost {
   /** Holds the watch's DELETED events until releaseDeletes(): a watch behind the writes, as under load. */
   holdDeletes = false;
   #heldDeletes: V1Pod[] = [];
+  /** Pod deletes still to refuse as a host that is away would (503). */
+  failDeletes = 0;
   /** Event creations still to refuse as a host that is away would (503). */
   failEventCreates = 0;
   /** Awaited by each status patch before it is applied: one may be held (a slow host) or refused (it throws). */
@@ -99,7 +101,12 @@ export class FakeHost {
         this.deleteRequests++;
         const pod = this.pods.get(key);
         if (!pod) throw notFound(`pod ${key}`);
+        if (this.failDeletes > 0 && this.failDeletes--) throw new KubeError('Unavailable', 503, 'ServiceUnavailable', 'the host is away');
         this.deletes.push({ key, grace: p.gracePeriodSeconds });
+        if (pod.metadata?.deletionTimestamp && p.gracePeriodSeconds === 0 && pod.metadata.deletionGracePeriodSeconds !== 0) {
+          // As kube-apiserver: the shorter grace period of a pod already terminating is written (MODIFIED), then it goes.
+          this.put({ ...pod, metadata: { ...pod.metadata, deletionGracePeriodSeconds: 0 } });
+        }
         this.pods.delete(key);
         if (this.holdDeletes) this.#heldDeletes.push(pod); else this.#emit('DELETED', pod);
         return pod;

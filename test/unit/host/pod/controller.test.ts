@@ -79,12 +79,14 @@ async function created(): Promise<{ host: FakeHost; provider: FakeProvider }> {
 
 const isReadyOnHost = (host: FakeHost, name: string): boolean => host.condition(NS, name, 'Ready')?.status === 'True';
 
-/** Runs of the status queue so far (each key a worker took: clusterlet_queue_wait_seconds' count, every priority). */
-async function statusRuns(): Promise<number> {
+/** Runs of a queue so far (each key a worker took: clusterlet_queue_wait_seconds' count, every priority). */
+async function queueRuns(queue: string): Promise<number> {
   return (await metrics.queueWait.get()).values
-    .filter((v) => v.metricName === 'clusterlet_queue_wait_seconds_count' && v.labels.queue === `pod-status-${NODE}`)
+    .filter((v) => v.metricName === 'clusterlet_queue_wait_seconds_count' && v.labels.queue === queue)
     .reduce((sum, v) => sum + v.value, 0);
 }
+const statusRuns = (): Promise<number> => queueRuns(`pod-status-${NODE}`);
+const lifecycleRuns = (): Promise<number> => queueRuns(`pods-${NODE}`);
 
 describe('PodController', () => {
   it('sets back a proxy status someone else changed (the node-lifecycle controller marking it NotReady)', async () => {
@@ -265,6 +267,36 @@ describe('PodController', () => {
     assert.deepEqual(host.deletes, [{ key: `${NS}/a`, grace: 0 }]);
   });
 
+  it('deletion: a delegate beginning to terminate and the events of the proxy\'s own removal queue no lifecycle sync', async () => {
+    const { host, provider, p, c } = await madeReady();
+    const before = await lifecycleRuns();
+    host.put({ ...host.get(NS, 'a')!, metadata: { ...p.metadata, deletionTimestamp: new Date(), deletionGracePeriodSeconds: 30 } });
+    await eventually('delegate deleted', () => provider.count('delete') === 1);
+    await c.idle();
+    assert.equal(await lifecycleRuns() - before, 1, 'the proxy\'s deletion: one run, which deletes the delegate');
+    // The member marks the delegate terminating (its deletion's own event), later it is gone.
+    provider.set(`${NS}/a`, { ...provider.pods.get(`${NS}/a`)!, terminating: true }, true);
+    await c.idle();
+    assert.equal(await lifecycleRuns() - before, 1, 'a delegate terminating asks nothing of the lifecycle');
+    provider.lose(`${NS}/a`);
+    await eventually('proxy removed', () => host.get(NS, 'a') === undefined);
+    await eventually('the informer saw it go', () => c.pods.get(`${NS}/a`) === undefined);
+    await c.idle();
+    assert.deepEqual(host.deletes, [{ key: `${NS}/a`, grace: 0 }]);
+    assert.equal(await lifecycleRuns() - before, 2, 'the delegate gone: one run, which removes the proxy; its MODIFIED (grace 0) and DELETED none');
+  });
+
+  it('removes a proxy the host refused to delete once: the removal is tried again', async () => {
+    const { host, provider, p, c } = await madeReady();
+    host.failDeletes = 1;
+    host.put({ ...host.get(NS, 'a')!, metadata: { ...p.metadata, deletionTimestamp: new Date(), deletionGracePeriodSeconds: 0 } });
+    await eventually('delegate deleted', () => provider.count('delete') === 1);
+    provider.lose(`${NS}/a`);
+    await eventually('proxy removed, on the second try', () => host.get(NS, 'a') === undefined);
+    await c.idle();
+    assert.equal(host.deleteRequests, 2);
+  });
+
   it('removes a proxy once: another sync before the watch shows it gone sends no second delete', async () => {
     const host = new FakeHost();
     const provider = new FakeProvider();
@@ -284,8 +316,8 @@ describe('PodController', () => {
     assert.equal(host.deleteRequests, 1);
     host.releaseDeletes();
     await eventually('the informer saw it go', () => c.pods.get(`${NS}/a`) === undefined);
-    // A new pod of the same name is removed in its turn.
-    const q = host.put(proxy('a', { uid: 'uid-a2', status: ready() }));
+    // A new pod of the same name is removed in its turn (it comes deleted: no delegate made for it in between).
+    const q = proxy('a', { uid: 'uid-a2', status: ready() });
     host.put({ ...q, metadata: { ...q.metadata, deletionTimestamp: new Date(), deletionGracePeriodSeconds: 0 } });
     await eventually('the new proxy removed', () => host.get(NS, 'a') === undefined);
     assert.equal(host.deleteRequests, 2);

@@ -8,8 +8,11 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { Informer } from '../kube/informer.ts';
 import { hostRefOf, type HostRef, type Owner } from '../forge/owner.ts';
 
-/** A delegate changed: `lifecycle` when it appeared, went, or began terminating (else only its status changed). */
-export interface DelegateChange { hostKey: string; memberKey: string; lifecycle: boolean }
+/**
+ * A delegate changed: `lifecycle` when it appeared, went, or began terminating (else only its status changed);
+ * `resourceVersion`, the version the change left it at.
+ */
+export interface DelegateChange { hostKey: string; memberKey: string; lifecycle: boolean; resourceVersion: string | undefined }
 
 export class DelegateIndex {
   readonly owner: Owner;
@@ -42,7 +45,7 @@ export class DelegateIndex {
       }
       const lifecycle = ev.type !== 'MODIFIED'
         || (ev.old?.metadata?.deletionTimestamp === undefined) !== (ev.object.metadata?.deletionTimestamp === undefined);
-      this.#changes.next({ hostKey, memberKey: ev.key, lifecycle });
+      this.#changes.next({ hostKey, memberKey: ev.key, lifecycle, resourceVersion: ev.object.metadata?.resourceVersion });
     });
   }
 

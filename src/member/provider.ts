@@ -5,6 +5,7 @@ import { LRUCache } from 'lru-cache';
 import { upTo } from '../util/lru.ts';
 import type { CoreV1Event, V1EphemeralContainer, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { MemberCluster } from './cluster.ts';
+import type { DelegateChange } from './delegates.ts';
 import { checkMemberNamespace } from '../config.ts';
 import { DISCARD, PATCH } from '../kube/client.ts';
 import { listWatch, type ListWatchEvent } from '../kube/listwatch.ts';
@@ -74,6 +75,11 @@ export class MemberPodProvider implements PodProvider {
   #refusedResizes = new Map<string, Refusal>();
   /** Host keys whose refused resize came or went: their status changed. */
   #resizeChanges = new Subject<PodChange>();
+  /**
+   * The resourceVersion each delegate this provider created was left at by its create, by member key, until the next
+   * change of that key comes (#isOwnCreation); bounded, for the answers whose delegate a relist never showed.
+   */
+  #created = new LRUCache<string, string>(upTo(20_000));
 
   constructor(member: ProviderMember, mirror: ObjectMirror, log: Logger, opts: MemberPodProviderOptions) {
     this.#member = member;
@@ -83,7 +89,7 @@ export class MemberPodProvider implements PodProvider {
     this.#opts = { eventReplayWindowMs: 120_000, ...rest };
     this.#volumes = volumes;
     // A delegate changed, or an object a waiting pod needs appeared.
-    this.podChanges$ = merge(member.delegates.changes$.pipe(map((c) => ({ key: c.hostKey, lifecycle: c.lifecycle }))),
+    this.podChanges$ = merge(member.delegates.changes$.pipe(map((c) => ({ key: c.hostKey, lifecycle: c.lifecycle && !this.#isOwnCreation(c) }))),
       mirror.wake$.pipe(map((key) => ({ key, lifecycle: true }))), this.#resizeChanges);
     // The member answers (at start, or again): everything is synced again (see PodNotifier.resync$). Status is not
     // written before the first probe answers, so the first answer counts too.
@@ -177,14 +183,22 @@ export class MemberPodProvider implements PodProvider {
     let created = false;
     try {
       // Marked before the create: the member's scheduler may report on the delegate before the create returns.
-      this.#unseen.set(`${ns}/${body.metadata!.name}`, []);
-      await this.#member.client.core.createNamespacedPod({ namespace: ns, body }, DISCARD);
+      const memberKey = `${ns}/${body.metadata!.name}`;
+      this.#unseen.set(memberKey, []);
+      // A proxy's ephemeral containers cannot be created with its delegate: the sync after it appears adds them.
+      const onVersion = proxy.spec?.ephemeralContainers?.length ? undefined : (rv: string) => { this.#created.set(memberKey, rv); };
+      await this.#member.client.core.createNamespacedPod({ namespace: ns, body }, { ...DISCARD, onVersion });
       created = true;
       this.#log.debug({ namespace: ns, pod: body.metadata?.name }, 'delegate created');
       return prepared.notices;
     } catch (err) {
       const k = toKubeError(err);
-      if (k.kind === 'AlreadyExists') { await this.#checkExisting(ns, proxy); return []; }
+      if (k.kind === 'AlreadyExists') {
+        // Asked again before the delegate showed (the proxy may have changed meanwhile): its appearance is a change.
+        this.#created.delete(`${ns}/${body.metadata!.name}`);
+        await this.#checkExisting(ns, proxy);
+        return [];
+      }
       if (k.kind === 'NotFound') this.#namespaces.delete(ns); // the namespace went away under us: recreate next time
       if (k.kind === 'Forbidden' || k.kind === 'Invalid' || k.kind === 'BadRequest') {
         throw new PodRejectedError(k.reason || k.kind, k.message, { cause: err });
@@ -193,6 +207,18 @@ export class MemberPodProvider implements PodProvider {
     } finally {
       prepared.release(created);
     }
+  }
+
+  /**
+   * Whether a delegate's change is its appearance as this provider's create left it (the version that create
+   * answered with): that is no lifecycle change, as the controller that asked for it has had its answer, and a sync
+   * would find the delegate as forged from the proxy. Any change of the key ends the wait for it.
+   */
+  #isOwnCreation(c: DelegateChange): boolean {
+    const rv = this.#created.get(c.memberKey);
+    if (rv === undefined) return false;
+    this.#created.delete(c.memberKey);
+    return rv === c.resourceVersion;
   }
 
   /** A pod of that name exists: fine if it is this proxy's delegate, a conflict if it is not ours. */

@@ -71,7 +71,8 @@ export interface PodChange {
   key: string;
   /**
    * The pod appeared, disappeared or began terminating (or something it waited for appeared): the
-   * controller's lifecycle must look at it. Otherwise only its status changed.
+   * controller's lifecycle must look at it. Otherwise only its status changed. A pod appearing just as the provider's
+   * createPod made it is not such a change: the createPod has answered the controller already.
    */
   lifecycle: boolean;
 }

@@ -360,6 +360,11 @@ export class PodController {
     // Its resources too (an in-place resize); what the back end refused comes back as notices.
     const notices = await this.#provider.updatePod(proxy);
     for (const n of notices) await this.#event(proxy, n.type, n.reason, n.message);
+    await this.#offloadedAgain(proxy);
+  }
+
+  /** The Offloaded condition back to True, where an earlier try set it otherwise (a proxy never refused has none). */
+  async #offloadedAgain(proxy: V1Pod): Promise<void> {
     const offloaded = proxy.status?.conditions?.find((c) => c.type === OFFLOADED_CONDITION);
     if (offloaded && offloaded.status !== 'True') {
       await this.#setOffloaded(proxy, 'True', 'DelegateCreated', `running in member ${this.#opts.member}`);
@@ -425,6 +430,8 @@ export class PodController {
       const notices = await this.#provider.createPod(proxy, { restarts });
       this.#counted('created');
       for (const n of notices) await this.#event(proxy, n.type, n.reason, n.message);
+      // Here, not on the delegate's appearance: that queues no sync (PodChange.lifecycle).
+      await this.#offloadedAgain(proxy);
     } catch (err) {
       if (!(err instanceof PodRejectedError)) throw err;
       this.#counted('rejected');

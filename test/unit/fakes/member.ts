@@ -4,7 +4,7 @@
 // the API does, a pod cannot be created in a namespace that does not exist. Every call is recorded by method name,
 // failed or not.
 import type { CoreV1Event, V1Container, V1DeleteOptions, V1Namespace, V1Pod } from '@kubernetes/client-node';
-import type { ClusterClient } from '../../../src/kube/client.ts';
+import type { ClusterClient, RequestOptions } from '../../../src/kube/client.ts';
 import { KubeError } from '../../../src/kube/errors.ts';
 import type { ResizePatch } from '../../../src/forge/pod.ts';
 import type { ListParams } from '../../../src/kube/listwatch.ts';
@@ -57,9 +57,12 @@ export class FakeMember {
         const ns = name === undefined ? undefined : o.get<V1Namespace>('Namespace', '', name);
         return { items: ns ? [ns] : [] };
       }),
-      createNamespacedPod: this.#guard('createNamespacedPod', async ({ namespace, body }: PodRef & { body: V1Pod }) => {
+      createNamespacedPod: this.#guard('createNamespacedPod', async ({ namespace, body }: PodRef & { body: V1Pod }, opts?: RequestOptions) => {
         if (!o.get('Namespace', '', namespace)) throw new KubeError('NotFound', 404, 'NotFound', `namespaces "${namespace}" not found`);
-        return o.create('Pod', namespace, body);
+        const created = await o.create<V1Pod>('Pod', namespace, body);
+        // As the client: the version the create left, from its answer (its watch event went out first here).
+        if (opts?.discard) opts.onVersion?.(created.metadata!.resourceVersion!);
+        return created;
       }),
       readNamespacedPod: this.#guard('readNamespacedPod', ({ namespace, name }: PodRef) => o.read<V1Pod>('Pod', namespace, name)),
       replaceNamespacedPod: this.#guard('replaceNamespacedPod',
@@ -78,12 +81,12 @@ export class FakeMember {
     return { name: 'member', core, watch: this.events.client().watch } as unknown as ClusterClient;
   }
 
-  #guard<P, R>(method: string, call: (p: P) => Promise<R>): (p: P) => Promise<R> {
-    return async (p) => {
+  #guard<P, R>(method: string, call: (p: P, opts?: RequestOptions) => Promise<R>): (p: P, opts?: RequestOptions) => Promise<R> {
+    return async (p, opts) => {
       this.calls.push(method);
       const err = this.#failures.get(method)?.shift();
       if (err) throw err;
-      return call(p);
+      return call(p, opts);
     };
   }
 }

@@ -359,6 +359,32 @@ describe('MemberPodProvider: delete, update, read', () => {
     member.objects.put('Pod', { ...now, metadata: { ...now.metadata, deletionTimestamp: new Date() } });
     assert.equal(provider.getPod('shop', 'web')?.terminating, true);
   });
+
+  it('a delegate appearing as its create left it is no lifecycle change; its later changes are', async () => {
+    const pods = holdable();
+    const { member, provider, changes, memberPod } = world({}, pods.via);
+    pods.hold();
+    await provider.createPod(proxy('web'));
+    pods.release();
+    assert.deepEqual(changes, [{ key: 'shop/web', lifecycle: false }], 'its ADDED, at the version the create answered with');
+    const d = memberPod('h-shop', 'web')!;
+    member.objects.put('Pod', { ...d, metadata: { ...d.metadata, deletionTimestamp: new Date() } });
+    await member.objects.delete('Pod', 'h-shop', 'web');
+    assert.deepEqual(changes.slice(1), [{ key: 'shop/web', lifecycle: true }, { key: 'shop/web', lifecycle: true }]);
+  });
+
+  it('a delegate created again before it showed, or with ephemeral containers to add, appears as a lifecycle change', async () => {
+    const pods = holdable();
+    const { provider, changes } = world({}, pods.via);
+    pods.hold();
+    // The proxy changed before its delegate showed: the second create finds it, and the sync after it shows must run.
+    await provider.createPod(proxy('web'));
+    assert.deepEqual(await provider.createPod(proxy('web', { containers: [{ name: 'app', image: 'app:2' }] })), []);
+    // Ephemeral containers cannot be created with a pod: the sync after it shows adds them.
+    await provider.createPod(proxy('debugged', { ephemeralContainers: [{ name: 'dbg', image: 'busybox' }] }));
+    pods.release();
+    assert.deepEqual(changes, [{ key: 'shop/web', lifecycle: true }, { key: 'shop/debugged', lifecycle: true }]);
+  });
 });
 
 describe('MemberPodProvider: in-place resize', () => {

@@ -10,9 +10,9 @@ import { hostRefOf, type HostRef, type Owner } from '../forge/owner.ts';
 
 /**
  * A delegate changed: `lifecycle` when it appeared, went, or began terminating (else only its status changed);
- * `resourceVersion`, the version the change left it at.
+ * `appearedAt`, when it appeared (its ADDED event), the resourceVersion it appeared at.
  */
-export interface DelegateChange { hostKey: string; memberKey: string; lifecycle: boolean; resourceVersion: string | undefined }
+export interface DelegateChange { hostKey: string; memberKey: string; lifecycle: boolean; appearedAt: string | undefined }
 
 export class DelegateIndex {
   readonly owner: Owner;
@@ -45,7 +45,8 @@ export class DelegateIndex {
       }
       const lifecycle = ev.type !== 'MODIFIED'
         || (ev.old?.metadata?.deletionTimestamp === undefined) !== (ev.object.metadata?.deletionTimestamp === undefined);
-      this.#changes.next({ hostKey, memberKey: ev.key, lifecycle, resourceVersion: ev.object.metadata?.resourceVersion });
+      const appearedAt = ev.type === 'ADDED' ? ev.object.metadata?.resourceVersion : undefined;
+      this.#changes.next({ hostKey, memberKey: ev.key, lifecycle, appearedAt });
     });
   }
 

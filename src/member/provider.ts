@@ -1,6 +1,6 @@
 // The member-cluster provider: runs each proxy pod as a delegate pod in the member (PodLifecycleHandler)
 // and reports delegate changes and member events in host coordinates (PodNotifier).
-import { Subject, distinctUntilChanged, filter, from, map, merge, mergeMap, of, type Observable } from 'rxjs';
+import { Subject, distinctUntilChanged, filter, from, map, merge, mergeMap, of, share, type Observable } from 'rxjs';
 import { LRUCache } from 'lru-cache';
 import { upTo } from '../util/lru.ts';
 import type { CoreV1Event, V1EphemeralContainer, V1Pod, V1PodStatus } from '@kubernetes/client-node';
@@ -89,8 +89,11 @@ export class MemberPodProvider implements PodProvider {
     this.#opts = { eventReplayWindowMs: 120_000, ...rest };
     this.#volumes = volumes;
     // A delegate changed, or an object a waiting pod needs appeared.
-    this.podChanges$ = merge(member.delegates.changes$.pipe(map((c) => ({ key: c.hostKey, lifecycle: c.lifecycle && !this.#isOwnCreation(c) }))),
-      mirror.wake$.pipe(map((key) => ({ key, lifecycle: true }))), this.#resizeChanges);
+    // Shared: telling a creation's appearance ends the wait for it (#isOwnCreation), so the changes are told once.
+    this.podChanges$ = merge(member.delegates.changes$.pipe(map((c): PodChange => {
+      const created = this.#isOwnCreation(c);
+      return created ? { key: c.hostKey, lifecycle: c.lifecycle, created } : { key: c.hostKey, lifecycle: c.lifecycle };
+    })), mirror.wake$.pipe(map((key) => ({ key, lifecycle: true }))), this.#resizeChanges).pipe(share());
     // The member answers (at start, or again): everything is synced again (see PodNotifier.resync$). Status is not
     // written before the first probe answers, so the first answer counts too.
     const reachable$ = member.probe$.pipe(map((p) => p.reachable), distinctUntilChanged());
@@ -210,15 +213,15 @@ export class MemberPodProvider implements PodProvider {
   }
 
   /**
-   * Whether a delegate's change is its appearance as this provider's create left it (the version that create
-   * answered with): that is no lifecycle change, as the controller that asked for it has had its answer, and a sync
-   * would find the delegate as forged from the proxy. Any change of the key ends the wait for it.
+   * Whether a delegate's change is its appearance as this provider's create left it (at the version that create
+   * answered with): the controller that asked for it has had its answer (PodChange.created). Any change of the key
+   * ends the wait for it.
    */
   #isOwnCreation(c: DelegateChange): boolean {
     const rv = this.#created.get(c.memberKey);
     if (rv === undefined) return false;
     this.#created.delete(c.memberKey);
-    return rv === c.resourceVersion;
+    return rv === c.appearedAt;
   }
 
   /** A pod of that name exists: fine if it is this proxy's delegate, a conflict if it is not ours. */

@@ -71,10 +71,15 @@ export interface PodChange {
   key: string;
   /**
    * The pod appeared, disappeared or began terminating (or something it waited for appeared): the
-   * controller's lifecycle must look at it. Otherwise only its status changed. A pod appearing just as the provider's
-   * createPod made it is not such a change: the createPod has answered the controller already.
+   * controller's lifecycle must look at it. Otherwise only its status changed.
    */
   lifecycle: boolean;
+  /**
+   * The change is the pod's appearance just as the provider's createPod made it, whose answer the controller has
+   * had: it may skip the sync if its proxy is still the one it created it for. Not set where a sync is owed all the
+   * same (createPod asked again before the pod showed, or something the create could not carry is still to add).
+   */
+  created?: boolean;
 }
 
 export interface PodNotifier {

@@ -5,7 +5,7 @@
 import { interval, map, mergeMap, type Subscription } from 'rxjs';
 import type { V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
 import { DISCARD, PATCH, type ClusterClient } from '../../kube/client.ts';
-import { Informer, splitKey, storedSpecs } from '../../kube/informer.ts';
+import { Informer, objectKey, splitKey, storedSpecs } from '../../kube/informer.ts';
 import { listWatch } from '../../kube/listwatch.ts';
 import { ignoreGone, KubeError, toKubeError } from '../../kube/errors.ts';
 import { writeEvent, writeOwnEvent, type EventSubject } from '../../kube/events.ts';
@@ -122,6 +122,8 @@ export class PodController {
    * into the event of ours.
    */
   #ownWrites = new Map<string, { rv: string; relists: number }>();
+  /** The keys of the proxies this controller last set Offloaded other than True, until it sets True or they go. */
+  #notOffloaded = new Set<string>();
 
   constructor(host: ClusterClient, provider: PodProvider, log: Logger, opts: PodControllerOptions) {
     this.#host = host;
@@ -174,13 +176,19 @@ export class PodController {
         if (ev.old && !statusEqual(ev.object.status, ev.old.status) && !this.#isOwnWrite(ev.key, ev.object)) {
           this.#statusQueue.add(ev.key, this.#statusPriority(ev.key, this.#delegateOf(ev.key)));
         }
-        if (ev.type === 'DELETED') this.#ownWrites.delete(ev.key);
+        if (ev.type === 'DELETED') {
+          this.#ownWrites.delete(ev.key);
+          this.#notOffloaded.delete(ev.key);
+        }
       }),
       this.#provider.podChanges$.subscribe((change) => {
         const running = this.#delegateOf(change.key);
         // A delegate terminating asks nothing of the lifecycle (every step of it waits for the delegate to be gone, or
-        // leaves it be): the change that does is its end.
-        if (change.lifecycle && !running?.terminating) this.#queue.add(change.key, this.#lifecyclePriority(change.key));
+        // leaves it be): the change that does is its end. Nor does one appearing as created for the live proxy it
+        // was created for: that sync has had the create's answer.
+        if (change.lifecycle && !running?.terminating && !(change.created && this.#createdFor(change.key, running))) {
+          this.#queue.add(change.key, this.#lifecyclePriority(change.key));
+        }
         // A delegate gone has no status left to mirror: what becomes of its proxy is the lifecycle's.
         if (!running) {
           this.#statusSeen.delete(change.key);
@@ -281,6 +289,12 @@ export class PodController {
     return this.#provider.getPod(namespace, name);
   }
 
+  /** Whether `running` is the delegate of `key`'s proxy as the host shows it, and that proxy is not being deleted. */
+  #createdFor(key: string, running: ProviderPod | undefined): boolean {
+    const proxy = this.pods.get(key);
+    return !!running && !!proxy && proxy.metadata?.uid === running.proxyUID && !proxy.metadata.deletionTimestamp;
+  }
+
   /** Where the key's next sync stands in the deletion protocol (its proxy gone or being deleted), if it does. */
   #lifecyclePriority(key: string): Priority {
     const proxy = this.pods.get(key);
@@ -363,10 +377,13 @@ export class PodController {
     await this.#offloadedAgain(proxy);
   }
 
-  /** The Offloaded condition back to True, where an earlier try set it otherwise (a proxy never refused has none). */
+  /**
+   * The Offloaded condition back to True, where an earlier try set it otherwise (a proxy never refused has none): as
+   * the proxy shows, or as this controller last wrote it, which the proxy read may not show yet.
+   */
   async #offloadedAgain(proxy: V1Pod): Promise<void> {
     const offloaded = proxy.status?.conditions?.find((c) => c.type === OFFLOADED_CONDITION);
-    if (offloaded && offloaded.status !== 'True') {
+    if ((offloaded && offloaded.status !== 'True') || this.#notOffloaded.has(objectKey(proxy))) {
       await this.#setOffloaded(proxy, 'True', 'DelegateCreated', `running in member ${this.#opts.member}`);
     }
   }
@@ -543,6 +560,7 @@ export class PodController {
       (body.status as Record<string, unknown>).message = message;
     }
     await this.#patchStatus(proxy, body.status as object);
+    if (status === 'True') this.#notOffloaded.delete(objectKey(proxy)); else this.#notOffloaded.add(objectKey(proxy));
     if (eventType) await this.#event(proxy, eventType, reason, message);
   }
 

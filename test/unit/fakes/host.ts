@@ -99,13 +99,16 @@ export class FakeHost {
       deleteNamespacedPod: async (p: { namespace: string; name: string; gracePeriodSeconds?: number }) => {
         const key = `${p.namespace}/${p.name}`;
         this.deleteRequests++;
-        const pod = this.pods.get(key);
+        let pod = this.pods.get(key);
         if (!pod) throw notFound(`pod ${key}`);
         if (this.failDeletes > 0 && this.failDeletes--) throw new KubeError('Unavailable', 503, 'ServiceUnavailable', 'the host is away');
         this.deletes.push({ key, grace: p.gracePeriodSeconds });
-        if (pod.metadata?.deletionTimestamp && p.gracePeriodSeconds === 0 && pod.metadata.deletionGracePeriodSeconds !== 0) {
-          // As kube-apiserver: the shorter grace period of a pod already terminating is written (MODIFIED), then it goes.
-          this.put({ ...pod, metadata: { ...pod.metadata, deletionGracePeriodSeconds: 0 } });
+        const grace = pod.metadata?.deletionGracePeriodSeconds;
+        if (pod.metadata?.deletionTimestamp && p.gracePeriodSeconds === 0 && grace) {
+          // As kube-apiserver (rest.BeforeDelete): a pod already terminating given a shorter grace period has it and
+          // its deletionTimestamp moved back by the difference written (MODIFIED); at 0 it then goes.
+          const at = new Date(new Date(pod.metadata.deletionTimestamp).getTime() - grace * 1000);
+          pod = this.put({ ...pod, metadata: { ...pod.metadata, deletionTimestamp: at, deletionGracePeriodSeconds: 0 } });
         }
         this.pods.delete(key);
         if (this.holdDeletes) this.#heldDeletes.push(pod); else this.#emit('DELETED', pod);

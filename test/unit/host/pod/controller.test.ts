@@ -428,6 +428,42 @@ describe('PodController', () => {
     assert.equal(provider.count('create'), 0);
   });
 
+  it('a delegate appearing as created for its live proxy queues no lifecycle sync; for a proxy gone meanwhile, it goes', async () => {
+    const host = new FakeHost();
+    const provider = new FakeProvider();
+    host.put(proxy('a'));
+    const c = start(host, provider);
+    await eventually('created', () => provider.count('create') === 1);
+    await c.idle();
+    const before = await lifecycleRuns();
+    provider.changes.next({ key: `${NS}/a`, lifecycle: true, created: true });
+    await c.idle();
+    assert.equal(await lifecycleRuns() - before, 0, 'the sync that created it has had its answer');
+    // The proxy goes while its delegate's create is under way: the delegate shows after the proxy's DELETED.
+    const delegate = provider.pods.get(`${NS}/a`)!;
+    provider.pods.delete(`${NS}/a`);
+    await host.client().core.deleteNamespacedPod({ namespace: NS, name: 'a', gracePeriodSeconds: 0 });
+    await eventually('the informer saw it go', () => c.pods.get(`${NS}/a`) === undefined);
+    await c.idle();
+    provider.pods.set(`${NS}/a`, delegate);
+    provider.changes.next({ key: `${NS}/a`, lifecycle: true, created: true });
+    await eventually('the orphan deleted', () => provider.count('delete') === 1);
+  });
+
+  it('sets Offloaded=True on creating the delegate even where the proxy read does not show its False yet', async () => {
+    const host = new FakeHost();
+    const provider = new FakeProvider();
+    provider.createErrors.push(new PodRejectedError('MandatoryConfigMapNotFound', 'configmap "cfg" not found'));
+    host.put(proxy('a'));
+    // The host's watch lags: the proxy's status writes do not come back before the retry.
+    host.dropEvents = true;
+    const c = start(host, provider);
+    await eventually('Offloaded=False', () => host.condition(NS, 'a', 'clusterlet.io/Offloaded')?.status === 'False');
+    await eventually('created on retry', () => provider.count('create') === 2, 10_000);
+    await c.idle();
+    assert.equal(host.condition(NS, 'a', 'clusterlet.io/Offloaded')?.reason, 'DelegateCreated');
+  });
+
   it('a transient rejection is retried; once created the proxy shows Offloaded=True (DelegateCreated)', async () => {
     const host = new FakeHost();
     const provider = new FakeProvider();

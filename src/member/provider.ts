@@ -76,10 +76,11 @@ export class MemberPodProvider implements PodProvider {
   /** Host keys whose refused resize came or went: their status changed. */
   #resizeChanges = new Subject<PodChange>();
   /**
-   * The resourceVersion each delegate this provider created was left at by its create, by member key, until the next
-   * change of that key comes (#isOwnCreation); bounded, for the answers whose delegate a relist never showed.
+   * The delegates this provider created that the index has not shown since, by host key, until the next change of that
+   * key comes (#isOwnCreation): with the resourceVersion the create answered with where its appearance needs no sync
+   * (PodChange.created). Bounded, for answers whose delegate a relist never showed.
    */
-  #created = new LRUCache<string, string>(upTo(20_000));
+  #created = new LRUCache<string, { rv: string | undefined }>(upTo(20_000));
 
   constructor(member: ProviderMember, mirror: ObjectMirror, log: Logger, opts: MemberPodProviderOptions) {
     this.#member = member;
@@ -186,20 +187,20 @@ export class MemberPodProvider implements PodProvider {
     let created = false;
     try {
       // Marked before the create: the member's scheduler may report on the delegate before the create returns.
-      const memberKey = `${ns}/${body.metadata!.name}`;
-      this.#unseen.set(memberKey, []);
-      // A proxy's ephemeral containers cannot be created with its delegate: the sync after it appears adds them.
-      const onVersion = proxy.spec?.ephemeralContainers?.length ? undefined : (rv: string) => { this.#created.set(memberKey, rv); };
-      await this.#member.client.core.createNamespacedPod({ namespace: ns, body }, { ...DISCARD, onVersion });
+      this.#unseen.set(`${ns}/${body.metadata!.name}`, []);
+      let rv: string | undefined;
+      await this.#member.client.core.createNamespacedPod({ namespace: ns, body }, { ...DISCARD, onVersion: (v) => { rv = v; } });
       created = true;
+      // A proxy's ephemeral containers cannot be created with its delegate: the sync after it appears adds them.
+      this.#awaitAppearance(proxy, proxy.spec?.ephemeralContainers?.length ? undefined : rv);
       this.#log.debug({ namespace: ns, pod: body.metadata?.name }, 'delegate created');
       return prepared.notices;
     } catch (err) {
       const k = toKubeError(err);
       if (k.kind === 'AlreadyExists') {
-        // Asked again before the delegate showed (the proxy may have changed meanwhile): its appearance is a change.
-        this.#created.delete(`${ns}/${body.metadata!.name}`);
         await this.#checkExisting(ns, proxy);
+        // Ours, not shown yet (asked again before it showed, the proxy may have changed since): its appearance needs a sync.
+        this.#awaitAppearance(proxy, undefined);
         return [];
       }
       if (k.kind === 'NotFound') this.#namespaces.delete(ns); // the namespace went away under us: recreate next time
@@ -218,10 +219,20 @@ export class MemberPodProvider implements PodProvider {
    * ends the wait for it.
    */
   #isOwnCreation(c: DelegateChange): boolean {
-    const rv = this.#created.get(c.memberKey);
-    if (rv === undefined) return false;
-    this.#created.delete(c.memberKey);
-    return rv === c.appearedAt;
+    const waiting = this.#created.get(c.hostKey);
+    if (!waiting) return false;
+    this.#created.delete(c.hostKey);
+    return waiting.rv !== undefined && waiting.rv === c.appearedAt;
+  }
+
+  /** Marks `proxy`'s delegate created and not shown, unless the index shows it already (its appearance was told). */
+  #awaitAppearance(proxy: V1Pod, rv: string | undefined): void {
+    const { namespace, name } = proxy.metadata!;
+    if (!this.#member.delegates.get(namespace!, name!)) this.#created.set(`${namespace}/${name}`, { rv });
+  }
+
+  creating(namespace: string, name: string): boolean {
+    return this.#created.has(`${namespace}/${name}`);
   }
 
   /** A pod of that name exists: fine if it is this proxy's delegate, a conflict if it is not ours. */

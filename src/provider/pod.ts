@@ -56,6 +56,11 @@ export interface PodLifecycleHandler {
   /** The pod for a host key, if the provider runs one. */
   getPod(namespace: string, name: string): ProviderPod | undefined;
   /**
+   * Whether a pod createPod made for the host key has not shown in getPod yet (its appearance is still to come
+   * through podChanges$): its absence is no sign that it is gone.
+   */
+  creating(namespace: string, name: string): boolean;
+  /**
    * The status of the pod for a host key in host coordinates (the back end's own conditions only: the controller
    * merges the proxy's and decides what to write); undefined if no pod runs.
    */

@@ -396,6 +396,8 @@ export class PodController {
       }
       return;
     }
+    // A delegate just created that the member's watch has not shown yet: its appearance queues the sync that deletes it.
+    if (this.#provider.creating(proxy.metadata!.namespace!, proxy.metadata!.name!)) return;
     // Nothing runs any more: finish the deletion, as a kubelet does once its containers are gone.
     const uid = proxy.metadata!.uid!;
     if (this.#removed.get(key) === uid) return;

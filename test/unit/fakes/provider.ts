@@ -43,6 +43,9 @@ export class FakeProvider implements PodProvider {
     const p = this.pods.get(`${namespace}/${name}`);
     return p && { ...p, ready: p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false };
   }
+  /** Host keys whose pod createPod made and getPod does not show yet (as a member's watch behind its creates). */
+  readonly unshown = new Set<string>();
+  creating(namespace: string, name: string): boolean { return this.unshown.has(`${namespace}/${name}`); }
   getPodStatus(namespace: string, name: string): V1PodStatus | undefined {
     return structuredClone(this.pods.get(`${namespace}/${name}`)?.status);
   }

@@ -365,7 +365,10 @@ describe('MemberPodProvider: delete, update, read', () => {
     const { member, provider, changes, memberPod } = world({}, pods.via);
     pods.hold();
     await provider.createPod(proxy('web'));
+    assert.equal(provider.creating('shop', 'web'), true, 'created, not shown yet');
+    assert.equal(provider.getPod('shop', 'web'), undefined);
     pods.release();
+    assert.equal(provider.creating('shop', 'web'), false, 'shown');
     assert.deepEqual(changes, [{ key: 'shop/web', lifecycle: true, created: true }], 'its ADDED, at the version the create answered with');
     const d = memberPod('h-shop', 'web')!;
     member.objects.put('Pod', { ...d, metadata: { ...d.metadata, deletionTimestamp: new Date() } });
@@ -376,6 +379,7 @@ describe('MemberPodProvider: delete, update, read', () => {
   it('tells no creation where the delegate showed before the create answered, even when it goes at that version', async () => {
     const { member, provider, changes } = world();
     await provider.createPod(proxy('web'));
+    assert.equal(provider.creating('shop', 'web'), false, 'shown before the answer');
     // Gone at the version it was created at (as a relist tells a delete it missed): an end, to be synced.
     await member.objects.delete('Pod', 'h-shop', 'web');
     assert.deepEqual(changes, [{ key: 'shop/web', lifecycle: true }, { key: 'shop/web', lifecycle: true }]);

@@ -450,6 +450,27 @@ describe('PodController', () => {
     await eventually('the orphan deleted', () => provider.count('delete') === 1);
   });
 
+  it('a proxy deleted while its new delegate has not shown is removed only once that delegate is gone', async () => {
+    const host = new FakeHost();
+    const provider = new FakeProvider();
+    const p = host.put(proxy('a'));
+    const c = start(host, provider);
+    await eventually('created', () => provider.count('create') === 1);
+    await c.idle();
+    // The member's watch is behind the create: the delegate runs, the provider has not shown it.
+    const delegate = provider.pods.get(`${NS}/a`)!;
+    provider.pods.delete(`${NS}/a`);
+    provider.unshown.add(`${NS}/a`);
+    host.put({ ...host.get(NS, 'a')!, metadata: { ...p.metadata, deletionTimestamp: new Date(), deletionGracePeriodSeconds: 30 } });
+    await c.idle();
+    assert.deepEqual(host.deletes, [], 'not removed while its delegate may run');
+    provider.unshown.delete(`${NS}/a`);
+    provider.set(`${NS}/a`, delegate, true);
+    await eventually('delegate deleted', () => provider.count('delete') === 1);
+    provider.lose(`${NS}/a`);
+    await eventually('proxy removed', () => host.get(NS, 'a') === undefined);
+  });
+
   it('sets Offloaded=True on creating the delegate even where the proxy read does not show its False yet', async () => {
     const host = new FakeHost();
     const provider = new FakeProvider();

@@ -26,6 +26,8 @@ export interface MemberPodProviderOptions {
   hostIP: string;
   /** On the first list, member events older than this are not mirrored again (they were, before a restart). */
   eventReplayWindowMs?: number;
+  /** How long a delegate created is awaited to show at most (creating()); default APPEARANCE_WAIT_MS. */
+  appearanceWaitMs?: number;
   /** Why a proxy's claims have no volume in the member (member/storage/volumes.ts): it gets no delegate then. */
   volumes?: { podRejection(proxy: V1Pod): Promise<PodRejectedError | undefined> };
 }
@@ -36,6 +38,11 @@ export type ProviderMember = Pick<MemberCluster,
 
 /** How long an event about a pod not (yet) known as a delegate waits for it, and how many wait per pod. */
 const EARLY_EVENT_TTL_MS = 120_000;
+/**
+ * How long a delegate created waits to show (#created) at most: one a member's watch never shows (deleted during a
+ * watch gap, which a relist folds away) holds up no proxy's removal longer.
+ */
+const APPEARANCE_WAIT_MS = 120_000;
 const EARLY_EVENTS_PER_POD = 20;
 
 /** Answers of the member's API server that refuse a resize for good (admission, validation), not for a while. */
@@ -78,17 +85,18 @@ export class MemberPodProvider implements PodProvider {
   /**
    * The delegates this provider created that the index has not shown since, by host key, until the next change of that
    * key comes (#isOwnCreation): with the resourceVersion the create answered with where its appearance needs no sync
-   * (PodChange.created). Bounded, for answers whose delegate a relist never showed.
+   * (PodChange.created). Bounded in number and time (appearanceWaitMs), for answers whose delegate a relist never showed.
    */
-  #created = new LRUCache<string, { rv: string | undefined }>(upTo(20_000));
+  #created: LRUCache<string, { rv: string | undefined }>;
 
   constructor(member: ProviderMember, mirror: ObjectMirror, log: Logger, opts: MemberPodProviderOptions) {
     this.#member = member;
     this.#mirror = mirror;
     this.#log = log;
     const { volumes, ...rest } = opts;
-    this.#opts = { eventReplayWindowMs: 120_000, ...rest };
+    this.#opts = { eventReplayWindowMs: 120_000, appearanceWaitMs: APPEARANCE_WAIT_MS, ...rest };
     this.#volumes = volumes;
+    this.#created = new LRUCache({ ...upTo(20_000), ttl: this.#opts.appearanceWaitMs });
     // A delegate changed, or an object a waiting pod needs appeared.
     // Shared: telling a creation's appearance ends the wait for it (#isOwnCreation), so the changes are told once.
     this.podChanges$ = merge(member.delegates.changes$.pipe(map((c): PodChange => {

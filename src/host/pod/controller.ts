@@ -33,6 +33,8 @@ const STATUS_RECHECK_MS = [4_000, 10_000];
  * the blip for up to a minute after the next renewal reopens the fence. Leadership lost for good stops the controller.
  */
 const FENCED_RETRY_MS = 1000;
+/** How soon a proxy being deleted looks again while its new delegate has not shown (provider.creating). */
+const UNSHOWN_RETRY_MS = 5_000;
 
 /** How long the status of a pod still Pending in the back end waits for its next change, to be written once. */
 const PENDING_STATUS_DELAY_MS = 1000;
@@ -329,7 +331,7 @@ export class PodController {
     if (!this.pods.hasSynced || !this.#provider.hasSynced()) return;
     const proxy = this.pods.get(key);
     try {
-      await this.#syncLifecycle(key, proxy);
+      return await this.#syncLifecycle(key, proxy);
     } catch (err) {
       if (refusedByFence(err)) return { requeueAfterMs: FENCED_RETRY_MS };
       // A sync that keeps failing shows on the proxy, not only in the log.
@@ -343,7 +345,7 @@ export class PodController {
     }
   }
 
-  async #syncLifecycle(key: string, proxy: V1Pod | undefined): Promise<void> {
+  async #syncLifecycle(key: string, proxy: V1Pod | undefined): Promise<HandlerResult | void> {
     const { namespace, name } = splitKey(key);
     const running = this.#provider.getPod(namespace, name);
     if (!proxy) {
@@ -388,7 +390,7 @@ export class PodController {
     }
   }
 
-  async #syncDeleting(key: string, proxy: V1Pod, hasDelegate: boolean, delegateTerminating: boolean): Promise<void> {
+  async #syncDeleting(key: string, proxy: V1Pod, hasDelegate: boolean, delegateTerminating: boolean): Promise<HandlerResult | void> {
     if (hasDelegate) {
       if (!delegateTerminating) {
         await this.#provider.deletePod(proxy.metadata!.namespace!, proxy.metadata!.name!,
@@ -396,8 +398,9 @@ export class PodController {
       }
       return;
     }
-    // A delegate just created that the member's watch has not shown yet: its appearance queues the sync that deletes it.
-    if (this.#provider.creating(proxy.metadata!.namespace!, proxy.metadata!.name!)) return;
+    // A delegate just created that the member's watch has not shown yet: its appearance queues the sync that deletes
+    // it; looked at again meanwhile, as the provider waits for it a while only.
+    if (this.#provider.creating(proxy.metadata!.namespace!, proxy.metadata!.name!)) return { requeueAfterMs: UNSHOWN_RETRY_MS };
     // Nothing runs any more: finish the deletion, as a kubelet does once its containers are gone.
     const uid = proxy.metadata!.uid!;
     if (this.#removed.get(key) === uid) return;

@@ -21,6 +21,7 @@ import type { PodChange, PodEvent } from '../../../src/provider/pod.ts';
 import { createLogger } from '../../../src/log.ts';
 import { FakeObjects, labelled } from '../fakes/objects.ts';
 import { FakeMember } from '../fakes/member.ts';
+import { eventually } from '../fakes/wait.ts';
 
 const HOST = 'host-1';
 const NODE = 'vnode-a';
@@ -374,6 +375,15 @@ describe('MemberPodProvider: delete, update, read', () => {
     member.objects.put('Pod', { ...d, metadata: { ...d.metadata, deletionTimestamp: new Date() } });
     await member.objects.delete('Pod', 'h-shop', 'web');
     assert.deepEqual(changes.slice(1), [{ key: 'shop/web', lifecycle: true }, { key: 'shop/web', lifecycle: true }]);
+  });
+
+  it('waits a while only for a delegate it created to show', async () => {
+    const pods = holdable();
+    const { provider } = world({ appearanceWaitMs: 30 }, pods.via);
+    pods.hold();
+    await provider.createPod(proxy('web'));
+    assert.equal(provider.creating('shop', 'web'), true);
+    await eventually('no longer awaited', () => !provider.creating('shop', 'web'), 2_000);
   });
 
   it('tells no creation where the delegate showed before the create answered, even when it goes at that version', async () => {

@@ -7,7 +7,7 @@ import type { PodController } from '../../../../src/host/pod/controller.ts';
 import { FakeHost } from '../../fakes/host.ts';
 import { GatedHost, GatedProvider } from '../../fakes/gated.ts';
 import { forgetMember, metrics, registry } from '../../../../src/metrics.ts';
-import { FakeProvider, PodRejectedError } from '../../fakes/provider.ts';
+import { FakeProvider, PodRejectedError, type FakePod } from '../../fakes/provider.ts';
 import { NODE, startController as start, stopControllers } from '../../fakes/podcontroller.ts';
 import { eventually } from '../../fakes/wait.ts';
 
@@ -450,25 +450,37 @@ describe('PodController', () => {
     await eventually('the orphan deleted', () => provider.count('delete') === 1);
   });
 
-  it('a proxy deleted while its new delegate has not shown is removed only once that delegate is gone', async () => {
+  /** Proxy `a`, its delegate created but not shown by the provider (a member's watch behind), then the proxy deleted. */
+  async function deletedUnshown(): Promise<{ host: FakeHost; provider: FakeProvider; c: PodController; delegate: FakePod }> {
     const host = new FakeHost();
     const provider = new FakeProvider();
     const p = host.put(proxy('a'));
     const c = start(host, provider);
     await eventually('created', () => provider.count('create') === 1);
     await c.idle();
-    // The member's watch is behind the create: the delegate runs, the provider has not shown it.
     const delegate = provider.pods.get(`${NS}/a`)!;
     provider.pods.delete(`${NS}/a`);
     provider.unshown.add(`${NS}/a`);
     host.put({ ...host.get(NS, 'a')!, metadata: { ...p.metadata, deletionTimestamp: new Date(), deletionGracePeriodSeconds: 30 } });
     await c.idle();
     assert.deepEqual(host.deletes, [], 'not removed while its delegate may run');
+    return { host, provider, c, delegate };
+  }
+
+  it('a proxy deleted while its new delegate has not shown is removed only once that delegate is gone', async () => {
+    const { host, provider, delegate } = await deletedUnshown();
     provider.unshown.delete(`${NS}/a`);
     provider.set(`${NS}/a`, delegate, true);
     await eventually('delegate deleted', () => provider.count('delete') === 1);
     provider.lose(`${NS}/a`);
     await eventually('proxy removed', () => host.get(NS, 'a') === undefined);
+  });
+
+  it('a proxy deleted while its new delegate has not shown is removed once the provider stops waiting for it', async () => {
+    // The delegate was deleted during a gap of the member's watch, which a relist folded away: it never shows.
+    const { host, provider } = await deletedUnshown();
+    provider.unshown.delete(`${NS}/a`); // the provider's wait for it is over, with no change to tell
+    await eventually('proxy removed', () => host.get(NS, 'a') === undefined, 10_000);
   });
 
   it('sets Offloaded=True on creating the delegate even where the proxy read does not show its False yet', async () => {

@@ -28,4 +28,4 @@ COPY package.json ./
 USER 65532:65532
 # 10250 kubelet API, 10255 /healthz, /readyz, /metrics.
 EXPOSE 10250 10255
-ENTRYPOINT ["node", "--max-semi-space-size=1", "--heap-growing-percent=10", "--no-node-snapshot", "--expose-gc", "dist/cli.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=4", "--heap-growing-percent=10", "--no-node-snapshot", "--expose-gc", "dist/cli.js"]

@@ -1,4 +1,4 @@
-#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=1 --heap-growing-percent=10 --no-node-snapshot --expose-gc
+#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=4 --heap-growing-percent=10 --no-node-snapshot --expose-gc
 // clusterlet's entry point. Exit codes (docs/CONVENTIONS.md): 0 clean stop, 2 bad configuration, 1 anything else.
 import type { Server } from 'node:http';
 import { config as rxConfig } from 'rxjs';

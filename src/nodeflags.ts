@@ -6,7 +6,7 @@
 // 2026-11-29: with 4, what lives across one request is no longer promoted to be marked by full collections; 1,000-pod
 // and 10,000-pod runs, 3 pairs each interleaved, clusterlet CPU median 4.4 -> 4.1 and 4.3 -> 3.9 ms/pod, V8's helper
 // threads 9.4-10.1 -> 5.3-6.1 CPU-s at 10,000; peak RSS 100-102 -> 105-107 MB at 1,000 and 202-208 -> 205-215 at
-// 10,000, idle RSS 65.6 -> 66.5 MB (bench/results/semi-space-10k-a84b049.md). It used to be --optimize-for-size, which sets the
+// 10,000, idle RSS 65.6 -> 66.5 MB (bench/results/semi-space-10k-b453b27.md). It used to be --optimize-for-size, which sets the
 // same young generation but also makes V8's compilers and runtime favour size over speed. 1,000-pod bench, offloaded
 // runs only, 3 x 3 pairs each, interleaved: clusterlet CPU median 6.7 -> 5.6 ms/pod; peak RSS median 104 -> 109 MB;
 // idle RSS the same (68.5-70 MB). Without --heap-growing-percent, peak RSS was 124-157 MB. --single-threaded-gc on top

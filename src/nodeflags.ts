@@ -3,11 +3,11 @@
 // --max-semi-space-size=4 --heap-growing-percent=10: a young generation of up to 4 MB a semi-space, and an old
 // generation that grows by 10 % between full collections. That is what keeps the peak RSS at 1,000 offloaded pods near
 // 100 MB (264 MB with V8's defaults, when --optimize-for-size was adopted). The young generation was 1 MB until
-// 2026-11-29: with 4, what lives across one request is no longer promoted to be marked by full collections; 1,000-pod
-// and 10,000-pod runs, 3 pairs each interleaved, clusterlet CPU median 4.4 -> 4.1 and 4.3 -> 3.9 ms/pod, V8's helper
-// threads 9.4-10.1 -> 5.3-6.1 CPU-s at 10,000; peak RSS 100-102 -> 105-107 MB at 1,000 and 202-208 -> 205-215 at
-// 10,000, idle RSS 65.6 -> 66.5 MB (bench/results/semi-space-10k-b453b27.md). It used to be --optimize-for-size, which sets the
-// same young generation but also makes V8's compilers and runtime favour size over speed. 1,000-pod bench, offloaded
+// 2026-11-29: with 1, what lives across one request is promoted, to be marked by full collections; 1,000-pod and
+// 10,000-pod runs, 3 pairs each (interleaved at 10,000), clusterlet CPU median 4.4 -> 4.1 and 4.3 -> 3.9 ms/pod, V8's
+// helper threads 9.4-10.1 -> 5.3-6.1 CPU-s at 10,000; peak RSS 100-102 -> 105-107 MB at 1,000 and 202-208 -> 205-215 at
+// 10,000, idle RSS 65.6 -> 66.5 MB (bench/results/semi-space-10k-b453b27.md). It used to be --optimize-for-size, which
+// sets a 1 MB young generation but also makes V8's compilers and runtime favour size over speed. 1,000-pod bench, offloaded
 // runs only, 3 x 3 pairs each, interleaved: clusterlet CPU median 6.7 -> 5.6 ms/pod; peak RSS median 104 -> 109 MB;
 // idle RSS the same (68.5-70 MB). Without --heap-growing-percent, peak RSS was 124-157 MB. --single-threaded-gc on top
 // of these: 156-159 MB. Above 48 MB of heap in use, src/heapgrowth.ts raises the percentage with the heap (up to 30):

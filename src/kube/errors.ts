@@ -84,8 +84,12 @@ export async function ignoreNotFound<T>(fn: () => Promise<T>): Promise<T | undef
   }
 }
 
-/** For deletes with a UID precondition: gone already (NotFound) or replaced by another object (Conflict) is fine. */
+/** For deletes with a UID precondition: gone already (NotFound) or replaced by another object (Conflict). */
+export function isGone(err: unknown): boolean {
+  return isKind(err, 'NotFound', 'Conflict');
+}
+
+/** For deletes with a UID precondition: throws the error mapped, unless it says the object is gone (isGone). */
 export function ignoreGone(err: unknown): void {
-  const k = toKubeError(err);
-  if (k.kind !== 'NotFound' && k.kind !== 'Conflict') throw k;
+  if (!isGone(err)) throw toKubeError(err);
 }

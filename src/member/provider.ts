@@ -99,10 +99,8 @@ export class MemberPodProvider implements PodProvider {
     this.#created = new LRUCache({ ...upTo(20_000), ttl: this.#opts.appearanceWaitMs });
     // A delegate changed, or an object a waiting pod needs appeared.
     // Shared: telling a creation's appearance ends the wait for it (#isOwnCreation), so the changes are told once.
-    this.podChanges$ = merge(member.delegates.changes$.pipe(map((c): PodChange => {
-      const created = this.#isOwnCreation(c);
-      return created ? { key: c.hostKey, lifecycle: c.lifecycle, created } : { key: c.hostKey, lifecycle: c.lifecycle };
-    })), mirror.wake$.pipe(map((key) => ({ key, lifecycle: true }))), this.#resizeChanges).pipe(share());
+    this.podChanges$ = merge(member.delegates.changes$.pipe(map((c): PodChange =>
+      ({ key: c.hostKey, lifecycle: c.lifecycle, ...(this.#isOwnCreation(c) ? { created: true } : {}) }))), mirror.wake$.pipe(map((key) => ({ key, lifecycle: true }))), this.#resizeChanges).pipe(share());
     // The member answers (at start, or again): everything is synced again (see PodNotifier.resync$). Status is not
     // written before the first probe answers, so the first answer counts too.
     const reachable$ = member.probe$.pipe(map((p) => p.reachable), distinctUntilChanged());

@@ -7,7 +7,7 @@ import type { V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node
 import { DISCARD, PATCH, type ClusterClient } from '../../kube/client.ts';
 import { Informer, objectKey, splitKey, storedSpecs } from '../../kube/informer.ts';
 import { listWatch } from '../../kube/listwatch.ts';
-import { ignoreGone, KubeError, toKubeError } from '../../kube/errors.ts';
+import { isGone, KubeError, toKubeError } from '../../kube/errors.ts';
 import { writeEvent, writeOwnEvent, type EventSubject } from '../../kube/events.ts';
 import { priorityNames, WorkQueue, type HandlerResult, type Priority } from '../../util/workqueue.ts';
 import { backoffDelay } from '../../util/backoff.ts';
@@ -71,6 +71,8 @@ export interface PodControllerOptions {
   proxies?: Informer<V1Pod>;
   /** The longest a mirrored event waits for the status writes under way (default 5 s). */
   eventYieldMs?: number;
+  /** How soon a proxy being deleted looks again while its new delegate has not shown; default UNSHOWN_RETRY_MS. */
+  unshownRetryMs?: number;
 }
 
 /** The names of a virtual node's two pod queues (and of their series on /metrics): lifecycle and status. */
@@ -400,7 +402,7 @@ export class PodController {
     }
     // A delegate just created that the member's watch has not shown yet: its appearance queues the sync that deletes
     // it; looked at again meanwhile, as the provider waits for it a while only.
-    if (this.#provider.creating(proxy.metadata!.namespace!, proxy.metadata!.name!)) return { requeueAfterMs: UNSHOWN_RETRY_MS };
+    if (this.#provider.creating(proxy.metadata!.namespace!, proxy.metadata!.name!)) return { requeueAfterMs: this.#opts.unshownRetryMs ?? UNSHOWN_RETRY_MS };
     // Nothing runs any more: finish the deletion, as a kubelet does once its containers are gone.
     const uid = proxy.metadata!.uid!;
     if (this.#removed.get(key) === uid) return;
@@ -413,11 +415,9 @@ export class PodController {
       }, DISCARD);
       this.#counted('deleted');
     } catch (err) {
-      try {
-        ignoreGone(err);
-      } catch (failed) {
+      if (!isGone(err)) {
         this.#removed.delete(key);
-        throw failed;
+        throw toKubeError(err);
       }
     }
   }

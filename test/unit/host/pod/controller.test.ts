@@ -455,7 +455,7 @@ describe('PodController', () => {
     const host = new FakeHost();
     const provider = new FakeProvider();
     const p = host.put(proxy('a'));
-    const c = start(host, provider);
+    const c = start(host, provider, 2, { unshownRetryMs: 50 });
     await eventually('created', () => provider.count('create') === 1);
     await c.idle();
     const delegate = provider.pods.get(`${NS}/a`)!;
@@ -480,7 +480,7 @@ describe('PodController', () => {
     // The delegate was deleted during a gap of the member's watch, which a relist folded away: it never shows.
     const { host, provider } = await deletedUnshown();
     provider.unshown.delete(`${NS}/a`); // the provider's wait for it is over, with no change to tell
-    await eventually('proxy removed', () => host.get(NS, 'a') === undefined, 10_000);
+    await eventually('proxy removed', () => host.get(NS, 'a') === undefined);
   });
 
   it('sets Offloaded=True on creating the delegate even where the proxy read does not show its False yet', async () => {

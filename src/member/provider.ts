@@ -6,7 +6,7 @@ import { upTo } from '../util/lru.ts';
 import type { CoreV1Event, V1EphemeralContainer, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { MemberCluster } from './cluster.ts';
 import type { DelegateChange } from './delegates.ts';
-import { checkMemberNamespace } from '../config.ts';
+import { checkMemberNamespace, memberNamespace } from '../config.ts';
 import { DISCARD, PATCH } from '../kube/client.ts';
 import { listWatch, type ListWatchEvent } from '../kube/listwatch.ts';
 import { objectKey } from '../kube/informer.ts';
@@ -36,14 +36,32 @@ export interface MemberPodProviderOptions {
 export type ProviderMember = Pick<MemberCluster,
   'client' | 'config' | 'hostName' | 'owner' | 'pods' | 'delegates' | 'probe$' | 'reachable'>;
 
-/** How long an event about a pod not (yet) known as a delegate waits for it, and how many wait per pod. */
-const EARLY_EVENT_TTL_MS = 120_000;
 /**
- * How long a delegate created waits to show (#created) at most: one a member's watch never shows (deleted during a
- * watch gap, which a relist folds away) holds up no proxy's removal longer.
+ * How long a delegate created waits to show (#creations) at most: one a member's watch never shows (deleted during a
+ * watch gap, which a relist folds away) holds up no proxy's removal longer, and events about it are held no longer.
  */
 const APPEARANCE_WAIT_MS = 120_000;
+/** How many events about a delegate not shown yet are held for it (the latest). */
 const EARLY_EVENTS_PER_POD = 20;
+
+/**
+ * A delegate this provider is creating or created, that the delegate index has not shown since: marked before the
+ * create is sent, and ended by the next change of its member key (#take) or its create failing.
+ */
+interface Creation {
+  /** The proxy's key: creating() is asked in host coordinates. */
+  hostKey: string;
+  /**
+   * The resourceVersion the create answered with, where its appearance at that version needs no sync
+   * (PodChange.created); undefined before the answer, after an AlreadyExists, or with ephemeral containers to add.
+   */
+  rv: string | undefined;
+  /**
+   * Member events that came before the delegate showed: the event watch and the pod informer are two streams, and the
+   * member's scheduler can report on a new delegate (FailedScheduling) before the informer shows it.
+   */
+  events: CoreV1Event[];
+}
 
 /** Answers of the member's API server that refuse a resize for good (admission, validation), not for a while. */
 const RESIZE_REFUSALS = new Set(['Forbidden', 'Invalid', 'BadRequest']);
@@ -67,12 +85,12 @@ export class MemberPodProvider implements PodProvider {
   /** Member events (uid and resourceVersion) already passed on, so that a relist does not repeat them. */
   #seenEvents = new LRUCache<string, true>(upTo(20_000));
   /**
-   * Delegates this provider created that the delegate index does not show yet (member keys) → the events about them
-   * that came first: the event watch and the pod informer are two streams, and the member's scheduler can report on
-   * a new delegate (FailedScheduling) before the informer shows it. Held until it does, for a while at most; the
-   * events of pods not created here (the member's own) are never held.
+   * Delegates this provider is creating or created that the delegate index does not show yet, by member key: the
+   * events held for them, and whether their appearance is the create's own. Bounded in number and time
+   * (appearanceWaitMs), for delegates a relist never showed. The events of pods not created here (the member's own)
+   * are never held.
    */
-  #unseen = new LRUCache<string, CoreV1Event[]>({ ...upTo(20_000), ttl: EARLY_EVENT_TTL_MS });
+  #creations: LRUCache<string, Creation>;
   /** Member namespaces known to exist → the host namespace they hold. */
   #namespaces = new Map<string, string>();
   /** Creations of member namespaces under way: a burst of pods into a new namespace shares one (a failure is not kept). */
@@ -82,12 +100,6 @@ export class MemberPodProvider implements PodProvider {
   #refusedResizes = new Map<string, Refusal>();
   /** Host keys whose refused resize came or went: their status changed. */
   #resizeChanges = new Subject<PodChange>();
-  /**
-   * The delegates this provider created that the index has not shown since, by host key, until the next change of that
-   * key comes (#isOwnCreation): with the resourceVersion the create answered with where its appearance needs no sync
-   * (PodChange.created). Bounded in number and time (appearanceWaitMs), for answers whose delegate a relist never showed.
-   */
-  #created: LRUCache<string, { rv: string | undefined }>;
 
   constructor(member: ProviderMember, mirror: ObjectMirror, log: Logger, opts: MemberPodProviderOptions) {
     this.#member = member;
@@ -96,11 +108,14 @@ export class MemberPodProvider implements PodProvider {
     const { volumes, ...rest } = opts;
     this.#opts = { eventReplayWindowMs: 120_000, appearanceWaitMs: APPEARANCE_WAIT_MS, ...rest };
     this.#volumes = volumes;
-    this.#created = new LRUCache({ ...upTo(20_000), ttl: this.#opts.appearanceWaitMs });
+    this.#creations = new LRUCache({ ...upTo(20_000), ttl: this.#opts.appearanceWaitMs });
+    // Each delegate change ends the wait for a creation of its key, once: shared by the changes and the held events.
+    const delegateChanges$ = member.delegates.changes$.pipe(map((c) => ({ c, creation: this.#take(c) })), share());
     // A delegate changed, or an object a waiting pod needs appeared.
-    // Shared: telling a creation's appearance ends the wait for it (#isOwnCreation), so the changes are told once.
-    this.podChanges$ = merge(member.delegates.changes$.pipe(map((c): PodChange =>
-      ({ key: c.hostKey, lifecycle: c.lifecycle, ...(this.#isOwnCreation(c) ? { created: true } : {}) }))), mirror.wake$.pipe(map((key) => ({ key, lifecycle: true }))), this.#resizeChanges).pipe(share());
+    this.podChanges$ = merge(
+      delegateChanges$.pipe(map(({ c, creation }): PodChange =>
+        ({ key: c.hostKey, lifecycle: c.lifecycle, ...(isOwnAppearance(c, creation) ? { created: true } : {}) }))),
+      mirror.wake$.pipe(map((key) => ({ key, lifecycle: true }))), this.#resizeChanges);
     // The member answers (at start, or again): everything is synced again (see PodNotifier.resync$). Status is not
     // written before the first probe answers, so the first answer counts too.
     const reachable$ = member.probe$.pipe(map((p) => p.reachable), distinctUntilChanged());
@@ -125,12 +140,8 @@ export class MemberPodProvider implements PodProvider {
       }),
     );
     // Events held for a delegate the pod informer had not shown yet go on once it does.
-    const released$ = member.delegates.changes$.pipe(mergeMap((c) => {
-      const held = this.#unseen.get(c.memberKey);
-      if (!held || !member.delegates.hostRefOf(c.memberKey)) return of();
-      this.#unseen.delete(c.memberKey);
-      return from(held);
-    }));
+    const released$ = delegateChanges$.pipe(mergeMap(({ c, creation }) =>
+      creation?.events.length && member.delegates.hostRefOf(c.memberKey) ? from(creation.events) : of()));
     this.podEvents$ = merge(memberEvents$, released$).pipe(
       map((e) => this.#toPodEvent(e)),
       filter((e): e is PodEvent => e !== undefined),
@@ -191,24 +202,31 @@ export class MemberPodProvider implements PodProvider {
     // A new delegate has the proxy's resources: a refusal about its predecessor is over.
     this.#refusedResizes.delete(`${proxy.metadata!.namespace}/${proxy.metadata!.name}`);
     let created = false;
+    const memberKey = `${ns}/${body.metadata!.name}`;
+    // Marked before the create: the member's scheduler may report on the delegate before the create returns. Asked
+    // again before it showed, the events held for it stay held.
+    const creation: Creation = { hostKey: `${proxy.metadata!.namespace}/${proxy.metadata!.name}`, rv: undefined,
+      events: this.#creations.get(memberKey)?.events ?? [] };
+    this.#creations.set(memberKey, creation);
     try {
-      // Marked before the create: the member's scheduler may report on the delegate before the create returns.
-      this.#unseen.set(`${ns}/${body.metadata!.name}`, []);
       let rv: string | undefined;
       await this.#member.client.core.createNamespacedPod({ namespace: ns, body }, { ...DISCARD, onVersion: (v) => { rv = v; } });
       created = true;
       // A proxy's ephemeral containers cannot be created with its delegate: the sync after it appears adds them.
-      this.#awaitAppearance(proxy, proxy.spec?.ephemeralContainers?.length ? undefined : rv);
+      // (Shown before the answer, the creation has ended already: its appearance was told as a lifecycle change.)
+      if (!proxy.spec?.ephemeralContainers?.length) creation.rv = rv;
       this.#log.debug({ namespace: ns, pod: body.metadata?.name }, 'delegate created');
       return prepared.notices;
     } catch (err) {
       const k = toKubeError(err);
       if (k.kind === 'AlreadyExists') {
-        await this.#checkExisting(ns, proxy);
-        // Ours, not shown yet (asked again before it showed, the proxy may have changed since): its appearance needs a sync.
-        this.#awaitAppearance(proxy, undefined);
+        // Ours, not shown yet (asked again before it showed, the proxy may have changed since): its appearance needs
+        // a sync, as the creation's version stays unknown. Not ours: nothing is awaited.
+        await this.#checkExisting(ns, proxy).catch((e: unknown) => { this.#end(memberKey, creation); throw e; });
         return [];
       }
+      // Not created (as far as the member said): nothing to wait for.
+      this.#end(memberKey, creation);
       if (k.kind === 'NotFound') this.#namespaces.delete(ns); // the namespace went away under us: recreate next time
       if (k.kind === 'Forbidden' || k.kind === 'Invalid' || k.kind === 'BadRequest') {
         throw new PodRejectedError(k.reason || k.kind, k.message, { cause: err });
@@ -219,26 +237,21 @@ export class MemberPodProvider implements PodProvider {
     }
   }
 
-  /**
-   * Whether a delegate's change is its appearance as this provider's create left it (at the version that create
-   * answered with): the controller that asked for it has had its answer (PodChange.created). Any change of the key
-   * ends the wait for it.
-   */
-  #isOwnCreation(c: DelegateChange): boolean {
-    const waiting = this.#created.get(c.hostKey);
-    if (!waiting) return false;
-    this.#created.delete(c.hostKey);
-    return waiting.rv !== undefined && waiting.rv === c.appearedAt;
+  /** The creation a delegate change ends, if one waits for its member key: any change of the key ends it. */
+  #take(c: DelegateChange): Creation | undefined {
+    const creation = this.#creations.get(c.memberKey);
+    if (creation) this.#creations.delete(c.memberKey);
+    return creation;
   }
 
-  /** Marks `proxy`'s delegate created and not shown, unless the index shows it already (its appearance was told). */
-  #awaitAppearance(proxy: V1Pod, rv: string | undefined): void {
-    const { namespace, name } = proxy.metadata!;
-    if (!this.#member.delegates.get(namespace!, name!)) this.#created.set(`${namespace}/${name}`, { rv });
+  /** Ends `creation` unless a later one of the same key replaced it. */
+  #end(memberKey: string, creation: Creation): void {
+    if (this.#creations.get(memberKey) === creation) this.#creations.delete(memberKey);
   }
 
   creating(namespace: string, name: string): boolean {
-    return this.#created.has(`${namespace}/${name}`);
+    const ns = memberNamespace(this.#member.config.namespaceMapping, namespace);
+    return this.#creations.get(`${ns}/${name}`)?.hostKey === `${namespace}/${name}`;
   }
 
   /** A pod of that name exists: fine if it is this proxy's delegate, a conflict if it is not ours. */
@@ -392,12 +405,12 @@ export class MemberPodProvider implements PodProvider {
   }
 
   /**
-   * Whether a member event is about one of this node's delegates, or a pod it is creating (#unseen): what #toPodEvent
+   * Whether a member event is about one of this node's delegates, or a pod it is creating (#creations): what #toPodEvent
    * may mirror or hold. Its timestamps may not be revived yet.
    */
   #mayMirror(e: CoreV1Event): boolean {
     const io = involvedPod(e);
-    return io !== undefined && (this.#member.delegates.hostRefOf(io.memberKey) !== undefined || this.#unseen.has(io.memberKey));
+    return io !== undefined && (this.#member.delegates.hostRefOf(io.memberKey) !== undefined || this.#creations.has(io.memberKey));
   }
 
   #toPodEvent(e: CoreV1Event): PodEvent | undefined {
@@ -406,7 +419,7 @@ export class MemberPodProvider implements PodProvider {
     const memberKey = io.memberKey;
     const ref = this.#member.delegates.hostRefOf(memberKey);
     if (!ref) {
-      const held = this.#unseen.get(memberKey);
+      const held = this.#creations.get(memberKey)?.events;
       if (held && held.push(e) > EARLY_EVENTS_PER_POD) held.shift();
       return undefined;
     }
@@ -438,6 +451,14 @@ export function rejection(prepared: Prepared, hostNamespace: string): PodRejecte
   }
   if (conflicts.length) return new PodRejectedError('MemberObjectConflict', conflicts.join('; '));
   return undefined;
+}
+
+/**
+ * Whether a delegate's change is its appearance as this provider's create left it (at the version that create answered
+ * with): the controller that asked for it has had its answer (PodChange.created).
+ */
+function isOwnAppearance(c: DelegateChange, creation: Creation | undefined): boolean {
+  return creation?.rv !== undefined && creation.rv === c.appearedAt && creation.hostKey === c.hostKey;
 }
 
 /** The member pod an event is about (its namespace, name, UID if given, and key), if the event names one. */

@@ -395,6 +395,19 @@ describe('MemberPodProvider: delete, update, read', () => {
     assert.deepEqual(changes, [{ key: 'shop/web', lifecycle: true }, { key: 'shop/web', lifecycle: true }]);
   });
 
+  it('awaits nothing for a create that failed or found a pod not its own', async () => {
+    const { member, provider } = world();
+    member.failNext('createNamespacedPod', new KubeError('Unavailable', 503, 'ServiceUnavailable', 'etcd is away'));
+    await assert.rejects(provider.createPod(proxy('web')), { kind: 'Unavailable' });
+    assert.equal(provider.creating('shop', 'web'), false, 'not created: a deletion of its proxy need not wait');
+    member.failNext('createNamespacedPod', new KubeError('Forbidden', 403, 'Forbidden', 'pods "web" is forbidden'));
+    await assert.rejects(provider.createPod(proxy('web')), { name: 'PodRejectedError' });
+    assert.equal(provider.creating('shop', 'web'), false, 'refused');
+    member.objects.put('Pod', { metadata: { namespace: 'h-shop', name: 'theirs' } });
+    await assert.rejects(provider.createPod(proxy('theirs')), { reason: 'DelegateConflict' });
+    assert.equal(provider.creating('shop', 'theirs'), false, 'the member\'s own pod');
+  });
+
   it('a delegate created again before it showed, or with ephemeral containers to add, appears as a lifecycle change', async () => {
     const pods = holdable();
     const { provider, changes } = world({}, pods.via);

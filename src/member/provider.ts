@@ -10,7 +10,7 @@ import { checkMemberNamespace, memberNamespace } from '../config.ts';
 import { DISCARD, PATCH } from '../kube/client.ts';
 import { listWatch, type ListWatchEvent } from '../kube/listwatch.ts';
 import { objectKey } from '../kube/informer.ts';
-import { ignoreGone, toKubeError } from '../kube/errors.ts';
+import { ignoreGone, toKubeError, type KubeError } from '../kube/errors.ts';
 import { delegateResize, delegateUpdate, ephemeralContainersToAdd, forgeDelegatePod, type DelegateContext, type ResizePatch } from '../forge/pod.ts';
 import { deletionDisruption, forgeHostStatus, withResizeInfeasible, type RefusedResize } from '../forge/status.ts';
 import { PROXY_NAMESPACE_ANNOTATION, PROXY_UID_LABEL } from '../forge/keys.ts';
@@ -26,7 +26,10 @@ export interface MemberPodProviderOptions {
   hostIP: string;
   /** On the first list, member events older than this are not mirrored again (they were, before a restart). */
   eventReplayWindowMs?: number;
-  /** How long a delegate created is awaited to show at most (creating()); default APPEARANCE_WAIT_MS. */
+  /**
+   * How long a delegate created is awaited to show at most (creating(), from the create's answer), and the member
+   * events about it held meanwhile (from the request); default APPEARANCE_WAIT_MS.
+   */
   appearanceWaitMs?: number;
   /** Why a proxy's claims have no volume in the member (member/storage/volumes.ts): it gets no delegate then. */
   volumes?: { podRejection(proxy: V1Pod): Promise<PodRejectedError | undefined> };
@@ -46,11 +49,16 @@ const EARLY_EVENTS_PER_POD = 20;
 
 /**
  * A delegate this provider is creating or created, that the delegate index has not shown since: marked before the
- * create is sent, and ended by the next change of its member key (#take) or its create failing.
+ * create is sent, and ended by the next change of its member key (#take), or by the member refusing the create.
  */
 interface Creation {
   /** The proxy's key: creating() is asked in host coordinates. */
   hostKey: string;
+  /**
+   * The member answered that the delegate exists (created, or AlreadyExists and ours): creating() is true. A create
+   * left without an answer (the connection lost, a timeout) may have made it: its events are held, nothing is awaited.
+   */
+  answered: boolean;
   /**
    * The resourceVersion the create answered with, where its appearance at that version needs no sync
    * (PodChange.created); undefined before the answer, after an AlreadyExists, or with ephemeral containers to add.
@@ -187,6 +195,11 @@ export class MemberPodProvider implements PodProvider {
     // A namespace that cannot exist is a configuration matter: retrying changes nothing.
     if (check.error) throw new PodRejectedError(check.reason ?? 'InvalidNamespace', check.error, { retry: false });
     const ns = check.namespace;
+    // The delegate has the proxy's name (forgeDelegatePod). Asked again before an earlier create's delegate showed (the
+    // proxy may have changed since): its appearance is no longer that create's own, and needs a sync.
+    const memberKey = `${ns}/${proxy.metadata!.name}`;
+    const earlier = this.#creations.get(memberKey);
+    if (earlier) earlier.rv = undefined;
     // A delegate whose claims the member lacks would stay Pending: none is made (tried again while one may come).
     const noVolume = await this.#volumes?.podRejection(proxy);
     if (noVolume) throw noVolume;
@@ -202,11 +215,10 @@ export class MemberPodProvider implements PodProvider {
     // A new delegate has the proxy's resources: a refusal about its predecessor is over.
     this.#refusedResizes.delete(`${proxy.metadata!.namespace}/${proxy.metadata!.name}`);
     let created = false;
-    const memberKey = `${ns}/${body.metadata!.name}`;
     // Marked before the create: the member's scheduler may report on the delegate before the create returns. Asked
     // again before it showed, the events held for it stay held.
-    const creation: Creation = { hostKey: `${proxy.metadata!.namespace}/${proxy.metadata!.name}`, rv: undefined,
-      events: this.#creations.get(memberKey)?.events ?? [] };
+    const creation: Creation = { hostKey: `${proxy.metadata!.namespace}/${proxy.metadata!.name}`, answered: false,
+      rv: undefined, events: earlier?.events ?? [] };
     this.#creations.set(memberKey, creation);
     try {
       let rv: string | undefined;
@@ -215,6 +227,7 @@ export class MemberPodProvider implements PodProvider {
       // A proxy's ephemeral containers cannot be created with its delegate: the sync after it appears adds them.
       // (Shown before the answer, the creation has ended already: its appearance was told as a lifecycle change.)
       if (!proxy.spec?.ephemeralContainers?.length) creation.rv = rv;
+      this.#answered(memberKey, creation);
       this.#log.debug({ namespace: ns, pod: body.metadata?.name }, 'delegate created');
       return prepared.notices;
     } catch (err) {
@@ -223,10 +236,13 @@ export class MemberPodProvider implements PodProvider {
         // Ours, not shown yet (asked again before it showed, the proxy may have changed since): its appearance needs
         // a sync, as the creation's version stays unknown. Not ours: nothing is awaited.
         await this.#checkExisting(ns, proxy).catch((e: unknown) => { this.#end(memberKey, creation); throw e; });
+        // Shown meanwhile, with no change since to end it: nothing left to await.
+        if (this.#member.delegates.get(proxy.metadata!.namespace!, proxy.metadata!.name!)) this.#end(memberKey, creation);
+        else this.#answered(memberKey, creation);
         return [];
       }
-      // Not created (as far as the member said): nothing to wait for.
-      this.#end(memberKey, creation);
+      // Refused: nothing was created. Left without an answer, it may have been: its events stay held a while.
+      if (!maybeApplied(k)) this.#end(memberKey, creation);
       if (k.kind === 'NotFound') this.#namespaces.delete(ns); // the namespace went away under us: recreate next time
       if (k.kind === 'Forbidden' || k.kind === 'Invalid' || k.kind === 'BadRequest') {
         throw new PodRejectedError(k.reason || k.kind, k.message, { cause: err });
@@ -244,14 +260,20 @@ export class MemberPodProvider implements PodProvider {
     return creation;
   }
 
+  /** The member says `creation`'s delegate exists: awaited (creating()) for appearanceWaitMs from now, if still current. */
+  #answered(memberKey: string, creation: Creation): void {
+    creation.answered = true;
+    if (this.#creations.get(memberKey) === creation) this.#creations.set(memberKey, creation);
+  }
+
   /** Ends `creation` unless a later one of the same key replaced it. */
   #end(memberKey: string, creation: Creation): void {
     if (this.#creations.get(memberKey) === creation) this.#creations.delete(memberKey);
   }
 
   creating(namespace: string, name: string): boolean {
-    const ns = memberNamespace(this.#member.config.namespaceMapping, namespace);
-    return this.#creations.get(`${ns}/${name}`)?.hostKey === `${namespace}/${name}`;
+    const creation = this.#creations.get(`${memberNamespace(this.#member.config.namespaceMapping, namespace)}/${name}`);
+    return creation?.answered === true && creation.hostKey === `${namespace}/${name}`;
   }
 
   /** A pod of that name exists: fine if it is this proxy's delegate, a conflict if it is not ours. */
@@ -262,7 +284,13 @@ export class MemberPodProvider implements PodProvider {
       throw new PodRejectedError('DelegateConflict',
         `member ${this.#member.config.name} already has a pod ${ns}/${proxy.metadata!.name} that clusterlet did not create; it is left untouched`);
     }
-    // Ours: this proxy's (the cache had not seen it yet) or an earlier proxy's, which the controller replaces.
+    // Ours: this proxy's (the cache had not seen it yet) or an earlier proxy's of its name, which the controller
+    // replaces. Another proxy's (two host namespaces that map to one member namespace, claimed in turn across a
+    // restart) is not this one's to run as.
+    if (ref.namespace !== proxy.metadata!.namespace || ref.name !== proxy.metadata!.name) {
+      throw new PodRejectedError('DelegateConflict', `member ${this.#member.config.name} already has a pod ${ns}/${proxy.metadata!.name} `
+        + `that runs proxy ${ref.namespace}/${ref.name}; it is left untouched`);
+    }
   }
 
   /** The member namespace `ns` exists and holds `hostNamespace` (MemberNamespaceConflict if not); also for the member's volumes. */
@@ -451,6 +479,14 @@ export function rejection(prepared: Prepared, hostNamespace: string): PodRejecte
   }
   if (conflicts.length) return new PodRejectedError('MemberObjectConflict', conflicts.join('; '));
   return undefined;
+}
+
+/**
+ * Whether a create that failed with `k` may have been applied all the same: no answer came (the connection lost, a
+ * timeout), or the server could not say (a 5xx). Not when the request was never sent (NotLeader: the replica's fence).
+ */
+function maybeApplied(k: KubeError): boolean {
+  return (k.kind === 'Unavailable' && k.reason !== 'NotLeader') || k.kind === 'Unknown';
 }
 
 /**

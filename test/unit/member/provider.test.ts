@@ -170,6 +170,20 @@ describe('MemberPodProvider.createPod', () => {
     assert.ok(memberPod('shared', 'first'));
   });
 
+  it('the delegate of another proxy in a shared member namespace is a DelegateConflict, and left untouched', async () => {
+    // Two host namespaces map to member namespace "shared" (the member's own): after a restart, "other" claimed it first.
+    const { member, provider, memberPod } = world();
+    member.objects.put('Namespace', { metadata: { name: 'shared' } });
+    const legacy = forged(proxy('web', {}, 'legacy'), 'shared');
+    member.objects.put('Pod', legacy);
+    await assert.rejects(provider.createPod(proxy('web', {}, 'other')), {
+      name: 'PodRejectedError', reason: 'DelegateConflict',
+      message: 'member m1 already has a pod shared/web that runs proxy legacy/web; it is left untouched',
+    });
+    assert.deepEqual(memberPod('shared', 'web')?.metadata?.labels, legacy.metadata?.labels);
+    assert.equal(provider.creating('other', 'web'), false);
+  });
+
   it('a pod of that name that clusterlet did not create is a DelegateConflict, and left untouched', async () => {
     const { member, provider, memberPod } = world();
     member.objects.put('Namespace', { metadata: { name: 'h-shop' } });
@@ -408,6 +422,19 @@ describe('MemberPodProvider: delete, update, read', () => {
     assert.equal(provider.creating('shop', 'theirs'), false, 'the member\'s own pod');
   });
 
+  it('a delegate that shows while it is asked for again is no creation of its own, and is then awaited no more', async () => {
+    const pods = holdable();
+    let asked = 0;
+    // The second ask's first step (the claims' check) is where the first create's delegate shows.
+    const volumes = { podRejection: async () => { if (++asked === 2) pods.release(); return undefined; } };
+    const { provider, changes } = world({ volumes }, pods.via);
+    pods.hold();
+    await provider.createPod(proxy('web'));
+    assert.deepEqual(await provider.createPod(proxy('web', { containers: [{ name: 'app', image: 'app:2' }] })), [], 'it exists');
+    assert.deepEqual(changes, [{ key: 'shop/web', lifecycle: true }], 'the proxy changed since the first create: its sync must run');
+    assert.equal(provider.creating('shop', 'web'), false, 'shown');
+  });
+
   it('a delegate created again before it showed, or with ephemeral containers to add, appears as a lifecycle change', async () => {
     const pods = holdable();
     const { provider, changes } = world({}, pods.via);
@@ -561,6 +588,24 @@ describe('MemberPodProvider.podEvents$', () => {
     assert.equal(seen.length, 0, 'not mapped before the informer shows the delegate');
     pods.release();
     assert.deepEqual(seen.map((e) => [e.namespace, e.name, e.id]), [['shop', 'greedy', 'ev-early']]);
+  });
+
+  it('holds the events of a delegate whose create got no answer, in case it was made; not of one refused', async () => {
+    const pods = holdable();
+    const { member, provider, seen, watch } = await watching(undefined, pods.via);
+    pods.hold();
+    for (const [name, err] of [['lost', new KubeError('Unavailable', 0, '', 'socket hang up')],
+      ['refused', new KubeError('Forbidden', 403, 'Forbidden', 'pods "refused" is forbidden: exceeded quota')]] as const) {
+      member.failNext('createNamespacedPod', err);
+      await assert.rejects(provider.createPod(proxy(name)));
+      assert.equal(provider.creating('shop', name), false, `${name}: no answer says it exists`);
+      // It was made after all (the answer lost), or by a retry: the member's scheduler reports on it first.
+      member.objects.put('Pod', forged(proxy(name)));
+      watch.send('ADDED', event(`ev-${name}`, `3${seen.length}`, { name, uid: member.objects.get<V1Pod>('Pod', 'h-shop', name)?.metadata?.uid }));
+    }
+    assert.equal(seen.length, 0, 'not mapped before the informer shows the delegate');
+    pods.release();
+    assert.deepEqual(seen.map((e) => [e.name, e.id]), [['lost', 'ev-lost']], 'the refused one\'s event was never held');
   });
 
   it('on the first list, passes on only the events of the replay window', async () => {

@@ -2,7 +2,7 @@
 // the provider for each, mirrors status and events back, and runs the deletion protocol:
 //   proxy marked for deletion → provider pod deleted with the same grace period → proxy removed (grace 0).
 // It talks to the back end only through the PodProvider interface.
-import { interval, map, mergeMap, type Subscription } from 'rxjs';
+import { interval, map, mergeMap, type Observable, type Subscription } from 'rxjs';
 import type { V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
 import { DISCARD, PATCH, type ClusterClient } from '../../kube/client.ts';
 import { Informer, objectKey, splitKey, storedSpecs } from '../../kube/informer.ts';
@@ -33,6 +33,8 @@ const STATUS_RECHECK_MS = [4_000, 10_000];
  * the blip for up to a minute after the next renewal reopens the fence. Leadership lost for good stops the controller.
  */
 const FENCED_RETRY_MS = 1000;
+/** How often every key is synced again that was not synced meanwhile (#resync). */
+const RESYNC_MS = 300_000;
 /** How soon a proxy being deleted looks again while its new delegate has not shown (provider.creating). */
 const UNSHOWN_RETRY_MS = 5_000;
 
@@ -62,7 +64,10 @@ export interface PodControllerOptions {
   nodeName: string;
   member: string;
   workers: number;
+  /** How often the keys not synced meanwhile are synced again (#resync); default RESYNC_MS. */
   resyncMs?: number;
+  /** When the periodic resync runs; default every resyncMs (tests tick it themselves). */
+  resyncTicks?: Observable<unknown>;
   watchSilenceMs?: number;
   /**
    * The node's proxies, from an informer someone else runs and keeps warm (a replica that does not lead the member
@@ -128,6 +133,12 @@ export class PodController {
   #ownWrites = new Map<string, { rv: string; relists: number }>();
   /** The keys of the proxies this controller last set Offloaded other than True, until it sets True or they go. */
   #notOffloaded = new Set<string>();
+  /**
+   * When each key's lifecycle sync and status sync last ran (performance.now()): the periodic resync leaves out the
+   * keys synced within its period. Pruned at each resync of keys no longer known.
+   */
+  #lastSync = new Map<string, number>();
+  #lastStatusSync = new Map<string, number>();
 
   constructor(host: ClusterClient, provider: PodProvider, log: Logger, opts: PodControllerOptions) {
     this.#host = host;
@@ -227,7 +238,7 @@ export class PodController {
         this.#enqueueAll();
         this.#recheckStatusLater();
       }),
-      interval(this.#opts.resyncMs ?? 300_000).subscribe(() => this.#enqueueAll()),
+      (this.#opts.resyncTicks ?? interval(this.#resyncMs)).subscribe(() => this.#resync()),
     );
     // Orphans are judged only once both views are complete, never on a half-synced cache.
     void Promise.all([this.pods.waitSynced(), this.#provider.waitSynced()]).then(() => {
@@ -307,12 +318,41 @@ export class PodController {
     return delegate && !delegate.terminating ? LIFECYCLE.deleteDelegate : LIFECYCLE.removeProxy;
   }
 
+  get #resyncMs(): number { return this.#opts.resyncMs ?? RESYNC_MS; }
+
+  /**
+   * Every key synced again: at start, and once the back end answers again after an outage. Each once: a key added
+   * for its proxy and again for its delegate ran twice when the first add had been taken by a worker already.
+   */
   #enqueueAll(): void {
-    for (const k of this.pods.keys()) {
+    for (const k of this.#keys()) {
       this.#queue.add(k, this.#resyncPriority(k));
-      this.#statusQueue.add(k, this.#recheckPriority(k));
+      if (this.pods.get(k)) this.#statusQueue.add(k, this.#recheckPriority(k));
     }
-    for (const k of this.#provider.listPodKeys()) this.#queue.add(k, this.#resyncPriority(k));
+  }
+
+  /** The keys of every proxy and every delegate, each once. */
+  #keys(): Set<string> { return new Set([...this.pods.keys(), ...this.#provider.listPodKeys()]); }
+
+  /**
+   * The periodic resync: every key not synced within the period, and every proxy that visibly differs from its
+   * delegate. A key synced since (its own change) was compared then, and a change after that comes as an event: in a
+   * burst longer than the period (10,000 pods take minutes) the resync queued a second sync and a status check for
+   * nearly every key at once, which compared and wrote nothing. A key left out is looked at by the next one.
+   */
+  #resync(): void {
+    const since = performance.now() - this.#resyncMs;
+    const stale = (at: number | undefined): boolean => at === undefined || at <= since;
+    const keys = this.#keys();
+    for (const k of keys) {
+      if (stale(this.#lastSync.get(k))) this.#queue.add(k, this.#resyncPriority(k));
+      if (!this.pods.get(k)) continue;
+      const priority = this.#recheckPriority(k);
+      if (priority === STATUS.visible || stale(this.#lastStatusSync.get(k))) this.#statusQueue.add(k, priority);
+    }
+    for (const times of [this.#lastSync, this.#lastStatusSync]) {
+      for (const k of times.keys()) if (!keys.has(k)) times.delete(k);
+    }
   }
 
   /**
@@ -331,6 +371,7 @@ export class PodController {
 
   async #sync(key: string): Promise<HandlerResult | void> {
     if (!this.pods.hasSynced || !this.#provider.hasSynced()) return;
+    this.#lastSync.set(key, performance.now());
     const proxy = this.pods.get(key);
     try {
       return await this.#syncLifecycle(key, proxy);
@@ -469,6 +510,7 @@ export class PodController {
     // meanwhile) until it answers again, then resync$ brings every proxy back in line.
     if (this.#unreachable) return this.#markNotReady(key);
     if (!this.#provider.hasSynced() || !this.#provider.available()) return;
+    this.#lastStatusSync.set(key, performance.now());
     const proxy = this.pods.get(key);
     const running = proxy && this.#delegateOf(key);
     // Only the proxy's own delegate speaks for it.

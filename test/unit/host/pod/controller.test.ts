@@ -3,7 +3,8 @@
 import { describe, it, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
-import type { PodController } from '../../../../src/host/pod/controller.ts';
+import { Subject } from 'rxjs';
+import type { PodController, PodControllerOptions } from '../../../../src/host/pod/controller.ts';
 import { FakeHost } from '../../fakes/host.ts';
 import { GatedHost, GatedProvider } from '../../fakes/gated.ts';
 import { forgetMember, metrics, registry } from '../../../../src/metrics.ts';
@@ -87,6 +88,48 @@ async function queueRuns(queue: string): Promise<number> {
 }
 const statusRuns = (): Promise<number> => queueRuns(`pod-status-${NODE}`);
 const lifecycleRuns = (): Promise<number> => queueRuns(`pods-${NODE}`);
+
+/** Proxy `a`, its delegate running and Ready, set Ready by a controller whose periodic resync the test ticks. */
+async function readyWithResync(opts: Partial<PodControllerOptions>) {
+  const host = new FakeHost();
+  const provider = new FakeProvider();
+  const p = host.put(proxy('a'));
+  provider.pods.set(`${NS}/a`, { proxyUID: p.metadata!.uid!, terminating: false, phase: 'Running', status: ready() });
+  const resync = new Subject<void>();
+  const c = start(host, provider, 2, { resyncTicks: resync, ...opts });
+  await eventually('the proxy Ready', () => isReadyOnHost(host, 'a'));
+  await c.idle();
+  return { host, provider, p, c, resync };
+}
+
+describe('PodController: the periodic resync', () => {
+  it('syncs again a key not synced within its period, and sets right what no event told', async () => {
+    // A period of 0: every key was last synced before it began.
+    const { host, provider, p, c, resync } = await readyWithResync({ resyncMs: 0 });
+    const [lifecycle, status] = [await lifecycleRuns(), await statusRuns()];
+    // The delegate changed, and no change was told (a notification lost).
+    provider.pods.set(`${NS}/a`, { proxyUID: p.metadata!.uid!, terminating: false, phase: 'Running', status: { ...ready(), podIP: '10.1.0.6' } });
+    resync.next();
+    await eventually('the new IP', () => host.get(NS, 'a')!.status!.podIP === '10.1.0.6');
+    await c.idle();
+    assert.deepEqual([await lifecycleRuns() - lifecycle, await statusRuns() - status], [1, 1], 'each once (not again for its delegate)');
+  });
+
+  it('leaves out a key synced within its period, unless its proxy visibly differs from its delegate', async () => {
+    const { host, provider, p, c, resync } = await readyWithResync({ resyncMs: 60_000 });
+    const [lifecycle, status] = [await lifecycleRuns(), await statusRuns()];
+    resync.next();
+    await c.idle();
+    assert.deepEqual([await lifecycleRuns() - lifecycle, await statusRuns() - status], [0, 0], 'synced moments ago: nothing to look at');
+    // The delegate stopped being Ready, and no change was told: the proxy visibly differs from it.
+    provider.pods.set(`${NS}/a`, { proxyUID: p.metadata!.uid!, terminating: false, phase: 'Running', status: ready('False') });
+    resync.next();
+    // Sooner than the recheck of every proxy 4 s after the start would set it right.
+    await eventually('the proxy NotReady', () => host.condition(NS, 'a', 'Ready')?.status === 'False', 2_000);
+    await c.idle();
+    assert.deepEqual([await lifecycleRuns() - lifecycle, await statusRuns() - status], [0, 1], 'its status only');
+  });
+});
 
 describe('PodController', () => {
   it('sets back a proxy status someone else changed (the node-lifecycle controller marking it NotReady)', async () => {

@@ -35,6 +35,11 @@ const STATUS_RECHECK_MS = [4_000, 10_000];
 const FENCED_RETRY_MS = 1000;
 /** How often every key is synced again that was not synced meanwhile (#resync). */
 const RESYNC_MS = 300_000;
+/**
+ * The share of the resync period within which a key's last sync counts as recent (#resync). Below 1: a key the last
+ * tick queued ran a little after it, and ticks drift; at 1, each quiet key was synced by every other tick only.
+ */
+const RESYNC_FRESH = 0.9;
 /** How soon a proxy being deleted looks again while its new delegate has not shown (provider.creating). */
 const UNSHOWN_RETRY_MS = 5_000;
 
@@ -68,6 +73,8 @@ export interface PodControllerOptions {
   resyncMs?: number;
   /** When the periodic resync runs; default every resyncMs (tests tick it themselves). */
   resyncTicks?: Observable<unknown>;
+  /** The clock of the resync's bookkeeping, ms; default performance.now (tests set it). */
+  now?: () => number;
   watchSilenceMs?: number;
   /**
    * The node's proxies, from an informer someone else runs and keeps warm (a replica that does not lead the member
@@ -320,6 +327,8 @@ export class PodController {
 
   get #resyncMs(): number { return this.#opts.resyncMs ?? RESYNC_MS; }
 
+  #now(): number { return this.#opts.now?.() ?? performance.now(); }
+
   /**
    * Every key synced again: at start, and once the back end answers again after an outage. Each once: a key added
    * for its proxy and again for its delegate ran twice when the first add had been taken by a worker already.
@@ -335,13 +344,14 @@ export class PodController {
   #keys(): Set<string> { return new Set([...this.pods.keys(), ...this.#provider.listPodKeys()]); }
 
   /**
-   * The periodic resync: every key not synced within the period, and every proxy that visibly differs from its
+   * The periodic resync: every key not synced within (most of) the period, and every proxy that visibly differs from its
    * delegate. A key synced since (its own change) was compared then, and a change after that comes as an event: in a
    * burst longer than the period (10,000 pods take minutes) the resync queued a second sync and a status check for
    * nearly every key at once, which compared and wrote nothing. A key left out is looked at by the next one.
    */
   #resync(): void {
-    const since = performance.now() - this.#resyncMs;
+    // With some slack: a key the last tick queued was synced a little after that tick, and a tick may come early.
+    const since = this.#now() - RESYNC_FRESH * this.#resyncMs;
     const stale = (at: number | undefined): boolean => at === undefined || at <= since;
     const keys = this.#keys();
     for (const k of keys) {
@@ -371,7 +381,7 @@ export class PodController {
 
   async #sync(key: string): Promise<HandlerResult | void> {
     if (!this.pods.hasSynced || !this.#provider.hasSynced()) return;
-    this.#lastSync.set(key, performance.now());
+    this.#lastSync.set(key, this.#now());
     const proxy = this.pods.get(key);
     try {
       return await this.#syncLifecycle(key, proxy);
@@ -510,7 +520,7 @@ export class PodController {
     // meanwhile) until it answers again, then resync$ brings every proxy back in line.
     if (this.#unreachable) return this.#markNotReady(key);
     if (!this.#provider.hasSynced() || !this.#provider.available()) return;
-    this.#lastStatusSync.set(key, performance.now());
+    this.#lastStatusSync.set(key, this.#now());
     const proxy = this.pods.get(key);
     const running = proxy && this.#delegateOf(key);
     // Only the proxy's own delegate speaks for it.

@@ -115,6 +115,22 @@ describe('PodController: the periodic resync', () => {
     assert.deepEqual([await lifecycleRuns() - lifecycle, await statusRuns() - status], [1, 1], 'each once (not again for its delegate)');
   });
 
+  it('syncs a quiet key at every tick of its period, also one that comes a little early', async () => {
+    let now = 0;
+    const { c, resync } = await readyWithResync({ resyncMs: 1000, now: () => now });
+    const runs = async () => [await lifecycleRuns(), await statusRuns()];
+    const tick = async (at: number) => {
+      now = at;
+      const before = await runs();
+      resync.next();
+      await c.idle();
+      return (await runs()).map((n, i) => n - before[i]!);
+    };
+    assert.deepEqual(await tick(500), [0, 0], 'synced half a period ago');
+    assert.deepEqual(await tick(1000), [1, 1], 'a period after');
+    assert.deepEqual(await tick(1990), [1, 1], 'the next tick, 10 ms early: synced by the last one, not since');
+  });
+
   it('leaves out a key synced within its period, unless its proxy visibly differs from its delegate', async () => {
     const { host, provider, p, c, resync } = await readyWithResync({ resyncMs: 60_000 });
     const [lifecycle, status] = [await lifecycleRuns(), await statusRuns()];

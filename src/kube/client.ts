@@ -12,7 +12,7 @@ import type {
   AuthenticationV1Api, AuthorizationV1Api, CertificatesV1Api, CoordinationV1Api, CoreV1Api, EventsV1Api,
 } from '@kubernetes/client-node';
 import type { ClusterAccess, Credentials } from './kubeconfig.ts';
-import { KubeError, statusError } from './errors.ts';
+import { KubeError, NOT_LEADER, statusError } from './errors.ts';
 import { revive } from './revive.ts';
 import { parseEventLine, type KnownSpec } from './eventline.ts';
 import { H2Sessions, type Body, type Exchange } from './h2.ts';
@@ -292,7 +292,7 @@ export class ClusterClient {
     const refused = method === 'GET' ? undefined : this.#fence?.();
     if (refused !== undefined) {
       metrics.fencedWrites.inc({ cluster: this.name });
-      throw new KubeError('Unavailable', 0, 'NotLeader', `${method} ${path} not sent: ${refused}`);
+      throw new KubeError('Unavailable', 0, NOT_LEADER, `${method} ${path} not sent: ${refused}`);
     }
     const verb = opts.verb ?? verbOf(method, path);
     metrics.apiRequests.inc({ cluster: this.name, verb });

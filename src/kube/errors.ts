@@ -71,6 +71,14 @@ export function toKubeError(err: unknown): KubeError {
   return new KubeError('Unavailable', 0, e?.code ?? causeCode ?? e?.name ?? '', message, { cause: err });
 }
 
+/** The reason of a write a fenced client did not send (kube/client.ts: its replica cannot be sure it still leads). */
+export const NOT_LEADER = 'NotLeader';
+
+/** A write the replica's fence kept back: never sent, so nothing of it happened. */
+export function refusedByFence(err: unknown): boolean {
+  return err instanceof KubeError && err.reason === NOT_LEADER;
+}
+
 export function isKind(err: unknown, ...kinds: KubeErrorKind[]): boolean {
   return kinds.includes(toKubeError(err).kind);
 }

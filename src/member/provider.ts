@@ -10,7 +10,7 @@ import { checkMemberNamespace, memberNamespace } from '../config.ts';
 import { DISCARD, PATCH } from '../kube/client.ts';
 import { listWatch, type ListWatchEvent } from '../kube/listwatch.ts';
 import { objectKey } from '../kube/informer.ts';
-import { ignoreGone, toKubeError, type KubeError } from '../kube/errors.ts';
+import { ignoreGone, refusedByFence, toKubeError, type KubeError } from '../kube/errors.ts';
 import { delegateResize, delegateUpdate, ephemeralContainersToAdd, forgeDelegatePod, type DelegateContext, type ResizePatch } from '../forge/pod.ts';
 import { deletionDisruption, forgeHostStatus, withResizeInfeasible, type RefusedResize } from '../forge/status.ts';
 import { PROXY_NAMESPACE_ANNOTATION, PROXY_UID_LABEL } from '../forge/keys.ts';
@@ -486,7 +486,7 @@ export function rejection(prepared: Prepared, hostNamespace: string): PodRejecte
  * timeout), or the server could not say (a 5xx). Not when the request was never sent (NotLeader: the replica's fence).
  */
 function maybeApplied(k: KubeError): boolean {
-  return (k.kind === 'Unavailable' && k.reason !== 'NotLeader') || k.kind === 'Unknown';
+  return (k.kind === 'Unavailable' && !refusedByFence(k)) || k.kind === 'Unknown';
 }
 
 /**

@@ -7,7 +7,7 @@ import type { V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node
 import { DISCARD, PATCH, type ClusterClient } from '../../kube/client.ts';
 import { Informer, objectKey, splitKey, storedSpecs } from '../../kube/informer.ts';
 import { listWatch } from '../../kube/listwatch.ts';
-import { isGone, KubeError, toKubeError } from '../../kube/errors.ts';
+import { isGone, refusedByFence, toKubeError } from '../../kube/errors.ts';
 import { writeEvent, writeOwnEvent, type EventSubject } from '../../kube/events.ts';
 import { priorityNames, WorkQueue, type HandlerResult, type Priority } from '../../util/workqueue.ts';
 import { backoffDelay } from '../../util/backoff.ts';
@@ -667,8 +667,6 @@ function onlyStatusChanged(a: V1Pod, b: V1Pod): boolean {
   return ma?.generation === mb?.generation && sameValue(ma?.deletionTimestamp, mb?.deletionTimestamp)
     && sameValue(ma?.labels, mb?.labels) && sameValue(ma?.annotations, mb?.annotations) && sameValue(a.spec, b.spec);
 }
-
-const refusedByFence = (err: unknown): boolean => err instanceof KubeError && err.reason === 'NotLeader';
 
 const isReady = (pod: V1Pod): boolean => pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 

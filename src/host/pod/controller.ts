@@ -75,6 +75,8 @@ export interface PodControllerOptions {
   resyncTicks?: Observable<unknown>;
   /** The clock of the resync's bookkeeping, ms; default performance.now (tests set it). */
   now?: () => number;
+  /** When every proxy's status is compared again after a start or an outage's end; default STATUS_RECHECK_MS. */
+  statusRecheckMs?: readonly number[];
   watchSilenceMs?: number;
   /**
    * The node's proxies, from an informer someone else runs and keeps warm (a replica that does not lead the member
@@ -141,8 +143,8 @@ export class PodController {
   /** The keys of the proxies this controller last set Offloaded other than True, until it sets True or they go. */
   #notOffloaded = new Set<string>();
   /**
-   * When each key's lifecycle sync and status sync last ran (performance.now()): the periodic resync leaves out the
-   * keys synced within its period. Pruned at each resync of keys no longer known.
+   * When each key's lifecycle sync and status sync last ran (#now()): the periodic resync leaves out the keys synced
+   * within its period. Pruned of keys no longer known whenever every key is queued (#enqueueAll).
    */
   #lastSync = new Map<string, number>();
   #lastStatusSync = new Map<string, number>();
@@ -261,7 +263,7 @@ export class PodController {
    * right: every proxy's status is compared again a little later, twice. In-memory, and a write only where it differs.
    */
   #recheckStatusLater(): void {
-    for (const ms of STATUS_RECHECK_MS) {
+    for (const ms of this.#opts.statusRecheckMs ?? STATUS_RECHECK_MS) {
       const t = setTimeout(() => { for (const k of this.pods.keys()) this.#statusQueue.add(k, this.#recheckPriority(k)); }, ms);
       t.unref();
       this.#timers.push(t);
@@ -330,30 +332,14 @@ export class PodController {
   #now(): number { return this.#opts.now?.() ?? performance.now(); }
 
   /**
-   * Every key synced again: at start, and once the back end answers again after an outage. Each once: a key added
-   * for its proxy and again for its delegate ran twice when the first add had been taken by a worker already.
+   * Queues every key for a lifecycle sync and, if it has a proxy, a status check, each once (a key added for its proxy
+   * and again for its delegate ran twice when the first add had been taken by a worker already). Left out: what ran
+   * after `since`, except a status check of a proxy that visibly differs from its delegate. At start and once the back
+   * end answers again after an outage, nothing is left out.
    */
-  #enqueueAll(): void {
-    for (const k of this.#keys()) {
-      this.#queue.add(k, this.#resyncPriority(k));
-      if (this.pods.get(k)) this.#statusQueue.add(k, this.#recheckPriority(k));
-    }
-  }
-
-  /** The keys of every proxy and every delegate, each once. */
-  #keys(): Set<string> { return new Set([...this.pods.keys(), ...this.#provider.listPodKeys()]); }
-
-  /**
-   * The periodic resync: every key not synced within (most of) the period, and every proxy that visibly differs from its
-   * delegate. A key synced since (its own change) was compared then, and a change after that comes as an event: in a
-   * burst longer than the period (10,000 pods take minutes) the resync queued a second sync and a status check for
-   * nearly every key at once, which compared and wrote nothing. A key left out is looked at by the next one.
-   */
-  #resync(): void {
-    // With some slack: a key the last tick queued was synced a little after that tick, and a tick may come early.
-    const since = this.#now() - RESYNC_FRESH * this.#resyncMs;
+  #enqueueAll(since = Infinity): void {
     const stale = (at: number | undefined): boolean => at === undefined || at <= since;
-    const keys = this.#keys();
+    const keys = new Set([...this.pods.keys(), ...this.#provider.listPodKeys()]);
     for (const k of keys) {
       if (stale(this.#lastSync.get(k))) this.#queue.add(k, this.#resyncPriority(k));
       if (!this.pods.get(k)) continue;
@@ -363,6 +349,17 @@ export class PodController {
     for (const times of [this.#lastSync, this.#lastStatusSync]) {
       for (const k of times.keys()) if (!keys.has(k)) times.delete(k);
     }
+  }
+
+  /**
+   * The periodic resync: the keys not synced within (most of) the period. A key synced since (its own change) was
+   * compared then, and a change after that comes as an event: in a burst longer than the period (10,000 pods take
+   * minutes) the resync queued a second sync and a status check for nearly every key at once, which compared and wrote
+   * nothing. A key left out is looked at by the next one. With some slack: a key the last tick queued was synced a
+   * little after that tick, and a tick may come early.
+   */
+  #resync(): void {
+    this.#enqueueAll(this.#now() - RESYNC_FRESH * this.#resyncMs);
   }
 
   /**

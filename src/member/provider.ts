@@ -147,9 +147,9 @@ export class MemberPodProvider implements PodProvider {
         return ev.type === 'DELETED' || !this.#firstSight(ev.object) ? of() : of(ev.object);
       }),
     );
-    // Events held for a delegate the pod informer had not shown yet go on once it does.
-    const released$ = delegateChanges$.pipe(mergeMap(({ c, creation }) =>
-      creation?.events.length && member.delegates.hostRefOf(c.memberKey) ? from(creation.events) : of()));
+    // Events held for a delegate the pod informer had not shown yet go on once it does (a change is only told of a
+    // delegate the index maps: #toPodEvent maps them).
+    const released$ = delegateChanges$.pipe(mergeMap(({ creation }) => from(creation?.events ?? [])));
     this.podEvents$ = merge(memberEvents$, released$).pipe(
       map((e) => this.#toPodEvent(e)),
       filter((e): e is PodEvent => e !== undefined),

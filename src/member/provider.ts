@@ -1,6 +1,6 @@
 // The member-cluster provider: runs each proxy pod as a delegate pod in the member (PodLifecycleHandler)
 // and reports delegate changes and member events in host coordinates (PodNotifier).
-import { Subject, distinctUntilChanged, filter, from, map, merge, mergeMap, of, share, type Observable } from 'rxjs';
+import { EMPTY, Subject, distinctUntilChanged, filter, from, map, merge, mergeMap, of, share, type Observable } from 'rxjs';
 import { LRUCache } from 'lru-cache';
 import { upTo } from '../util/lru.ts';
 import type { CoreV1Event, V1EphemeralContainer, V1Pod, V1PodStatus } from '@kubernetes/client-node';
@@ -144,12 +144,12 @@ export class MemberPodProvider implements PodProvider {
           const since = started - this.#opts.eventReplayWindowMs;
           return from(ev.items.filter((e) => eventTime(e) >= since && this.#firstSight(e)));
         }
-        return ev.type === 'DELETED' || !this.#firstSight(ev.object) ? of() : of(ev.object);
+        return ev.type === 'DELETED' || !this.#firstSight(ev.object) ? EMPTY : of(ev.object);
       }),
     );
-    // Events held for a delegate the pod informer had not shown yet go on once it does (a change is only told of a
-    // delegate the index maps: #toPodEvent maps them).
-    const released$ = delegateChanges$.pipe(mergeMap(({ creation }) => from(creation?.events ?? [])));
+    // Events held for a delegate the pod informer had not shown yet go on once it does. Nearly every change holds
+    // none: no inner stream is made for those (this runs for every watch event of a delegate).
+    const released$ = delegateChanges$.pipe(mergeMap(({ creation }) => (creation?.events.length ? from(creation.events) : EMPTY)));
     this.podEvents$ = merge(memberEvents$, released$).pipe(
       map((e) => this.#toPodEvent(e)),
       filter((e): e is PodEvent => e !== undefined),

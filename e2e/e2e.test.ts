@@ -8,9 +8,15 @@
 //   E2E_IMAGE              image of the test workload (default busybox:1.36; needs sh, cat and sleep)
 //   E2E_KUBECTL            kubectl binary (default kubectl)
 //   E2E_TIMEOUT_SCALE      multiplies every timeout (default 1)
+//   E2E_HELM, E2E_RELEASE, E2E_UPGRADE_TAG
+//                          helm binary, `namespace/name` of clusterlet's Helm release and an image tag present on the
+//                          host's nodes: the suite upgrades the release to that tag and checks no delegate is lost
+//                          (make e2e-local sets them; kind's install uses manifests/, not Helm)
 // Run: E2E_HOST_KUBECONFIG=... E2E_MEMBER_KUBECONFIG=... npm run e2e
 import { after, before, describe } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { LOG_TEXT, e2eContext, registerStory, type E2EContext } from './scenarios.ts';
+import { registerContainerStory } from './containers.ts';
 
 const env = process.env;
 const hostKubeconfig = env.E2E_HOST_KUBECONFIG;
@@ -31,5 +37,10 @@ describe('clusterlet end to end', { skip: missing ? 'set E2E_HOST_KUBECONFIG and
     });
   });
   const cleanupLeftovers = registerStory(() => ctx, { describeNode: true });
-  after(cleanupLeftovers);
+  const [releaseNamespace, release] = (env.E2E_RELEASE ?? '').split('/');
+  const cleanupContainers = registerContainerStory(() => ctx, {
+    helmRelease: env.E2E_HELM && release && env.E2E_UPGRADE_TAG ? { helm: env.E2E_HELM, namespace: releaseNamespace, release,
+      chart: fileURLToPath(new URL('../charts/clusterlet', import.meta.url)), upgradeTag: env.E2E_UPGRADE_TAG } : undefined,
+  });
+  after(async () => { await Promise.all([cleanupLeftovers(), cleanupContainers()]); });
 });

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the local control-plane binaries from Go modules into a cache outside the repo,
 # keyed by version, so every clone on this machine reuses them:
-#   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl  (k8s.io/kubernetes)
+#   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl,
+#   kubelet, kube-proxy (the harness's real nodes)                   (k8s.io/kubernetes)
 #   etcd                                                             (go.etcd.io/etcd/server/v3)
 #   kwok                                                             (sigs.k8s.io/kwok)
 # Prints the bin directory on the last line of stdout. Progress goes to stderr.
@@ -12,7 +13,7 @@ KWOK_VERSION="${KWOK_VERSION:-v0.7.0}"
 CACHE="${CLUSTERLET_CACHE:-$HOME/.cache/clusterlet}"
 BIN="$CACHE/k8s-$K8S_VERSION-kwok-$KWOK_VERSION/bin"
 WORK="$CACHE/build/k8s-$K8S_VERSION"
-BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok)
+BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy etcd kwok)
 
 log() { printf '[build-k8s] %s\n' "$*" >&2; }
 
@@ -53,6 +54,8 @@ go get "k8s.io/kubernetes/cmd/kube-apiserver@$K8S_VERSION" \
        "k8s.io/kubernetes/cmd/kube-controller-manager@$K8S_VERSION" \
        "k8s.io/kubernetes/cmd/kube-scheduler@$K8S_VERSION" \
        "k8s.io/kubernetes/cmd/kubectl@$K8S_VERSION" \
+       "k8s.io/kubernetes/cmd/kubelet@$K8S_VERSION" \
+       "k8s.io/kubernetes/cmd/kube-proxy@$K8S_VERSION" \
        "go.etcd.io/etcd/server/v3@$etcd_version" >&2
 
 minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
@@ -61,7 +64,7 @@ ld=""
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ld="$ld -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean -X $pkg.buildDate=$date"
 done
-for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+for b in kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy; do
   [ -x "$BIN/$b" ] && continue
   log "building $b"
   go build -trimpath -ldflags "-s -w $ld" -o "$BIN/$b.tmp" "k8s.io/kubernetes/cmd/$b"

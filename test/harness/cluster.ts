@@ -37,6 +37,12 @@ export interface ClusterOptions {
    * waits for one).
    */
   lean?: boolean;
+  /**
+   * For clusters with real nodes (realnode.ts): the API server's address as the nodes and their pods reach it (the
+   * root end of a node's veth pair). It listens on every address, advertises this one (the `kubernetes` Service's
+   * endpoint) and has it in its certificate.
+   */
+  apiAddress?: string;
 }
 
 export interface Credentials { cert: string; key: string }
@@ -62,6 +68,11 @@ export class LocalCluster {
   }
 
   get server(): string { return `https://127.0.0.1:${this.#port}`; }
+  /** The API server as real nodes and their pods reach it (ClusterOptions.apiAddress). */
+  get podServer(): string {
+    if (!this.opts.apiAddress) throw new Error(`${this.name} has no apiAddress: its API server listens on 127.0.0.1 only`);
+    return `https://${this.opts.apiAddress}:${this.#port}`;
+  }
   get caFile(): string { return this.#ca.cert; }
   get caKeyFile(): string { return this.#ca.key; }
   get logDir(): string { return join(this.dir, 'logs'); }
@@ -82,7 +93,8 @@ export class LocalCluster {
     const svcIP = `${this.opts.netPrefix}.0.1`;
     const [server, admin, kubeletClient, sa] = await Promise.all([
       signCert(pki, this.#ca, { file: 'apiserver', cn: 'kube-apiserver', usage: 'server',
-        dns: ['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc'], ips: ['127.0.0.1', svcIP] }),
+        dns: ['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local'],
+        ips: ['127.0.0.1', svcIP, ...(this.opts.apiAddress ? [this.opts.apiAddress] : [])] }),
       signCert(pki, this.#ca, { file: 'admin', cn: 'clusterlet-harness-admin', orgs: ['system:masters'], usage: 'client' }),
       signCert(pki, this.#ca, { file: 'apiserver-kubelet-client', cn: 'kube-apiserver-kubelet-client',
         orgs: ['system:masters'], usage: 'client' }),
@@ -95,7 +107,8 @@ export class LocalCluster {
 
     const apiserverArgs = [
       `--etcd-servers=${this.#etcd}`, `--etcd-prefix=/registry-${this.name}`,
-      '--bind-address=127.0.0.1', `--secure-port=${this.#port}`, '--advertise-address=127.0.0.1',
+      `--bind-address=${this.opts.apiAddress ? '0.0.0.0' : '127.0.0.1'}`, `--secure-port=${this.#port}`,
+      `--advertise-address=${this.opts.apiAddress ?? '127.0.0.1'}`,
       `--cert-dir=${pki}`, `--tls-cert-file=${server.cert}`, `--tls-private-key-file=${server.key}`,
       `--client-ca-file=${this.#ca.cert}`,
       '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
@@ -168,8 +181,8 @@ export class LocalCluster {
     for (const name of order) await this.#procs.get(name)?.stop();
   }
 
-  /** Writes a kubeconfig for this cluster with the given client certificate (or token). */
-  async writeKubeconfig(path: string, user: string, creds: Credentials | { token: string }): Promise<void> {
+  /** Writes a kubeconfig for this cluster with the given client certificate (or token), for `server` (default: this.server). */
+  async writeKubeconfig(path: string, user: string, creds: Credentials | { token: string }, server = this.server): Promise<void> {
     const userBlock = 'token' in creds
       ? `    token: ${creds.token}`
       : `    client-certificate-data: ${await base64File(creds.cert)}\n    client-key-data: ${await base64File(creds.key)}`;
@@ -178,7 +191,7 @@ kind: Config
 clusters:
 - name: ${this.name}
   cluster:
-    server: ${this.server}
+    server: ${server}
     certificate-authority-data: ${await base64File(this.#ca.cert)}
 users:
 - name: ${user}
@@ -196,6 +209,11 @@ current-context: ${this.name}
   /** A client certificate for `cn` in `orgs`, signed by this cluster's CA. */
   async clientCert(file: string, cn: string, orgs: string[] = []): Promise<Credentials> {
     return signCert(join(this.dir, 'pki'), this.#ca, { file, cn, orgs, usage: 'client' });
+  }
+
+  /** A serving certificate for `cn` at `ips`, signed by this cluster's CA (a real node's kubelet). */
+  async serverCert(file: string, cn: string, ips: string[]): Promise<Credentials> {
+    return signCert(join(this.dir, 'pki'), this.#ca, { file, cn, dns: [cn], ips, usage: 'server' });
   }
 
   /** The pid of each running component, by name (for CPU accounting). */

@@ -17,6 +17,7 @@ import { LocalCluster, type FakeNode } from './cluster.ts';
 import { startProc, type Proc } from './procs.ts';
 import { freePort, pollUntil } from './net.ts';
 import { createTestNetwork, listNetns, removeNetns, type TestNetwork } from './testnet.ts';
+import { cleanNode, RealNode, restoreSysctls, saveSysctls } from './realnode.ts';
 
 const RUN_PREFIX = 'clusterlet-harness-';
 
@@ -47,7 +48,18 @@ export interface HarnessOptions {
   componentQPS?: number;
   /** Give the host HOST_FLOOR_NODE as well (the benchmark's host-only runs). */
   hostFloorNode?: boolean;
+  /**
+   * A real node in each of host and member (realnode.ts: containerd, kubelet, kube-proxy), named host-real and
+   * member-real, with these image archives loaded (hack/build-images.sh builds them).
+   */
+  realNodes?: { images: string[] };
+  /** The KWOK nodes (default true); false: the clusters have their real nodes only. */
+  kwokNodes?: boolean;
 }
+
+/** The real nodes' names. */
+export const HOST_REAL_NODE = 'host-real';
+export const MEMBER_REAL_NODE = 'member-real';
 
 export class Harness {
   readonly dir: string;
@@ -59,24 +71,58 @@ export class Harness {
   readonly extraHosts: LocalCluster[] = [];
   /** Where node-like servers listen: KWOK's kubelet endpoints, and clusterlet's `--node-ip` in tests. */
   readonly network: TestNetwork;
+  /** The real nodes (HarnessOptions.realNodes), host's then member's. */
+  readonly realNodes: RealNode[] = [];
   #etcd: Proc;
   #etcdURL: string;
   #opts: HarnessOptions;
+  #nodeNetworks: TestNetwork[];
+  #sysctls?: Record<string, string>;
   #stopped = false;
 
-  private constructor(dir: string, bin: Binaries, etcd: Proc, etcdURL: string, network: TestNetwork, opts: HarnessOptions) {
+  private constructor(dir: string, bin: Binaries, etcd: Proc, etcdURL: string, network: TestNetwork, opts: HarnessOptions,
+    nodeNetworks: TestNetwork[]) {
     this.dir = dir;
     this.bin = bin;
     this.#etcd = etcd;
     this.#etcdURL = etcdURL;
     this.network = network;
     this.#opts = opts;
+    this.#nodeNetworks = nodeNetworks;
     const nodeAddress = network.address;
-    const hostNodes = opts.hostFloorNode ? [...HOST_NODES, HOST_FLOOR_NODE] : HOST_NODES;
-    this.host = new LocalCluster({ name: 'host', nodes: hostNodes, netPrefix: '10.10', componentQPS: opts.componentQPS, nodeAddress },
-      bin, etcdURL, dir);
-    this.member = new LocalCluster({ name: 'member', nodes: memberNodes('member'), netPrefix: '10.20',
-      componentQPS: opts.componentQPS, nodeAddress }, bin, etcdURL, dir);
+    const kwok = opts.kwokNodes !== false;
+    const hostNodes = !kwok ? [] : opts.hostFloorNode ? [...HOST_NODES, HOST_FLOOR_NODE] : HOST_NODES;
+    this.host = new LocalCluster({ name: 'host', nodes: hostNodes, netPrefix: '10.10', componentQPS: opts.componentQPS, nodeAddress,
+      apiAddress: nodeNetworks[0]?.address }, bin, etcdURL, dir);
+    this.member = new LocalCluster({ name: 'member', nodes: kwok ? memberNodes('member') : [], netPrefix: '10.20',
+      componentQPS: opts.componentQPS, nodeAddress, apiAddress: nodeNetworks[1]?.address }, bin, etcdURL, dir);
+  }
+
+  get hostNode(): RealNode { return this.#realNode(0); }
+  get memberNode(): RealNode { return this.#realNode(1); }
+  #realNode(i: number): RealNode {
+    const n = this.realNodes[i];
+    if (!n) throw new Error('the harness has no real nodes: start it with realNodes');
+    return n;
+  }
+
+  /** Starts the real nodes, one per cluster, each in its network namespace with a pod range of its own. */
+  async #startRealNodes(images: string[]): Promise<void> {
+    this.#sysctls = await saveSysctls();
+    await writeFile(join(this.dir, 'sysctls.json'), JSON.stringify(this.#sysctls));
+    // 198.19.0.0/16 (testnet.ts): a /24 per node, at a random place so that two runs rarely meet.
+    const base = 2 * Math.floor(Math.random() * 127);
+    const clusters = [this.host, this.member];
+    const names = [HOST_REAL_NODE, MEMBER_REAL_NODE];
+    const id = this.dir.slice(this.dir.lastIndexOf(RUN_PREFIX) + RUN_PREFIX.length);
+    for (const [i, cluster] of clusters.entries()) {
+      this.realNodes.push(new RealNode({
+        name: names[i], cluster, network: this.#nodeNetworks[i], podCIDR: `198.19.${base + i}.0/24`,
+        apiServer: cluster.podServer, cgroupRoot: `/clusterlet-${id}-${names[i]}`, images, binDir: this.bin.dir,
+      }));
+    }
+    await writeFile(join(this.dir, 'realnodes'), this.realNodes.map((n) => `${n.dir} ${n.opts.cgroupRoot}\n`).join(''));
+    await Promise.all(this.realNodes.map((n) => n.start()));
   }
 
   /** The address node-like servers listen on (127.0.0.1 when the test network could not be made). */
@@ -101,7 +147,15 @@ export class Harness {
     await writeFile(join(dir, 'owner.pid'), String(process.pid));
     const network = await createTestNetwork();
     if (network.unavailable) log(`${network.unavailable}: node proxy paths (/api/v1/nodes/<node>/proxy/...) will not work`);
-    if (network.name) await writeFile(join(dir, 'netns'), network.name);
+    const nodeNetworks = opts.realNodes ? [await createTestNetwork(), await createTestNetwork()] : [];
+    const unavailable = nodeNetworks.find((n) => n.unavailable);
+    const netns = [network, ...nodeNetworks].map((n) => n.name).filter((n) => n !== undefined);
+    if (netns.length) await writeFile(join(dir, 'netns'), netns.join('\n'));
+    if (unavailable) {
+      for (const n of [network, ...nodeNetworks]) await n.remove();
+      await rm(dir, { recursive: true, force: true });
+      throw new Error(`real nodes need network namespaces: ${unavailable.unavailable}`);
+    }
     const [clientPort, peerPort] = await Promise.all([freePort(), freePort()]);
     const etcdURL = `http://127.0.0.1:${clientPort}`;
     const etcd = startProc('etcd', bin.etcd, [
@@ -111,15 +165,16 @@ export class Harness {
       `--initial-cluster=clusterlet-harness=http://127.0.0.1:${peerPort}`,
       '--unsafe-no-fsync', '--quota-backend-bytes=8589934592', '--log-level=warn',
     ], dir);
-    const h = new Harness(dir, bin, etcd, etcdURL, network, { ...opts, log });
+    const h = new Harness(dir, bin, etcd, etcdURL, network, { ...opts, log }, nodeNetworks);
     try {
       await pollUntil('etcd /health', async () => {
         const res = await fetch(`${etcdURL}/health`).catch(() => undefined);
         return res?.ok ? true : undefined;
       }, 30_000, 100, () => etcd.exited() ? `etcd exited:\n${etcd.tail(15)}` : undefined);
       await Promise.all([h.host.start(), h.member.start()]);
+      if (opts.realNodes) await h.#startRealNodes(opts.realNodes.images);
     } catch (err) {
-      log(`start failed; component logs:\n${h.host.logsTail()}\n${h.member.logsTail()}`);
+      log(`start failed; component logs:\n${h.host.logsTail()}\n${h.member.logsTail()}\n${h.realNodes.map((n) => n.logsTail()).join('\n')}`);
       await h.stop();
       throw err;
     }
@@ -169,10 +224,13 @@ export class Harness {
   async stop(): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
+    await Promise.all(this.realNodes.map((n) => n.stop()));
+    if (this.#sysctls) await restoreSysctls(this.#sysctls);
     await Promise.all([this.host.stop(), this.member.stop(), ...this.extraMembers.map((m) => m.stop()),
       ...this.extraHosts.map((m) => m.stop())]);
     await this.#etcd.stop();
     await this.network.remove();
+    for (const n of this.#nodeNetworks) await n.remove();
     if (!process.env.CLUSTERLET_KEEP_HARNESS) await rm(this.dir, { recursive: true, force: true });
   }
 }
@@ -188,8 +246,16 @@ async function reapStaleRuns(log: (l: string) => void): Promise<void> {
     if (owner && isAlive(owner)) continue;
     log(`reaping stale run ${dir}`);
     await killProcessesUsing(dir);
-    const netns = await readFile(join(dir, 'netns'), 'utf8').catch(() => '');
-    if (netns && (await listNetns()).includes(netns)) await removeNetns(netns);
+    for (const line of (await readFile(join(dir, 'realnodes'), 'utf8').catch(() => '')).split('\n')) {
+      const [nodeDir, cgroupRoot] = line.split(' ');
+      if (nodeDir && cgroupRoot) await cleanNode(nodeDir, cgroupRoot);
+    }
+    const sysctls = await readFile(join(dir, 'sysctls.json'), 'utf8').catch(() => '');
+    if (sysctls) await restoreSysctls(JSON.parse(sysctls) as Record<string, string>);
+    const live = await listNetns();
+    for (const netns of (await readFile(join(dir, 'netns'), 'utf8').catch(() => '')).split('\n')) {
+      if (netns && live.includes(netns)) await removeNetns(netns);
+    }
     await rm(dir, { recursive: true, force: true });
   }
 }

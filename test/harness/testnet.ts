@@ -1,7 +1,9 @@
 // The test hosts' network: a network namespace and a veth pair made for this run, whose addresses are
 // where node-like servers (KWOK's kubelet endpoints, clusterlet's kubelet API) listen. The API server's
 // node proxy refuses loopback addresses, and nothing here may talk to the machine's own interface
-// addresses, so the harness makes its own: 198.18.0.0/15 (reserved for benchmarking, never routed).
+// addresses, so the harness makes its own: 198.18.0.0/16 (of 198.18.0.0/15, reserved for benchmarking, never
+// routed; the real nodes' pod ranges take 198.19.0.0/16, realnode.ts). A real node (realnode.ts) lives in such a
+// namespace too: its kubelet listens on `peer`, and its pods are routed through it.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
@@ -12,6 +14,10 @@ export const NETNS_PREFIX = 'clusterlet-';
 export interface TestNetwork {
   /** The address of the root-namespace end of the veth pair: bind node-like servers here. */
   address: string;
+  /** The address of the namespace's end of the veth pair. */
+  peer: string;
+  /** The root-namespace end of the veth pair. */
+  device?: string;
   /** The network namespace (removed with the run; a stale run's is reaped by name). */
   name?: string;
   /** Why there is no test network (then `address` is 127.0.0.1 and node-proxy paths cannot work). */
@@ -30,7 +36,7 @@ export async function createTestNetwork(): Promise<TestNetwork> {
   const host = `cl${id}h`;
   const peer = `cl${id}n`;
   const a = randomBytes(2);
-  const subnet = `198.${18 + (a[0] & 1)}.${a[1]}`;
+  const subnet = `198.18.${a[1]}`;
   const octet = 4 * (1 + Math.floor(Math.random() * 62));
   const address = `${subnet}.${octet + 1}`;
   try {
@@ -42,9 +48,10 @@ export async function createTestNetwork(): Promise<TestNetwork> {
     await ip('-n', ns, 'link', 'set', peer, 'up');
   } catch (err) {
     await removeNetns(ns);
-    return { address: '127.0.0.1', unavailable: `no test network (${(err as Error).message.split('\n')[0]})`, remove: async () => {} };
+    return { address: '127.0.0.1', peer: '127.0.0.1', unavailable: `no test network (${(err as Error).message.split('\n')[0]})`,
+      remove: async () => {} };
   }
-  return { address, name: ns, remove: () => removeNetns(ns) };
+  return { address, peer: `${subnet}.${octet + 2}`, device: host, name: ns, remove: () => removeNetns(ns) };
 }
 
 /** Deleting the namespace deletes the veth pair with it. */

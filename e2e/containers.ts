@@ -1,0 +1,295 @@
+// What only real containers show, checked through the host as a user would (kubectl on the proxy, the host API):
+// logs as the container printed them, followed and of the previous instance; exec with stdin and the exit code;
+// attach; port-forward; a member Service reaching a delegate; a crash loop; a readiness probe going both ways;
+// real usage in /stats/summary; a deletion that stops the container within its grace period; and, where the suite
+// knows the Helm release, an upgrade that hands over without losing a delegate. Called by e2e/e2e.test.ts, for
+// clusters whose member nodes run containers (kind, or `make e2e-local`'s real nodes), never on KWOK.
+import { it } from 'node:test';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import type { V1Container, V1Pod, V1Service } from '@kubernetes/client-node';
+import type { ClusterClient } from '../src/kube/client.ts';
+import type { ListWatchSpec } from '../src/kube/listwatch.ts';
+import { toKubeError } from '../src/kube/errors.ts';
+import { ORIGIN_LABEL, PROXY_NAMESPACE_ANNOTATION, VIRTUAL_NODE_TAINT_KEY } from '../src/forge/keys.ts';
+import { waitUntil } from '../test/support/wait.ts';
+import type { E2EContext } from './scenarios.ts';
+
+export interface ContainerStoryOptions {
+  /** `namespace/release` of clusterlet's Helm release and the helm binary: enables the upgrade scenario. */
+  helmRelease?: { helm: string; chart: string; namespace: string; release: string; upgradeTag: string };
+}
+
+interface Run { code: number | null; stdout: string; stderr: string }
+
+/** Runs kubectl against the host, feeding `input` to its stdin; resolves with its exit code and output. */
+export function kubectl(ctx: E2EContext, args: string[], opts: { input?: string; timeoutMs?: number } = {}): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(ctx.opts.kubectl, ['--kubeconfig', ctx.opts.hostKubeconfig, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (c: string) => { stdout += c; });
+    child.stderr.setEncoding('utf8').on('data', (c: string) => { stderr += c; });
+    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`kubectl ${args.join(' ')} timed out:\n${stderr}`)); },
+      opts.timeoutMs ?? ms(ctx, 60));
+    child.on('error', (err) => { clearTimeout(timer); reject(err); });
+    child.on('exit', (code) => { clearTimeout(timer); resolve({ code, stdout, stderr }); });
+    child.stdin.end(opts.input ?? '');
+  });
+}
+
+/**
+ * Starts a long-running kubectl (logs -f, attach, port-forward) and resolves once its stdout matches `until`, with
+ * the match; the process is killed then, or when the time is up.
+ */
+export function kubectlUntil(ctx: E2EContext, args: string[], until: RegExp, opts: { input?: string; timeoutMs?: number } = {}):
+Promise<{ match: RegExpMatchArray; stdout: string; stop: () => void }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(ctx.opts.kubectl, ['--kubeconfig', ctx.opts.hostKubeconfig, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    let done = false;
+    const stop = (): void => { child.kill('SIGTERM'); };
+    const timer = setTimeout(() => {
+      done = true;
+      stop();
+      reject(new Error(`kubectl ${args.join(' ')}: no ${until} within the time; stdout:\n${stdout.slice(-2000)}\nstderr:\n${stderr.slice(-2000)}`));
+    }, opts.timeoutMs ?? ms(ctx, 60));
+    child.stdout.setEncoding('utf8').on('data', (c: string) => {
+      stdout += c;
+      const m = stdout.match(until);
+      if (m && !done) { done = true; clearTimeout(timer); resolve({ match: m, stdout, stop }); }
+    });
+    child.stderr.setEncoding('utf8').on('data', (c: string) => { stderr += c; });
+    child.on('exit', (code) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      reject(new Error(`kubectl ${args.join(' ')} exited with ${code} before ${until}; stdout:\n${stdout.slice(-2000)}\nstderr:\n${stderr.slice(-2000)}`));
+    });
+    if (opts.input !== undefined) child.stdin.write(opts.input);
+  });
+}
+
+const ms = (ctx: E2EContext, seconds: number): number => Math.round(seconds * 1000 * ctx.opts.timeoutScale);
+const isReady = (p: V1Pod | undefined): boolean => !!p?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
+
+function podSpec(c: ClusterClient, namespace: string, name?: string): ListWatchSpec<V1Pod> {
+  return { path: `/api/v1/namespaces/${namespace}/pods`, model: 'V1Pod', resource: 'pods',
+    fieldSelector: name ? `metadata.name=${name}` : undefined, list: (p) => c.core.listNamespacedPod({ namespace, ...p }) };
+}
+
+/** Waits until the proxy `name` satisfies `pred`; resolves with it. */
+async function proxyUntil(ctx: E2EContext, namespace: string, name: string, pred: (p: V1Pod) => boolean, seconds: number,
+  what: string): Promise<V1Pod> {
+  const [p] = await waitUntil(ctx.host, podSpec(ctx.host, namespace, name), (ps) => ps.length === 1 && pred(ps[0]), ms(ctx, seconds),
+    `${namespace}/${name}: ${what}`);
+  return p;
+}
+
+/** The delegates of a host namespace in the member, found by the proxy-namespace annotation. */
+async function delegatesOf(ctx: E2EContext, namespace: string): Promise<V1Pod[]> {
+  const list = await ctx.member.core.listPodForAllNamespaces({ labelSelector: ORIGIN_LABEL });
+  return list.items.filter((p) => p.metadata?.annotations?.[PROXY_NAMESPACE_ANNOTATION] === namespace);
+}
+
+export function registerContainerStory(context: () => E2EContext, opts: ContainerStoryOptions = {}): () => Promise<void> {
+  const namespace = `clusterlet-e2e-c-${randomBytes(3).toString('hex')}`;
+  let created = false;
+  const body = `served-${randomBytes(4).toString('hex')}`;
+
+  const pod = (name: string, container: Partial<V1Container>, extra: Partial<V1Pod['spec']> = {}, labels: Record<string, string> = {}): V1Pod => ({
+    metadata: { name, namespace, labels: { app: name, ...labels } },
+    spec: {
+      nodeSelector: { 'kubernetes.io/hostname': context().opts.nodeName },
+      tolerations: [{ key: VIRTUAL_NODE_TAINT_KEY, operator: 'Exists', effect: 'NoSchedule' }],
+      terminationGracePeriodSeconds: 5,
+      containers: [{ name: 'main', image: context().opts.image, resources: { requests: { cpu: '10m', memory: '16Mi' } }, ...container }],
+      ...extra,
+    },
+  });
+  const create = async (p: V1Pod): Promise<void> => { await context().host.core.createNamespacedPod({ namespace, body: p }); };
+  const running = (name: string) => proxyUntil(context(), namespace, name, (p) => p.status?.phase === 'Running' && isReady(p), 180,
+    'Running and Ready');
+
+  it('real containers: the test pods are offloaded and Running', async () => {
+    const ctx = context();
+    await ctx.host.core.createNamespace({ body: { metadata: { name: namespace, labels: { 'clusterlet.io/e2e': 'true' } } } });
+    created = true;
+    await Promise.all([
+      // Prints a line a second; exits 0 on TERM, and says so.
+      create(pod('ticker', { command: ['sh', '-c', 'trap "echo got TERM; exit 0" TERM; i=0; while true; do i=$((i+1)); echo "tick $i"; sleep 1 & wait $!; done'] })),
+      // Serves `body` over HTTP on 8080, for port-forward and the Service.
+      create(pod('web', { command: ['sh', '-c', `mkdir -p /www && echo ${body} > /www/index.html && exec httpd -f -p 8080 -h /www`],
+        ports: [{ containerPort: 8080, name: 'http' }] })),
+      // Echoes its stdin, for attach.
+      create(pod('echo', { stdin: true, command: ['sh', '-c', 'while read -r l; do echo "attached: $l"; done'] })),
+      // Ready while /tmp/ready exists.
+      create(pod('probe', {
+        command: ['sh', '-c', 'touch /tmp/ready; trap "exit 0" TERM; while true; do sleep 1 & wait $!; done'],
+        readinessProbe: { exec: { command: ['cat', '/tmp/ready'] }, periodSeconds: 1, failureThreshold: 1, successThreshold: 1 },
+      })),
+      // Exits 7 a second after each start.
+      create(pod('crash', { command: ['sh', '-c', 'echo "crash run at $(date +%s)"; sleep 1; exit 7'] })),
+    ]);
+    await Promise.all(['ticker', 'web', 'echo', 'probe'].map(running));
+  });
+
+  it('real containers: kubectl logs, and logs -f, show what the container printed', async () => {
+    const ctx = context();
+    const r = await kubectl(ctx, ['logs', '-n', namespace, 'ticker']);
+    if (r.code !== 0 || !/^tick 1$/m.test(r.stdout)) throw new Error(`kubectl logs ticker: ${r.code}\n${r.stdout}${r.stderr}`);
+    const seen = Number(/tick (\d+)\s*$/.exec(r.stdout)?.[1] ?? 0);
+    // -f goes on past what was there: a later tick arrives on the open stream.
+    const f = await kubectlUntil(ctx, ['logs', '-f', '-n', namespace, 'ticker'], new RegExp(`^tick ${seen + 3}$`, 'm'));
+    f.stop();
+  });
+
+  it('real containers: kubectl exec runs in the container with stdin, and returns its exit code', async () => {
+    const ctx = context();
+    const r = await kubectl(ctx, ['exec', '-i', '-n', namespace, 'ticker', '--', 'sh', '-c', 'read -r l; echo "got $l from $(hostname)"; exit 3'],
+      { input: 'ping\n' });
+    if (r.code !== 3) throw new Error(`kubectl exec exited ${r.code}, want 3; stdout ${r.stdout} stderr ${r.stderr}`);
+    if (r.stdout.trim() !== 'got ping from ticker') throw new Error(`kubectl exec printed ${JSON.stringify(r.stdout)}`);
+  });
+
+  it('real containers: kubectl attach reaches the container\'s stdin and stdout', async () => {
+    const ctx = context();
+    const word = `w${randomBytes(3).toString('hex')}`;
+    const a = await kubectlUntil(ctx, ['attach', '-i', '-n', namespace, 'echo'], new RegExp(`attached: ${word}`), { input: `${word}\n` });
+    a.stop();
+  });
+
+  it('real containers: kubectl port-forward reaches a server in the container', async () => {
+    const ctx = context();
+    const pf = await kubectlUntil(ctx, ['port-forward', '-n', namespace, 'pod/web', ':8080'], /Forwarding from 127\.0\.0\.1:(\d+)/);
+    try {
+      const res = await fetch(`http://127.0.0.1:${pf.match[1]}/index.html`);
+      const text = (await res.text()).trim();
+      if (res.status !== 200 || text !== body) throw new Error(`port-forward answered ${res.status} ${JSON.stringify(text)}, want ${body}`);
+    } finally {
+      pf.stop();
+    }
+  });
+
+  it('real containers: a host Service reflected into the member reaches the delegate there', async () => {
+    const ctx = context();
+    const svc: V1Service = { metadata: { name: 'web', namespace },
+      spec: { selector: { app: 'web' }, ports: [{ name: 'http', port: 80, targetPort: 8080 }] } };
+    await ctx.host.core.createNamespacedService({ namespace, body: svc });
+    const [copy] = await waitUntil(ctx.member, {
+      path: '/api/v1/services', model: 'V1Service', resource: 'services', labelSelector: ORIGIN_LABEL,
+      list: (p) => ctx.member.core.listServiceForAllNamespaces(p),
+    }, (ss) => ss.some((s) => s.metadata?.name === 'web' && s.metadata.annotations?.[PROXY_NAMESPACE_ANNOTATION] === namespace),
+    ms(ctx, 60), 'the Service copied into the member').then((ss) => ss.filter((s) => s.metadata?.name === 'web'
+      && s.metadata.annotations?.[PROXY_NAMESPACE_ANNOTATION] === namespace));
+    const ip = copy.spec?.clusterIP;
+    // From another delegate, through the member's Service IP (its kube-proxy and endpoints): retried while the
+    // member's endpoints and rules catch up, bounded.
+    const deadline = Date.now() + ms(ctx, 60);
+    let last: Run | undefined;
+    while (Date.now() < deadline) {
+      // nc, not wget: a static busybox's wget looks the port up through glibc's NSS and crashes.
+      last = await kubectl(ctx, ['exec', '-n', namespace, 'ticker', '--', 'sh', '-c',
+        `printf 'GET /index.html HTTP/1.0\\r\\n\\r\\n' | nc -w 3 ${ip} 80`]);
+      if (last.code === 0 && last.stdout.includes('200 OK') && last.stdout.trim().endsWith(body)) return;
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    throw new Error(`GET http://${ip}/ from ticker: ${last?.code} ${last?.stdout} ${last?.stderr}`);
+  });
+
+  it('real containers: a crashing container shows its restarts, last state and CrashLoopBackOff on the proxy', async () => {
+    const ctx = context();
+    const p = await proxyUntil(ctx, namespace, 'crash', (x) => {
+      const s = x.status?.containerStatuses?.[0];
+      return (s?.restartCount ?? 0) >= 1 && s?.lastState?.terminated?.exitCode === 7 && s?.state?.waiting?.reason === 'CrashLoopBackOff';
+    }, 120, 'restartCount >= 1, lastState exit code 7, waiting CrashLoopBackOff');
+    const prev = await kubectl(ctx, ['logs', '--previous', '-n', namespace, 'crash']);
+    if (prev.code !== 0 || !prev.stdout.includes('crash run at')) {
+      throw new Error(`kubectl logs --previous crash (restartCount ${p.status?.containerStatuses?.[0].restartCount}): ${prev.code} ${prev.stdout}${prev.stderr}`);
+    }
+  });
+
+  it('real containers: a failing readiness probe turns the proxy NotReady, and back', async () => {
+    const ctx = context();
+    const rm = await kubectl(ctx, ['exec', '-n', namespace, 'probe', '--', 'rm', '/tmp/ready']);
+    if (rm.code !== 0) throw new Error(`exec rm: ${rm.stderr}`);
+    await proxyUntil(ctx, namespace, 'probe', (x) => !isReady(x) && x.status?.containerStatuses?.[0]?.ready === false
+      && x.status?.phase === 'Running', 60, 'NotReady, still Running');
+    const touch = await kubectl(ctx, ['exec', '-n', namespace, 'probe', '--', 'touch', '/tmp/ready']);
+    if (touch.code !== 0) throw new Error(`exec touch: ${touch.stderr}`);
+    await proxyUntil(ctx, namespace, 'probe', (x) => isReady(x) && x.status?.containerStatuses?.[0]?.ready === true, 60, 'Ready again');
+  });
+
+  it('real containers: /stats/summary of the virtual node shows the containers\' real usage', async () => {
+    const ctx = context();
+    type Summary = { pods?: { podRef: { name: string; namespace: string }; containers?: { name: string;
+      cpu?: { usageCoreNanoSeconds?: number }; memory?: { workingSetBytes?: number } }[] }[] };
+    const deadline = Date.now() + ms(ctx, 60);
+    let last = '';
+    while (Date.now() < deadline) {
+      const r = await kubectl(ctx, ['get', '--raw', `/api/v1/nodes/${ctx.opts.nodeName}/proxy/stats/summary`]);
+      if (r.code === 0) {
+        const s = JSON.parse(r.stdout) as Summary;
+        const c = s.pods?.find((p) => p.podRef.namespace === namespace && p.podRef.name === 'ticker')?.containers?.find((x) => x.name === 'main');
+        if ((c?.cpu?.usageCoreNanoSeconds ?? 0) > 0 && (c?.memory?.workingSetBytes ?? 0) > 0) return;
+        last = JSON.stringify(c);
+      } else {
+        last = r.stderr;
+      }
+      await new Promise((r) => setTimeout(r, 2000));
+    }
+    throw new Error(`no real usage for ticker in /stats/summary: ${last}`);
+  });
+
+  if (opts.helmRelease) {
+    const hr = opts.helmRelease;
+    it('real containers: a chart upgrade to a new image tag hands over without losing a delegate', async () => {
+      const ctx = context();
+      const before = new Map((await delegatesOf(ctx, namespace)).map((d) => [d.metadata!.name!, d.metadata!.uid!]));
+      const r = await new Promise<Run>((resolve) => {
+        const child = spawn(hr.helm, ['--kubeconfig', ctx.opts.hostKubeconfig, 'upgrade', hr.release, hr.chart,
+          '--namespace', hr.namespace, '--reuse-values', '--set', `image.tag=${hr.upgradeTag}`, '--wait', '--timeout', '180s']);
+        let out = '';
+        child.stdout.on('data', (c: Buffer) => { out += c.toString(); });
+        child.stderr.on('data', (c: Buffer) => { out += c.toString(); });
+        child.on('exit', (code) => resolve({ code, stdout: out, stderr: '' }));
+      });
+      if (r.code !== 0) throw new Error(`helm upgrade: ${r.stdout}`);
+      await waitUntil(ctx.host, podSpec(ctx.host, hr.namespace), (ps) => {
+        const mine = ps.filter((p) => p.metadata?.labels?.['app.kubernetes.io/name'] === 'clusterlet' && !p.metadata?.deletionTimestamp);
+        return mine.length >= 1 && mine.every((p) => isReady(p) && p.spec?.containers[0].image?.endsWith(`:${hr.upgradeTag}`));
+      }, ms(ctx, 180), `clusterlet's pods on image tag ${hr.upgradeTag}, Ready`);
+      // The proxies stay Running and Ready, and their delegates are the same pods (same UIDs) as before.
+      for (const name of ['ticker', 'web', 'echo', 'probe']) await running(name);
+      const after = new Map((await delegatesOf(ctx, namespace)).map((d) => [d.metadata!.name!, d.metadata!.uid!]));
+      for (const [name, uid] of before) {
+        if (after.get(name) !== uid) throw new Error(`delegate ${name} was ${uid}, is ${after.get(name) ?? 'gone'} after the upgrade`);
+      }
+      const t = await kubectl(ctx, ['logs', '-n', namespace, 'ticker', '--tail=1']);
+      if (t.code !== 0 || !/tick \d+/.test(t.stdout)) throw new Error(`kubectl logs after the upgrade: ${t.stdout}${t.stderr}`);
+    });
+  }
+
+  it('real containers: deleting a proxy stops its container within the grace period', async () => {
+    const ctx = context();
+    const [d] = (await delegatesOf(ctx, namespace)).filter((x) => x.metadata?.name === 'ticker');
+    if (!d) throw new Error('no delegate for ticker');
+    const t0 = Date.now();
+    await ctx.host.core.deleteNamespacedPod({ namespace, name: 'ticker' });
+    // terminationGracePeriodSeconds 5 (the ticker exits at once on TERM): the delegate is gone, its container stopped
+    // by the member's kubelet, well within that and the sync's slack.
+    await waitUntil(ctx.member, podSpec(ctx.member, d.metadata!.namespace!, 'ticker'), (ps) => ps.length === 0, ms(ctx, 30),
+      'the ticker delegate gone from the member');
+    await waitUntil(ctx.host, podSpec(ctx.host, namespace, 'ticker'), (ps) => ps.length === 0, ms(ctx, 30), 'the ticker proxy gone');
+    const took = (Date.now() - t0) / 1000;
+    if (took > 5 + 10 * ctx.opts.timeoutScale) throw new Error(`deletion took ${took.toFixed(1)} s for a 5 s grace period`);
+  });
+
+  return async () => {
+    if (!created) return;
+    await context().host.core.deleteNamespace({ name: namespace }).catch((err: unknown) => {
+      if (toKubeError(err).kind !== 'NotFound') throw err;
+    });
+  };
+}

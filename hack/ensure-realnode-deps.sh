@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# What the harness's real nodes (test/harness/realnode.ts) and the image build (hack/build-images.sh) need from the
+# machine: root, and Debian's containerd, runc, CNI plugins, busybox-static, buildah, iptables and conntrack,
+# installed with apt when missing.
+set -euo pipefail
+log() { printf '[realnode-deps] %s\n' "$*" >&2; }
+if [ "$(id -u)" != 0 ]; then
+  log "real nodes need root (network namespaces, cgroups, mounts): run make e2e-local as root"
+  exit 1
+fi
+need=()
+command -v containerd >/dev/null || need+=(containerd)
+command -v runc >/dev/null || need+=(runc)
+[ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
+[ -x /bin/busybox ] && /bin/busybox --list | grep -qx httpd || need+=(busybox-static)
+command -v buildah >/dev/null || need+=(buildah)
+command -v iptables >/dev/null || need+=(iptables)
+command -v conntrack >/dev/null || need+=(conntrack)
+command -v gcc >/dev/null || need+=(gcc libc6-dev)
+if [ ${#need[@]} -gt 0 ]; then
+  command -v apt-get >/dev/null || { log "missing ${need[*]} and no apt-get to install them"; exit 1; }
+  log "installing ${need[*]}"
+  apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >&2
+fi

@@ -90,7 +90,14 @@ nodeSelector:
       .catch((e: Error) => e.message);
     throw new Error(`${err.message}\n${pods}\n${logs}`);
   });
-  say(`clusterlet installed with helm, its pods Ready (${elapsed()})`);
+  // The release's pods run for real, on the host's real node, and are Ready.
+  const pods = JSON.parse(await kubectl(h.host.kubeconfig, '-n', NAMESPACE, 'get', 'pods', '-l', 'app.kubernetes.io/name=clusterlet',
+    '-o', 'json')) as { items: { metadata: { name: string }; spec: { nodeName?: string }; status: { phase?: string;
+    conditions?: { type: string; status: string }[] } }[] };
+  const ready = pods.items.filter((p) => p.spec.nodeName === HOST_REAL_NODE && p.status.phase === 'Running'
+    && p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+  if (ready.length !== 2) throw new Error(`want 2 clusterlet pods Running and Ready on ${HOST_REAL_NODE}, have ${JSON.stringify(pods.items.map((p) => [p.metadata.name, p.spec.nodeName, p.status.phase]))}`);
+  say(`clusterlet installed with helm: ${ready.map((p) => p.metadata.name).join(', ')} Running and Ready on ${HOST_REAL_NODE} (${elapsed()})`);
 
   code = await new Promise<number>((resolve) => {
     const child = spawn(process.execPath, ['--test', '--test-reporter=spec', join(ROOT, 'e2e/e2e.test.ts')], {

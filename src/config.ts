@@ -100,7 +100,7 @@ export interface Config {
   clusterProfiles?: ClusterProfileSource;
 }
 
-/** Where ClusterProfile members come from and how their credentials are obtained (see README, "ClusterProfile members"). */
+/** Where ClusterProfile members come from and how their credentials are obtained (see docs/configuration.md, "ClusterProfile members"). */
 export interface ClusterProfileSource {
   /** The host namespace watched for ClusterProfiles. */
   namespace: string;
@@ -163,7 +163,8 @@ Host cluster:
   --api-protocol P           http1.1 (default): HTTPS/1.1 to the host's and members' API servers, a keep-alive
                              connection per request under way (24 at most per pool) and one per watch. http2:
                              requests as streams over a few connections, watches on HTTPS/1.1 (less memory and
-                             CPU, more latency under load: see README); a server that refuses HTTP/2 gets HTTPS/1.1
+                             CPU, more latency under load: see docs/configuration.md); a server that refuses HTTP/2
+                             gets HTTPS/1.1
 
 One member (flags):
   --member-kubeconfig FILE   kubeconfig of the member cluster
@@ -173,17 +174,18 @@ One member (flags):
                              client-side rate limit towards the member (default 200 / 400)
 
 Several members:
-  --provider-config FILE     YAML file listing members (see README: name, kubeconfig or kubeconfigSecret,
+  --provider-config FILE     YAML file listing members (see docs/configuration.md: name, kubeconfig or kubeconfigSecret,
                              nodeName, namespaceMapping, labels, taints, qps, burst, storage)
 
-Storage (persistent volumes in the member, see README):
+Storage (persistent volumes in the member, see docs/storage.md):
   --storage-class NAME       the host StorageClass whose claims get their volume in the member (one member by
                              flags; default clusterlet-<member-name>; in the config file: storage.storageClassName)
   --member-storage-class NAME
                              the member's StorageClass of those volumes (default: the member's default class)
   --storage-reclaim-policy P Delete (default): a deleted claim's member claim is deleted too; Retain: it is kept
 
-Members from ClusterProfiles (multicluster.x-k8s.io/v1alpha1, SIG-Multicluster's cluster inventory; see README):
+Members from ClusterProfiles (multicluster.x-k8s.io/v1alpha1, SIG-Multicluster's cluster inventory;
+see docs/configuration.md):
   --member-source SOURCE     config (default): the members above only; clusterprofile: also one member per
                              ClusterProfile on the host (the static members, if any, still run)
   --clusterprofile-namespace NS
@@ -205,7 +207,7 @@ Services (host → member):
                              clusters and the extra RBAC of manifests/*/rbac-host-endpoints.yaml; default off;
                              the config file's reflectHostEndpoints: true does the same)
 
-High availability (several replicas; see README):
+High availability (several replicas; see docs/high-availability.md):
   --leader-elect[=BOOL]      elect one replica per member on a host Lease clusterlet-<member> (default true;
                              false: this process leads every member, as a single replica does)
   --leader-elect-lease-duration D, --leader-elect-renew-deadline D, --leader-elect-retry-period D

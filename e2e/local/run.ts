@@ -63,7 +63,7 @@ try {
     `docker.io/library/clusterlet:${TAG}`, `docker.io/library/clusterlet:${UPGRADE_TAG}`]);
   const kubectl = (kubeconfig: string, ...args: string[]) => sh(bin.kubectl, ['--kubeconfig', kubeconfig, ...args], env);
 
-  // The member side, as the README says: clusterlet's identity there, and a kubeconfig for it that reaches the member
+  // The member side, as docs/install.md says: clusterlet's identity there, and a kubeconfig for it that reaches the member
   // API server from the host's pods.
   await kubectl(h.member.kubeconfig, 'apply', '-k', join(ROOT, 'manifests/member'));
   const memberKubeconfig = join(h.dir, 'member-for-host.kubeconfig');

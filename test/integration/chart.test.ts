@@ -1,5 +1,5 @@
-// charts/clusterlet installed with `helm install` onto the harness's host, the member's kubeconfig in a Secret, as the
-// README says. The chart's pods cannot run clusterlet here (KWOK nodes run no containers), so this file shows what
+// charts/clusterlet installed with `helm install` onto the harness's host, the member's kubeconfig in a Secret, as
+// docs/install.md says. The chart's pods cannot run clusterlet here (KWOK nodes run no containers), so this file shows what
 // can be shown for real: the API server accepts every object of the release (RBAC, Deployment, PodDisruptionBudget,
 // the Secret the Deployment mounts), and clusterlet started on this machine as one of the release's pods would run
 // (the Deployment's args and env, the ConfigMap and Secret files at the paths the pod mounts them, the chart's
@@ -50,7 +50,7 @@ describe('Helm chart on the local host', () => {
     host = client(harness().host);
     namespace = uniqueName('chart');
     await host.core.createNamespace({ body: { metadata: { name: namespace, labels: { 'clusterlet.io/test': 'true' } } } });
-    // README: the member's kubeconfig (as mint-kubeconfig.sh makes it) in a Secret of the release namespace.
+    // docs/install.md: the member's kubeconfig (as mint-kubeconfig.sh makes it) in a Secret of the release namespace.
     await host.core.createNamespacedSecret({ namespace, body: { metadata: { name: SECRET },
       stringData: { kubeconfig: readFileSync(identityKubeconfig(harness().member, 'member'), 'utf8') } } });
     // The ports the pod would listen on, free on this machine, where this file runs it.

@@ -41,7 +41,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- define "clusterlet.memberKubeconfigDir" -}}/etc/clusterlet-members{{- end }}
 
 {{/*
-clusterlet.yaml, the provider config (README, "Several members"): each member as given, its `secret` turned into
+clusterlet.yaml, the provider config (docs/configuration.md, "Several members"): each member as given, its `secret` turned into
 the `kubeconfig` path where the Deployment mounts it, its `kubeconfigSecret` namespace defaulting to the
 release's. Checks what the schema cannot: one kubeconfig source per member, distinct member names.
 */}}

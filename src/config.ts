@@ -20,11 +20,8 @@ export class ConfigError extends Error {
 
 export interface SecretRef { namespace: string; name: string; key: string }
 
-export interface NamespaceMapping {
-  /** Member namespace for a host namespace; `{namespace}` is replaced by the host namespace. */
-  template: string;
-  overrides: Record<string, string>;
-}
+import { DNS_LABEL, DNS_LABEL_RULE, NAME_MAX, type NamespaceMapping } from './forge/namespace.ts';
+export type { NamespaceMapping };
 
 export interface MemberConfig {
   name: string;
@@ -241,11 +238,8 @@ Node and process:
   --version                  print the version
 `;
 
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 // Node names are label values too (kubernetes.io/hostname, clusterlet.io/node); namespaces are DNS-1123 labels.
-const NAME_MAX = 63;
-const DNS_LABEL_RULE = 'lowercase letters, digits and "-", starting and ending with a letter or digit';
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
 const TAINT_EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
 
@@ -733,34 +727,4 @@ function checkNamespaceMapping(field: string, nm: Raw | undefined, file: string)
     owners.set(member, host);
   }
   return { template, overrides };
-}
-
-/** The member namespace for a host namespace. */
-export function memberNamespace(mapping: NamespaceMapping, hostNamespace: string): string {
-  // hasOwn: a namespace named "constructor" is not Object.prototype's.
-  return Object.hasOwn(mapping.overrides, hostNamespace) ? mapping.overrides[hostNamespace]
-    : mapping.template.replaceAll('{namespace}', hostNamespace);
-}
-
-export type MemberNamespaceCheck =
-  | { namespace: string; error?: undefined }
-  | { namespace: string; error: string; reason: 'NamespaceTooLong' | 'InvalidNamespace' };
-
-/**
- * The member namespace for a host namespace, or why it cannot exist (too long, not a DNS-1123 label): the error
- * names the host namespace, the mapping that produced the name and the rule.
- */
-export function checkMemberNamespace(mapping: NamespaceMapping, hostNamespace: string): MemberNamespaceCheck {
-  const namespace = memberNamespace(mapping, hostNamespace);
-  if (DNS_LABEL.test(namespace)) return { namespace };
-  const via = Object.hasOwn(mapping.overrides, hostNamespace)
-    ? `override "${hostNamespace}": "${namespace}"` : `template "${mapping.template}"`;
-  const tooLong = namespace.length > NAME_MAX;
-  const problem = tooLong ? `${namespace.length} characters: a namespace name is at most ${NAME_MAX}`
-    : `not a DNS-1123 label (${DNS_LABEL_RULE})`;
-  return {
-    namespace,
-    reason: tooLong ? 'NamespaceTooLong' : 'InvalidNamespace',
-    error: `host namespace "${hostNamespace}" maps to member namespace "${namespace}" (${via}), ${problem}`,
-  };
 }

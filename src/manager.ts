@@ -10,7 +10,7 @@ import { MemberCluster, type MemberOptions, type ProbeResult } from './member/cl
 import { followMemberAccess, memberAccessSource, type AccessSource, type AccessWatcher } from './member/credentials.ts';
 import { memberConflict, ProfileReconciler, hostProfileApi, type MemberState, type ProfileMembers } from './member/profiles.ts';
 import { NodeController, type NodeControllerOptions } from './host/node/controller.ts';
-import { MemberPodProvider } from './member/provider.ts';
+import { MemberPodProvider } from './member/pod/provider.ts';
 import { PodController, proxyInformer } from './host/pod/controller.ts';
 import { Leadership, hostLeaseApi, leaseInformer } from './host/ha/leadership.ts';
 import type { LeaseElector } from './host/ha/elector.ts';

@@ -4,14 +4,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  ConfigError,
-  checkMemberNamespace,
-  loadProviderConfig,
-  memberNamespace,
-  parseConfig,
-  type NamespaceMapping,
-} from '../../src/config.ts';
+import { ConfigError, loadProviderConfig, parseConfig } from '../../src/config.ts';
+import { checkMemberNamespace, memberNamespace, type NamespaceMapping } from '../../src/forge/namespace.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'clusterlet-config-'));
 const kubeconfig = join(dir, 'kc.yaml');

@@ -82,7 +82,7 @@ export class VolumeController {
   /** Resolves once no key is queued or under way (keys waiting for a retry do not count): what tests await. */
   idle(): Promise<void> { return this.#queue.idle(); }
 
-  /** An operation the member refused or that failed, counted while the controller runs (see PodController.#counted). */
+  /** An operation the member refused or that failed, counted while the controller runs (see ProxyWriter.counted, host/pod/writer.ts). */
   #failed(operation: Operation): void {
     if (!this.#stopped) metrics.volumeFailures.inc({ member: this.#ctx.member, operation });
   }

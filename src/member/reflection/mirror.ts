@@ -7,7 +7,8 @@ import { LRUCache } from 'lru-cache';
 import { upTo } from '../../util/lru.ts';
 import type { V1ConfigMap, V1Pod, V1Secret, V1ServiceAccount } from '@kubernetes/client-node';
 import type { MemberCluster } from '../cluster.ts';
-import { memberNamespace, type MemberConfig } from '../../config.ts';
+import type { MemberConfig } from '../../config.ts';
+import { memberNamespace } from '../../forge/namespace.ts';
 import {
   forgeMirroredConfigMap, forgeMirroredSecret, forgeServiceAccount, isHostCredential, mirrorMatches,
   podReferences, type MirrorContext, type ObjectRef, type RefKind,

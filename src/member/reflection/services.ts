@@ -11,7 +11,8 @@
 import type { Subscription } from 'rxjs';
 import type { V1EndpointSlice, V1Pod, V1Service } from '@kubernetes/client-node';
 import type { MemberCluster } from '../cluster.ts';
-import { memberNamespace, type MemberConfig } from '../../config.ts';
+import type { MemberConfig } from '../../config.ts';
+import { memberNamespace } from '../../forge/namespace.ts';
 import type { ClusterClient } from '../../kube/client.ts';
 import { writeOwnEvent, type EventSubject } from '../../kube/events.ts';
 import { Informer, splitKey, type StoreEvent } from '../../kube/informer.ts';

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import type { KubernetesObject, V1ConfigMap, V1Pod, V1PodSpec, V1Secret } from '@kubernetes/client-node';
 import { ObjectMirror, type HostCaches, type MirrorOptions, type Prepared } from '../../../../src/member/reflection/mirror.ts';
 import { HostObjects } from '../../../../src/member/reflection/hostcache.ts';
-import { rejection } from '../../../../src/member/provider.ts';
+import { rejection } from '../../../../src/member/pod/provider.ts';
 import { forgeDelegatePod } from '../../../../src/forge/pod.ts';
 import type { Informer } from '../../../../src/kube/informer.ts';
 import { createLogger } from '../../../../src/log.ts';

@@ -1,0 +1,292 @@
+// The member-cluster provider: runs each proxy pod as a delegate pod in the member (PodLifecycleHandler) and reports
+// delegate changes and member events in host coordinates (PodNotifier). Beside it, each with its own state:
+//   namespaces.ts  the member namespaces delegates go into
+//   creations.ts   delegates created and not shown yet (creating(), their appearance, their early events)
+//   events.ts      the member's events about this node's delegates
+//   resize.ts      resizes through the member's resize subresource, and the ones it refused
+import { distinctUntilChanged, EMPTY, filter, from, map, merge, mergeMap, share, type Observable } from 'rxjs';
+import type { V1EphemeralContainer, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import type { MemberCluster } from '../cluster.ts';
+import { checkMemberNamespace, memberNamespace } from '../../forge/namespace.ts';
+import { DISCARD, PATCH } from '../../kube/client.ts';
+import { ignoreGone, refusedByFence, toKubeError, type KubeError } from '../../kube/errors.ts';
+import { delegateUpdate, ephemeralContainersToAdd, forgeDelegatePod, type DelegateContext } from '../../forge/pod.ts';
+import { deletionDisruption, forgeHostStatus } from '../../forge/status.ts';
+import { PROXY_UID_LABEL } from '../../forge/keys.ts';
+import { hostRefOf } from '../../forge/owner.ts';
+import { PodRejectedError } from '../../provider/errors.ts';
+import type { CreateOptions, PodChange, PodEvent, PodNotice, PodProvider, ProviderPod } from '../../provider/pod.ts';
+import { notFoundReason, type ObjectMirror, type Prepared } from '../reflection/mirror.ts';
+import type { Logger } from '../../log.ts';
+import { Creations, isOwnAppearance, type Creation } from './creations.ts';
+import { memberPodEvents } from './events.ts';
+import { MemberNamespaces } from './namespaces.ts';
+import { Resizes } from './resize.ts';
+
+export interface MemberPodProviderOptions {
+  nodeName: string;
+  /** The virtual node's address: the hostIP of every proxy. */
+  hostIP: string;
+  /** On the first list, member events older than this are not mirrored again (they were, before a restart). */
+  eventReplayWindowMs?: number;
+  /**
+   * How long a delegate created is awaited to show at most (creating(), from the create's answer), and the member
+   * events about it held meanwhile (from the request); default APPEARANCE_WAIT_MS.
+   */
+  appearanceWaitMs?: number;
+  /** Why a proxy's claims have no volume in the member (member/storage/volumes.ts): it gets no delegate then. */
+  volumes?: { podRejection(proxy: V1Pod): Promise<PodRejectedError | undefined> };
+}
+
+/** What the provider uses of its member cluster (narrowed so that unit tests can stand in for one). */
+export type ProviderMember = Pick<MemberCluster,
+  'client' | 'config' | 'hostName' | 'owner' | 'pods' | 'delegates' | 'probe$' | 'reachable'>;
+
+/**
+ * How long a delegate created waits to show (Creations) at most: one a member's watch never shows (deleted during a
+ * watch gap, which a relist folds away) holds up no proxy's removal longer, and events about it are held no longer.
+ */
+const APPEARANCE_WAIT_MS = 120_000;
+
+export class MemberPodProvider implements PodProvider {
+  readonly podChanges$: Observable<PodChange>;
+  readonly podEvents$: Observable<PodEvent>;
+  readonly resync$: Observable<void>;
+  readonly unreachable$: Observable<void>;
+  #member: ProviderMember;
+  #opts: Required<Omit<MemberPodProviderOptions, 'volumes'>>;
+  #volumes: MemberPodProviderOptions['volumes'];
+  #log: Logger;
+  #creations: Creations;
+  #namespaces: MemberNamespaces;
+  #resizes: Resizes;
+  #mirror: ObjectMirror;
+
+  constructor(member: ProviderMember, mirror: ObjectMirror, log: Logger, opts: MemberPodProviderOptions) {
+    this.#member = member;
+    this.#mirror = mirror;
+    this.#log = log;
+    const { volumes, ...rest } = opts;
+    this.#opts = { eventReplayWindowMs: 120_000, appearanceWaitMs: APPEARANCE_WAIT_MS, ...rest };
+    this.#volumes = volumes;
+    this.#creations = new Creations(this.#opts.appearanceWaitMs);
+    this.#namespaces = new MemberNamespaces(member);
+    this.#resizes = new Resizes(member, log);
+    // Each delegate change ends the wait for a creation of its key, once: shared by the changes and the held events.
+    const delegateChanges$ = member.delegates.changes$.pipe(map((c) => ({ c, creation: this.#creations.take(c) })), share());
+    // A delegate changed, or an object a waiting pod needs appeared, or a refused resize came or went.
+    this.podChanges$ = merge(
+      delegateChanges$.pipe(map(({ c, creation }): PodChange =>
+        ({ key: c.hostKey, lifecycle: c.lifecycle, ...(isOwnAppearance(c, creation) ? { created: true } : {}) }))),
+      mirror.wake$.pipe(map((key) => ({ key, lifecycle: true }))), this.#resizes.changes$);
+    // The member answers (at start, or again): everything is synced again (see PodNotifier.resync$). Status is not
+    // written before the first probe answers, so the first answer counts too.
+    const reachable$ = member.probe$.pipe(map((p) => p.reachable), distinctUntilChanged());
+    this.resync$ = reachable$.pipe(filter((reachable) => reachable), map(() => undefined));
+    this.unreachable$ = reachable$.pipe(filter((reachable) => !reachable), map(() => undefined));
+    // Events held for a delegate the pod informer had not shown yet go on once it does. Nearly every change holds
+    // none: no inner stream is made for those (this runs for every watch event of a delegate).
+    const released$ = delegateChanges$.pipe(mergeMap(({ creation }) => (creation?.events.length ? from(creation.events) : EMPTY)));
+    this.podEvents$ = memberPodEvents(member, this.#creations, released$, log, this.#opts.eventReplayWindowMs);
+  }
+
+  get #ctxBase(): Omit<DelegateContext, 'memberNamespace'> {
+    return { originCluster: this.#member.hostName, nodeName: this.#opts.nodeName, nodeLabels: this.#member.config.labels };
+  }
+
+  hasSynced(): boolean { return this.#member.pods.hasSynced; }
+  available(): boolean { return this.#member.reachable; }
+  waitSynced(): Promise<void> { return this.#member.pods.waitSynced(); }
+  listPodKeys(): string[] { return this.#member.delegates.hostKeys(); }
+  podCount(): number { return this.#member.delegates.size; }
+
+  #delegate(namespace: string, name: string): V1Pod | undefined {
+    return this.#member.delegates.get(namespace, name);
+  }
+
+  getPod(namespace: string, name: string): ProviderPod | undefined {
+    const d = this.#delegate(namespace, name);
+    if (!d) return undefined;
+    return {
+      proxyUID: d.metadata?.labels?.[PROXY_UID_LABEL] ?? '',
+      terminating: d.metadata?.deletionTimestamp !== undefined,
+      phase: d.status?.phase, reason: d.status?.reason, message: d.status?.message,
+      ready: d.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false,
+      disruption: deletionDisruption(d),
+    };
+  }
+
+  getPodStatus(namespace: string, name: string): V1PodStatus | undefined {
+    const d = this.#delegate(namespace, name);
+    if (!d) return undefined;
+    return this.#resizes.statusWith(`${namespace}/${name}`, d, forgeHostStatus(d, this.#opts.hostIP));
+  }
+
+  async createPod(proxy: V1Pod, opts: CreateOptions = {}): Promise<PodNotice[]> {
+    const { namespace: hostNamespace, name } = proxyName(proxy);
+    const check = checkMemberNamespace(this.#member.config.namespaceMapping, hostNamespace);
+    // A namespace that cannot exist is a configuration matter: retrying changes nothing.
+    if (check.error) throw new PodRejectedError(check.reason ?? 'InvalidNamespace', check.error, { retry: false });
+    const ns = check.namespace;
+    // The delegate has the proxy's name (forgeDelegatePod). Asked again before an earlier create's delegate showed (the
+    // proxy may have changed since): its appearance is no longer that create's own, and needs a sync.
+    const memberKey = `${ns}/${name}`;
+    const earlier = this.#creations.get(memberKey);
+    if (earlier) earlier.rv = undefined;
+    // A delegate whose claims the member lacks would stay Pending: none is made (tried again while one may come).
+    const noVolume = await this.#volumes?.podRejection(proxy);
+    if (noVolume) throw noVolume;
+    await this.ensureNamespace(ns, hostNamespace);
+    // What the pod refers to goes first, so the delegate finds it when it starts.
+    const prepared = await this.#mirror.prepare(proxy, ns);
+    const rejected = rejection(prepared, hostNamespace);
+    if (rejected) {
+      prepared.release(false);
+      throw rejected;
+    }
+    const body = forgeDelegatePod(proxy, { ...this.#ctxBase, memberNamespace: ns, restarts: opts.restarts });
+    // A new delegate has the proxy's resources: a refusal about its predecessor is over.
+    this.#resizes.drop(`${hostNamespace}/${name}`);
+    let created = false;
+    // Marked before the create: the member's scheduler may report on the delegate before the create returns. Asked
+    // again before it showed, the events held for it stay held.
+    const creation: Creation = { hostKey: `${hostNamespace}/${name}`, answered: false, rv: undefined, events: earlier?.events ?? [] };
+    this.#creations.begin(memberKey, creation);
+    try {
+      let rv: string | undefined;
+      await this.#member.client.core.createNamespacedPod({ namespace: ns, body }, { ...DISCARD, onVersion: (v) => { rv = v; } });
+      created = true;
+      // A proxy's ephemeral containers cannot be created with its delegate: the sync after it appears adds them.
+      // (Shown before the answer, the creation has ended already: its appearance was told as a lifecycle change.)
+      if (!proxy.spec?.ephemeralContainers?.length) creation.rv = rv;
+      this.#creations.answered(memberKey, creation);
+      this.#log.debug({ namespace: ns, pod: name }, 'delegate created');
+      return prepared.notices;
+    } catch (err) {
+      const k = toKubeError(err);
+      if (k.kind === 'AlreadyExists') {
+        // Ours, not shown yet (asked again before it showed, the proxy may have changed since): its appearance needs
+        // a sync, as the creation's version stays unknown. Not ours: nothing is awaited.
+        await this.#checkExisting(ns, hostNamespace, name).catch((e: unknown) => { this.#creations.end(memberKey, creation); throw e; });
+        // Shown meanwhile, with no change since to end it: nothing left to await.
+        if (this.#member.delegates.get(hostNamespace, name)) this.#creations.end(memberKey, creation);
+        else this.#creations.answered(memberKey, creation);
+        return [];
+      }
+      // Refused: nothing was created. Left without an answer, it may have been: its events stay held a while.
+      if (!maybeApplied(k)) this.#creations.end(memberKey, creation);
+      if (k.kind === 'NotFound') this.#namespaces.forget(ns); // the namespace went away under us: recreate next time
+      if (k.kind === 'Forbidden' || k.kind === 'Invalid' || k.kind === 'BadRequest') {
+        throw new PodRejectedError(k.reason || k.kind, k.message, { cause: err });
+      }
+      throw k;
+    } finally {
+      prepared.release(created);
+    }
+  }
+
+  creating(namespace: string, name: string): boolean {
+    const creation = this.#creations.get(`${memberNamespace(this.#member.config.namespaceMapping, namespace)}/${name}`);
+    return creation?.answered === true && creation.hostKey === `${namespace}/${name}`;
+  }
+
+  /** A pod of that name exists: fine if it is this proxy's delegate, a conflict if it is not ours. */
+  async #checkExisting(ns: string, hostNamespace: string, name: string): Promise<void> {
+    const existing = await this.#member.client.core.readNamespacedPod({ namespace: ns, name });
+    const ref = hostRefOf(existing, this.#member.owner);
+    if (!ref) {
+      throw new PodRejectedError('DelegateConflict',
+        `member ${this.#member.config.name} already has a pod ${ns}/${name} that clusterlet did not create; it is left untouched`);
+    }
+    // Ours: this proxy's (the cache had not seen it yet) or an earlier proxy's of its name, which the controller
+    // replaces. Another proxy's (two host namespaces that map to one member namespace, claimed in turn across a
+    // restart) is not this one's to run as.
+    if (ref.namespace !== hostNamespace || ref.name !== name) {
+      throw new PodRejectedError('DelegateConflict', `member ${this.#member.config.name} already has a pod ${ns}/${name} `
+        + `that runs proxy ${ref.namespace}/${ref.name}; it is left untouched`);
+    }
+  }
+
+  /** The member namespace `ns` exists and holds `hostNamespace` (MemberNamespaceConflict if not); also for the member's volumes. */
+  async ensureNamespace(ns: string, hostNamespace: string): Promise<void> {
+    await this.#namespaces.ensure(ns, hostNamespace);
+  }
+
+  async updatePod(proxy: V1Pod): Promise<PodNotice[]> {
+    const { namespace, name } = proxyName(proxy);
+    const d = this.#delegate(namespace, name);
+    const ns = d?.metadata?.namespace;
+    const dName = d?.metadata?.name;
+    if (!d || !ns || !dName || d.metadata?.deletionTimestamp) return [];
+    const ctx = { ...this.#ctxBase, memberNamespace: ns };
+    const updated = delegateUpdate(proxy, d, ctx);
+    if (updated) {
+      await this.#member.client.core.replaceNamespacedPod({ namespace: ns, name: dName, body: updated });
+      this.#log.debug({ namespace: ns, pod: dName }, 'delegate updated');
+    }
+    await this.#addEphemeralContainers(d, ephemeralContainersToAdd(proxy, d, ctx));
+    return this.#resizes.resize(proxy, d);
+  }
+
+  /**
+   * `kubectl debug` on the proxy: its new ephemeral containers go to the delegate the same way, through the
+   * `ephemeralcontainers` subresource (the only way to add one; none is ever removed), by a strategic merge patch
+   * that merges them by name into the delegate's, as kubectl's own. Its `$setElementOrder` keeps them after the
+   * delegate's (a strategic merge puts new items first otherwise). The UID in the patch makes it fail on another
+   * pod of that name. virtual-kubelet likewise counts ephemeral containers as a change that reaches the provider's
+   * UpdatePod (node/pod.go podsEqual); Liqo's ShadowPods never pass them on.
+   */
+  async #addEphemeralContainers(d: V1Pod, add: V1EphemeralContainer[]): Promise<void> {
+    const { namespace, name, uid } = d.metadata ?? {};
+    if (add.length === 0 || !namespace || !name) return;
+    const order = [...d.spec?.ephemeralContainers ?? [], ...add].map((c) => ({ name: c.name }));
+    await this.#member.client.core.patchNamespacedPodEphemeralcontainers({
+      namespace, name,
+      body: { metadata: { uid }, spec: { '$setElementOrder/ephemeralContainers': order, ephemeralContainers: add } },
+    }, { contentType: PATCH.strategic });
+    this.#log.debug({ namespace, pod: name, containers: add.map((c) => c.name) }, 'ephemeral containers added to the delegate');
+  }
+
+  async deletePod(namespace: string, name: string, gracePeriodSeconds?: number): Promise<void> {
+    this.#resizes.drop(`${namespace}/${name}`);
+    const d = this.#delegate(namespace, name);
+    const ns = d?.metadata?.namespace;
+    const dName = d?.metadata?.name;
+    if (!d || !ns || !dName) return;
+    try {
+      await this.#member.client.core.deleteNamespacedPod({
+        namespace: ns, name: dName, gracePeriodSeconds, body: { gracePeriodSeconds, preconditions: { uid: d.metadata?.uid } },
+      }, DISCARD);
+    } catch (err) {
+      // Gone already, or replaced by another pod of that name (the UID precondition): nothing of ours to delete.
+      ignoreGone(err);
+    }
+  }
+}
+
+/** A proxy's host namespace and name: an informer's pod always has them. */
+function proxyName(proxy: V1Pod): { namespace: string; name: string } {
+  const { namespace, name } = proxy.metadata ?? {};
+  if (!namespace || !name) throw new Error(`a proxy without namespace or name: ${namespace}/${name}`);
+  return { namespace, name };
+}
+
+/** Why a pod whose references were prepared cannot start: mandatory objects missing, or copies in conflict. */
+export function rejection(prepared: Prepared, hostNamespace: string): PodRejectedError | undefined {
+  const { missing, conflicts } = prepared;
+  if (missing.length) {
+    return new PodRejectedError(notFoundReason(missing[0]), missing.map((m) =>
+      `${m.kind.toLowerCase()} "${m.name}" not found in namespace ${hostNamespace}`).join('; ') + '; the pod starts once it exists');
+  }
+  if (conflicts.length) return new PodRejectedError('MemberObjectConflict', conflicts.join('; '));
+  return undefined;
+}
+
+/**
+ * Whether a create that failed with `k` may have been applied all the same: no answer came (the connection lost, a
+ * timeout), or the server could not say (a 5xx). Not when the request was never sent (NotLeader: the replica's fence).
+ */
+function maybeApplied(k: KubeError): boolean {
+  return (k.kind === 'Unavailable' && !refusedByFence(k)) || k.kind === 'Unknown';
+}
+

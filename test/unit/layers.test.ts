@@ -19,7 +19,7 @@ function inAny(...parts: string[]): (path: string) => boolean {
   return (path) => parts.some((p) => (p.endsWith('/') ? path.startsWith(`src/${p}`) : path === `src/${p}`));
 }
 
-const BELOW_THE_SEAM = ['host/', 'member/', 'config.ts', 'manager.ts'];
+const BELOW_THE_SEAM = ['host/', 'member/', 'config.ts', 'config/', 'manager.ts'];
 
 const RULES: { from: (path: string) => boolean; to: (path: string) => boolean }[] = [
   { from: inAny('host/'), to: inAny('member/') },

@@ -1,6 +1,6 @@
 # The README's two commands:
 #   make demo   local host + member clusters with clusterlet between them, and a sample workload
-#   make test   typecheck, unit tests, integration tests on the local clusters, the e2e suite on real nodes
+#   make test   typecheck, lint, unit tests, integration tests on the local clusters, the e2e suite on real nodes
 # Both set up what they need: Node 24 (from the npm registry when PATH has an older one), npm
 # dependencies, and the Kubernetes/etcd/KWOK binaries and helm (built once per machine into ~/.cache/clusterlet).
 SHELL := /bin/bash
@@ -10,7 +10,7 @@ $(error could not find or install Node.js 24 (hack/ensure-node.sh failed; its me
 endif
 export PATH := $(NODE_BIN):$(PATH)
 
-.PHONY: all deps binaries build typecheck test test-unit test-integration demo bench e2e e2e-local realnode-deps image clean
+.PHONY: all deps binaries build typecheck lint test test-unit test-integration demo bench e2e e2e-local realnode-deps image clean
 
 all: build
 
@@ -30,6 +30,10 @@ build: deps
 typecheck: deps
 	npx tsc -p tsconfig.json --noEmit
 
+# typescript-eslint's type-aware rules (eslint.config.js): floating and misused promises, non-exhaustive switches.
+lint: deps
+	npx eslint
+
 test-unit: deps
 	node --test --test-reporter=spec 'test/unit/**/*.test.ts'
 
@@ -37,7 +41,7 @@ test-integration: deps binaries
 	node --test-reporter=spec test/integration/run.ts
 
 # binaries first: the unit tests check manifests/ and charts/ with the kubectl and helm built there.
-test: typecheck binaries test-unit test-integration e2e-local
+test: typecheck lint binaries test-unit test-integration e2e-local
 
 demo: deps binaries
 	node hack/demo.ts

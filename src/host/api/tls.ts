@@ -66,8 +66,10 @@ export class ServingCertificate {
     const o = this.#opts;
     if (o.mode === 'file') {
       await this.#loadFiles();
-      this.#every(o.reloadMs ?? 60_000, () => this.#loadFiles().catch((err: unknown) =>
-        o.log.error({ err: (err as Error).message }, 'kubelet API: could not reload the serving certificate; keeping the current one')));
+      this.#every(o.reloadMs ?? 60_000, () => {
+        void this.#loadFiles().catch((err: unknown) =>
+          o.log.error({ err: (err as Error).message }, 'kubelet API: could not reload the serving certificate; keeping the current one'));
+      });
       return this.current;
     }
     this.#set(this.#selfSigned(), 'self-signed');

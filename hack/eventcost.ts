@@ -97,7 +97,7 @@ const replay = (lines: Buffer[], reuse: boolean): unknown[] => replayInto(lines,
  * as clusterlet does now, else as before ecbdaed (revived whole, shaped by the informer, specs never reused).
  */
 function replayForeign(lines: Buffer[], shapes: boolean): unknown[] {
-  const owner = { host: 'another-host', node: 'another-node' };
+  const owner = { hostName: 'another-host', node: 'another-node' };
   if (!shapes) return replayInto(lines, storedSpecs, undefined, { transform: (p) => memberPodShape(p, owner) });
   const s = new MemberPodShapes(owner);
   return replayInto(lines, (store) => s.knownSpec(storedSpecs(store)), (p) => s.shape(p));

@@ -315,7 +315,7 @@ export class Manager implements NodeDirectory {
       nodeName: m.config.nodeName, member: m.config.name, workers: this.config.podSyncWorkers, watchSilenceMs: silence,
       proxies: m.proxies,
     });
-    m.runtime = new MemberRuntime(cluster, pods.pods, { log: log.child({ component: 'kubelet-api' }) });
+    m.runtime = new MemberRuntime(cluster, pods.proxies, { log: log.child({ component: 'kubelet-api' }) });
     m.parts = [node, mirror, services, serviceExports, exporter, volumes, storage, pods];
     // The node registers, or shows this replica's address, whatever happens next.
     node.start();
@@ -361,7 +361,7 @@ export class Manager implements NodeDirectory {
     for (const m of this.members) {
       const pods = m.pods;
       if (pods && m.runtime) {
-        out.push({ name: m.config.nodeName, port: m.config.kubeletPort ?? this.config.kubeletPort, proxies: pods.pods,
+        out.push({ name: m.config.nodeName, port: m.config.kubeletPort ?? this.config.kubeletPort, proxies: pods.proxies,
           running: () => pods.running(), runtime: m.runtime });
       }
     }

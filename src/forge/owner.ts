@@ -5,14 +5,14 @@ import type { V1ObjectMeta, V1Pod } from '@kubernetes/client-node';
 import { NODE_LABEL, ORIGIN_LABEL, PROXY_NAME_ANNOTATION, PROXY_NAMESPACE_ANNOTATION, PROXY_UID_LABEL } from './keys.ts';
 
 /** The owner of member objects: the host cluster's identity and the virtual node. */
-export interface Owner { host: string; node: string }
+export interface Owner { hostName: string; node: string }
 
 /** The origin value clusterlet used when no host name was configured, before hosts had an identity. */
 export const LEGACY_DEFAULT_HOST = 'host';
 
 /** The labels that mark a member object as the owner's. */
 export function ownerLabels(owner: Owner): Record<string, string> {
-  return { [ORIGIN_LABEL]: owner.host, [NODE_LABEL]: owner.node };
+  return { [ORIGIN_LABEL]: owner.hostName, [NODE_LABEL]: owner.node };
 }
 
 /** Created by this host (any of its virtual nodes). */
@@ -22,7 +22,7 @@ export function fromHost(meta: V1ObjectMeta | undefined, host: string): boolean 
 
 /** Created by this host for this virtual node. */
 export function ownedBy(meta: V1ObjectMeta | undefined, owner: Owner): boolean {
-  return meta?.labels?.[ORIGIN_LABEL] === owner.host && meta.labels[NODE_LABEL] === owner.node;
+  return meta?.labels?.[ORIGIN_LABEL] === owner.hostName && meta.labels[NODE_LABEL] === owner.node;
 }
 
 /** The proxy a delegate stands for. */
@@ -37,7 +37,7 @@ export interface DelegateOf { ref: HostRef; ownNode: boolean }
  */
 export function delegateOf(pod: V1Pod | undefined, owner: Owner): DelegateOf | undefined {
   const meta = pod?.metadata;
-  if (!fromHost(meta, owner.host) || meta?.labels?.[NODE_LABEL] === undefined) return undefined;
+  if (!fromHost(meta, owner.hostName) || meta?.labels?.[NODE_LABEL] === undefined) return undefined;
   const namespace = meta.annotations?.[PROXY_NAMESPACE_ANNOTATION];
   const name = meta.annotations?.[PROXY_NAME_ANNOTATION];
   const uid = meta.labels[PROXY_UID_LABEL];

@@ -36,7 +36,7 @@ import { delegateVolumes } from './volumes.ts';
 
 export interface DelegateContext {
   /** Name of the host cluster, the value of our origin label. */
-  originCluster: string;
+  hostName: string;
   /** Name of the virtual node the proxy is bound to. */
   nodeName: string;
   /** Member namespace the proxy's namespace maps to. */
@@ -85,7 +85,7 @@ function delegateMetadata(proxy: V1Pod, ctx: DelegateContext): V1ObjectMeta {
     namespace: ctx.memberNamespace,
     labels: {
       ...meta.labels,
-      [ORIGIN_LABEL]: ctx.originCluster,
+      [ORIGIN_LABEL]: ctx.hostName,
       [PROXY_UID_LABEL]: meta.uid ?? '',
       [NODE_LABEL]: ctx.nodeName,
     },

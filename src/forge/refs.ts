@@ -54,7 +54,7 @@ export function podReferences(spec: V1PodSpec | undefined): ObjectRef[] {
 }
 
 export interface MirrorContext {
-  originCluster: string;
+  hostName: string;
   /** The virtual node that owns the copy (clusterlet.io/node). */
   nodeName: string;
   memberNamespace: string;
@@ -66,7 +66,7 @@ export function mirroredMeta(host: V1ObjectMeta | undefined, ctx: MirrorContext)
   return {
     name: host?.name,
     namespace: ctx.memberNamespace,
-    labels: { ...host?.labels, [ORIGIN_LABEL]: ctx.originCluster, [NODE_LABEL]: ctx.nodeName },
+    labels: { ...host?.labels, [ORIGIN_LABEL]: ctx.hostName, [NODE_LABEL]: ctx.nodeName },
     annotations: { ...withoutKubectlAnnotations(host?.annotations), [PROXY_NAMESPACE_ANNOTATION]: ctx.hostNamespace },
   };
 }

@@ -37,7 +37,7 @@ export async function adoptLegacyObjects(member: ClusterClient, owner: Owner, lo
       if (node !== undefined && node !== owner.node) continue;
       try {
         await replace({ ...o, apiVersion: 'v1', kind,
-          metadata: { ...o.metadata, labels: { ...o.metadata?.labels, [ORIGIN_LABEL]: owner.host, [NODE_LABEL]: owner.node } } });
+          metadata: { ...o.metadata, labels: { ...o.metadata?.labels, [ORIGIN_LABEL]: owner.hostName, [NODE_LABEL]: owner.node } } });
         adopted++;
       } catch (err) {
         const k = toKubeError(err);
@@ -46,6 +46,6 @@ export async function adoptLegacyObjects(member: ClusterClient, owner: Owner, lo
       }
     }
   }
-  if (adopted > 0) log.info({ adopted, host: owner.host }, `adopted member objects labelled with the old default origin "${LEGACY_DEFAULT_HOST}"`);
+  if (adopted > 0) log.info({ adopted, host: owner.hostName }, `adopted member objects labelled with the old default origin "${LEGACY_DEFAULT_HOST}"`);
   return adopted;
 }

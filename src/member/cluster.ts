@@ -66,7 +66,7 @@ export class MemberCluster implements NodeProvider {
     this.config = config;
     this.client = client;
     this.hostName = hostName;
-    this.owner = { host: hostName, node: config.nodeName };
+    this.owner = { hostName, node: config.nodeName };
     this.#log = log;
     this.#opts = {
       probeIntervalMs: opts.probeIntervalMs ?? 10_000, probeTimeoutMs: opts.probeTimeoutMs ?? 5_000,

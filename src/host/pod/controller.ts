@@ -69,7 +69,7 @@ export function proxyInformer(host: ClusterClient, nodeName: string, log: Logger
 }
 
 export class PodController {
-  readonly pods: Informer<V1Pod>;
+  readonly proxies: Informer<V1Pod>;
   #host: ClusterClient;
   #provider: PodProvider;
   #opts: PodControllerOptions;
@@ -85,14 +85,14 @@ export class PodController {
     this.#provider = provider;
     this.#opts = opts;
     this.#log = log;
-    this.pods = opts.proxies ?? proxyInformer(host, opts.nodeName, log, opts.watchSilenceMs);
+    this.proxies = opts.proxies ?? proxyInformer(host, opts.nodeName, log, opts.watchSilenceMs);
     const names = podQueueNames(opts.nodeName);
     const now = (): number => this.#now();
     const stopped = (): boolean => this.#stopped;
-    const writer = new ProxyWriter(host, this.pods, { nodeName: opts.nodeName, member: opts.member, stopped });
-    this.#lifecycle = new PodLifecycle(host, this.pods, provider, writer, log, { queueName: names.lifecycle, nodeName: opts.nodeName,
+    const writer = new ProxyWriter(host, this.proxies, { nodeName: opts.nodeName, member: opts.member, stopped });
+    this.#lifecycle = new PodLifecycle(host, this.proxies, provider, writer, log, { queueName: names.lifecycle, nodeName: opts.nodeName,
       member: opts.member, workers: opts.workers, unshownRetryMs: opts.unshownRetryMs, now });
-    this.#status = new StatusMirror(this.pods, provider, writer, log, { queueName: names.status, workers: opts.workers,
+    this.#status = new StatusMirror(this.proxies, provider, writer, log, { queueName: names.status, workers: opts.workers,
       member: opts.member, recheckMs: opts.statusRecheckMs, now, stopped });
     this.#writer = writer;
   }
@@ -109,7 +109,7 @@ export class PodController {
   running(): V1Pod[] {
     const out: V1Pod[] = [];
     for (const key of this.#provider.listPodKeys()) {
-      const proxy = this.pods.get(key);
+      const proxy = this.proxies.get(key);
       const { namespace, name } = splitKey(key);
       if (proxy && this.#provider.getPod(namespace, name)?.proxyUID === proxy.metadata?.uid) out.push(proxy);
     }
@@ -120,12 +120,12 @@ export class PodController {
   #offloaded = (): number => this.#provider.podCount();
 
   start(): void {
-    if (!this.#opts.proxies) this.pods.start();
+    if (!this.#opts.proxies) this.proxies.start();
     offloadedPods.set(this.#opts.member, this.#offloaded);
     this.#lifecycle.start();
     this.#status.start();
     this.#subs.push(
-      this.pods.events$.subscribe((ev) => {
+      this.proxies.events$.subscribe((ev) => {
         // Status-only changes (most of them our own writes) are no business of the lifecycle, nor are the events of
         // a proxy the lifecycle removed.
         if ((!ev.old || ev.type === 'DELETED' || !onlyStatusChanged(ev.old, ev.object)) && !this.#lifecycle.isOwnRemoval(ev.key, ev.object, ev.type)) {
@@ -147,24 +147,24 @@ export class PodController {
         }
         this.#status.delegateChanged(change.key, running);
       }),
-      mirrorEvents(this.#host, this.pods, this.#provider, this.#status.queue, this.#log,
+      mirrorEvents(this.#host, this.proxies, this.#provider, this.#status.queue, this.#log,
         { nodeName: this.#opts.nodeName, member: this.#opts.member, yieldMs: this.#opts.eventYieldMs, stopped: () => this.#stopped }),
       this.#provider.unreachable$.subscribe(() => {
-        this.#log.info({ proxies: this.pods.size }, 'member unreachable; marking its pods NotReady');
+        this.#log.info({ proxies: this.proxies.size }, 'member unreachable; marking its pods NotReady');
         this.#status.unreachable();
       }),
       // The back end is back after an outage: every proxy is checked against it again, whatever wrote it meanwhile.
       this.#provider.resync$.subscribe(() => {
         this.#status.reachable();
-        this.#log.info({ proxies: this.pods.size }, 'member reachable again; syncing every pod');
+        this.#log.info({ proxies: this.proxies.size }, 'member reachable again; syncing every pod');
         this.#enqueueAll();
         this.#status.recheckLater();
       }),
       (this.#opts.resyncTicks ?? interval(this.#resyncMs)).subscribe(() => this.#resync()),
     );
     // Orphans are judged only once both views are complete, never on a half-synced cache.
-    void Promise.all([this.pods.waitSynced(), this.#provider.waitSynced()]).then(() => {
-      this.#log.info({ proxies: this.pods.size, delegates: this.#provider.podCount() }, 'pod caches synced');
+    void Promise.all([this.proxies.waitSynced(), this.#provider.waitSynced()]).then(() => {
+      this.#log.info({ proxies: this.proxies.size, delegates: this.#provider.podCount() }, 'pod caches synced');
       this.#enqueueAll();
       this.#status.recheckLater();
     });
@@ -179,7 +179,7 @@ export class PodController {
     for (const s of this.#subs.splice(0)) s.unsubscribe();
     this.#lifecycle.stop();
     this.#status.stop();
-    if (!this.#opts.proxies) this.pods.stop();
+    if (!this.#opts.proxies) this.proxies.stop();
   }
 
   #delegateOf(key: string): ProviderPod | undefined {
@@ -199,10 +199,10 @@ export class PodController {
    */
   #enqueueAll(since = Infinity): void {
     const stale = (at: number | undefined): boolean => at === undefined || at <= since;
-    const keys = new Set([...this.pods.keys(), ...this.#provider.listPodKeys()]);
+    const keys = new Set([...this.proxies.keys(), ...this.#provider.listPodKeys()]);
     for (const k of keys) {
       if (stale(this.#lifecycle.lastSync.get(k))) this.#lifecycle.queue.add(k, this.#lifecycle.resyncPriority(k));
-      if (!this.pods.get(k)) continue;
+      if (!this.proxies.get(k)) continue;
       const priority = this.#status.recheckPriority(k);
       if (priority === STATUS.visible || stale(this.#status.lastSync.get(k))) this.#status.queue.add(k, priority);
     }

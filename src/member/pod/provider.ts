@@ -91,7 +91,7 @@ export class MemberPodProvider implements PodProvider {
   }
 
   get #ctxBase(): Omit<DelegateContext, 'memberNamespace'> {
-    return { originCluster: this.#member.hostName, nodeName: this.#opts.nodeName, nodeLabels: this.#member.config.labels };
+    return { hostName: this.#member.hostName, nodeName: this.#opts.nodeName, nodeLabels: this.#member.config.labels };
   }
 
   hasSynced(): boolean { return this.#member.pods.hasSynced; }

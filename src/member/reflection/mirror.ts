@@ -141,7 +141,7 @@ export class ObjectMirror {
       metrics: { member: member.config.name, kind, direction: 'to-member', counts: (o) => this.#mine(o) },
     });
     // A copy of this host's (whichever of its nodes made it) follows the host object; any other is not touched.
-    const copies: UpdateRule<V1ConfigMap | V1Secret> = { ours: (o) => fromHost(o.metadata, member.owner.host), matches: mirrorMatches };
+    const copies: UpdateRule<V1ConfigMap | V1Secret> = { ours: (o) => fromHost(o.metadata, member.owner.hostName), matches: mirrorMatches };
     // Any ServiceAccount of the pod's name will do (tokens are the member's).
     this.#reflectors = { ConfigMap: reflector('ConfigMap', copies), Secret: reflector('Secret', copies), ServiceAccount: reflector('ServiceAccount') };
     this.#waiting = new LRUCache<string, Set<string>>({
@@ -372,8 +372,8 @@ export class ObjectMirror {
    */
   #forgeCopy(kind: Copied, host: V1ConfigMap | V1Secret, memberNs: string, hostNamespace: string,
     existing: V1ConfigMap | V1Secret | undefined): V1ConfigMap | V1Secret {
-    const otherNode = existing && fromHost(existing.metadata, this.#member.owner.host) ? existing.metadata?.labels?.[NODE_LABEL] : undefined;
-    const ctx: MirrorContext = { originCluster: this.#member.owner.host, nodeName: otherNode ?? this.#member.owner.node,
+    const otherNode = existing && fromHost(existing.metadata, this.#member.owner.hostName) ? existing.metadata?.labels?.[NODE_LABEL] : undefined;
+    const ctx: MirrorContext = { hostName: this.#member.owner.hostName, nodeName: otherNode ?? this.#member.owner.node,
       memberNamespace: memberNs, hostNamespace };
     return kind === 'ConfigMap' ? forgeMirroredConfigMap(host as V1ConfigMap, ctx) : forgeMirroredSecret(host as V1Secret, ctx);
   }
@@ -381,7 +381,7 @@ export class ObjectMirror {
   /** This node's copy: labelled for it, or one of this host's from before copies had an owning node (adopted). */
   #mine(copy: Mirrored): boolean {
     return ownedBy(copy.metadata, this.#member.owner)
-      || (fromHost(copy.metadata, this.#member.owner.host) && copy.metadata?.labels?.[NODE_LABEL] === undefined);
+      || (fromHost(copy.metadata, this.#member.owner.hostName) && copy.metadata?.labels?.[NODE_LABEL] === undefined);
   }
 
   /** The pod's ServiceAccount exists in the member namespace: any existing one will do (tokens are the member's). */
@@ -389,7 +389,7 @@ export class ObjectMirror {
     const key = `${memberNs}/${name}`;
     if (this.#accounts.has(key)) return;
     await this.#reflectors.ServiceAccount.apply(memberNs, name, () => forgeServiceAccount(name, {
-      originCluster: this.#member.owner.host, nodeName: this.#member.owner.node, memberNamespace: memberNs, hostNamespace: hostNs,
+      hostName: this.#member.owner.hostName, nodeName: this.#member.owner.node, memberNamespace: memberNs, hostNamespace: hostNs,
     }));
     this.#accounts.set(key, true);
   }

@@ -101,7 +101,7 @@ export class ServiceExporter {
       name: `serviceexports-${this.#name}`, workers: 1, target: this.#api.target(), log: this.#log, sync: (key) => this.#sync(key),
       keyOf: objectKey, reads: [this.#copies], startKeys: () => this.#copies.keys(),
       // One of this host's (whichever of its nodes made it) is brought in line; any other is not touched.
-      update: { ours: (o) => fromHost(o.metadata, this.#owner.host), matches: serviceExportMatches },
+      update: { ours: (o) => fromHost(o.metadata, this.#owner.hostName), matches: serviceExportMatches },
       metrics: { member: this.#name, kind: 'ServiceExport', direction: 'to-member', counts: (o) => ownedBy(o.metadata, this.#owner) },
     });
     this.#reflector = r;

@@ -121,7 +121,7 @@ export class ServiceReflector {
       // What may need a copy: the Services of every namespace with a delegate of this node.
       startKeys: () => new Set([...member.delegates.entries()].flatMap(([ref]) => this.#hostsByNs.keys(ref.namespace))),
       // A copy of this host's (whichever of its nodes made it) follows the host Service; any other is not touched.
-      update: { ours: (o) => fromHost(o.metadata, member.owner.host), matches: memberServiceMatches, recreate: needsRecreate },
+      update: { ours: (o) => fromHost(o.metadata, member.owner.hostName), matches: memberServiceMatches, recreate: needsRecreate },
       metrics: { member: member.config.name, kind: 'Service', direction: 'to-member', counts: (o) => ownedBy(o.metadata, member.owner) },
     });
     if (opts.endpoints) {
@@ -130,7 +130,7 @@ export class ServiceReflector {
         sync: (key) => this.#syncSlices(key), keyOf: hostKeyOfSlice, reads: [opts.endpoints.hostSlices, member.pods, copies.store],
         // Every Service copy: this node's may lack slices.
         startKeys: () => copies.store.list().flatMap((c) => hostKeyOfService(c) ?? []),
-        update: { ours: (o) => fromHost(o.metadata, member.owner.host), matches: endpointSliceMatches },
+        update: { ours: (o) => fromHost(o.metadata, member.owner.hostName), matches: endpointSliceMatches },
         metrics: { member: member.config.name, kind: 'EndpointSlice', direction: 'to-member', counts: (o) => ownedBy(o.metadata, member.owner) },
       });
       this.#endpoints = { hostSlices: opts.endpoints.hostSlices, reflector,
@@ -275,8 +275,8 @@ export class ServiceReflector {
   /** The copy, owned by this node, or by the node of this host that already owns `existing` (which keeps it). */
   #forge(host: V1Service, memberNs: string, existing: V1Service | undefined): V1Service {
     const owner = this.#member.owner;
-    const node = existing && fromHost(existing.metadata, owner.host) ? existing.metadata?.labels?.[NODE_LABEL] : undefined;
-    return forgeMemberService(host, { originCluster: owner.host, nodeName: node ?? owner.node, memberNamespace: memberNs,
+    const node = existing && fromHost(existing.metadata, owner.hostName) ? existing.metadata?.labels?.[NODE_LABEL] : undefined;
+    return forgeMemberService(host, { hostName: owner.hostName, nodeName: node ?? owner.node, memberNamespace: memberNs,
       hostNamespace: host.metadata!.namespace! });
   }
 

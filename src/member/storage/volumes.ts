@@ -41,7 +41,7 @@ export function memberClaimsApi(client: ClusterClient, owner: Owner, log: Logger
   return {
     claims: new Informer(`${client.name}-claims`, listWatch<V1PersistentVolumeClaim>(client, {
       path: '/api/v1/persistentvolumeclaims', model: 'V1PersistentVolumeClaim', resource: 'persistentvolumeclaims',
-      labelSelector: `${ORIGIN_LABEL}=${owner.host},${NODE_LABEL}=${owner.node}`,
+      labelSelector: `${ORIGIN_LABEL}=${owner.hostName},${NODE_LABEL}=${owner.node}`,
       list: (p) => c.listPersistentVolumeClaimForAllNamespaces(p),
     }, { log })),
     create: (namespace, body) => c.createNamespacedPersistentVolumeClaim({ namespace, body }),

@@ -21,7 +21,7 @@ export const silent = createLogger('silent');
 export function putDelegate(member: FakeObjects, nodeName: string, name: string, labels: Record<string, string>): V1Pod {
   return member.put('Pod', forgeDelegatePod(
     { metadata: { namespace: NS, name, uid: `uid-${name}`, labels }, spec: { containers: [{ name: 'app', image: 'app:1' }] } },
-    { originCluster: HOST, nodeName, memberNamespace: MNS }));
+    { hostName: HOST, nodeName, memberNamespace: MNS }));
 }
 
 export interface ServiceNodeOptions extends ServiceReflectorOptions {
@@ -32,7 +32,7 @@ export interface ServiceNodeOptions extends ServiceReflectorOptions {
 
 /** Virtual node `nodeName`'s ServiceReflector in member m1 (copies labelled with HOST's origin), started; `stop` ends it all. */
 export function startServiceNode(member: FakeObjects, hostServices: Informer<V1Service>, nodeName: string, opts: ServiceNodeOptions = {}) {
-  const owner = { host: HOST, node: nodeName };
+  const owner = { hostName: HOST, node: nodeName };
   const pods = member.informer<V1Pod>('Pod');
   const delegates = new DelegateIndex(pods, owner);
   const r = new ServiceReflector({ pods, delegates, owner, config: { name: 'm1', namespaceMapping: MAPPING } },

@@ -7,7 +7,7 @@ import {
 } from '../../../src/forge/endpointslice.ts';
 import { HOST_ENDPOINTSLICE_ANNOTATION, NODE_LABEL, ORIGIN_LABEL, PROXY_NAMESPACE_ANNOTATION } from '../../../src/forge/keys.ts';
 
-const owner = { host: 'host-uid', node: 'clusterlet-eu' };
+const owner = { hostName: 'host-uid', node: 'clusterlet-eu' };
 const onVirtualNode = (e: V1Endpoint): boolean => e.targetRef?.name?.startsWith('offloaded-') ?? false;
 const ctx = { owner, memberNamespace: 'shop-eu', listedByMember: onVirtualNode };
 

@@ -2,7 +2,7 @@
 import type { V1Pod, V1PodSpec, V1PodStatus, V1Volume } from '@kubernetes/client-node';
 import { forgeDelegatePod, type DelegateContext } from '../../../src/forge/pod.ts';
 
-export const ctx: DelegateContext = { originCluster: 'host-a', nodeName: 'clusterlet-eu1', memberNamespace: 'team-x' };
+export const ctx: DelegateContext = { hostName: 'host-a', nodeName: 'clusterlet-eu1', memberNamespace: 'team-x' };
 export const T0 = new Date('2026-03-01T10:00:00Z');
 export const T1 = new Date('2026-03-01T10:00:05Z');
 

@@ -10,7 +10,7 @@ import { requestsRelevant } from '../../../src/member/requests.ts';
 import { forgeDelegatePod } from '../../../src/forge/pod.ts';
 import { ctx, hostPod, runningStatus } from './fixtures.ts';
 
-const owner: Owner = { host: ctx.originCluster, node: ctx.nodeName };
+const owner: Owner = { hostName: ctx.hostName, node: ctx.nodeName };
 
 /** The member's own pod: the fixture's full pod, bound to a member node and running. */
 function memberPod(): V1Pod {
@@ -45,7 +45,7 @@ function resizing(reason?: string): V1Pod {
 }
 
 function otherHostsDelegate(): V1Pod {
-  return { ...forgeDelegatePod(hostPod(), { ...ctx, originCluster: 'host-b' }), status: structuredClone(runningStatus) };
+  return { ...forgeDelegatePod(hostPod(), { ...ctx, hostName: 'host-b' }), status: structuredClone(runningStatus) };
 }
 
 const finished = (): V1Pod => ({ ...memberPod(), status: { phase: 'Succeeded' } });
@@ -74,7 +74,7 @@ describe('foreignPodShape', () => {
       assert.deepEqual(resizeStatus(shape), resizeStatus(pod));
       assert.equal(isAnyDelegate(shape), isAnyDelegate(pod));
       assert.deepEqual(delegateOf(shape, owner), delegateOf(pod, owner));
-      assert.deepEqual(delegateOf(shape, { host: 'host-b', node: ctx.nodeName }), delegateOf(pod, { host: 'host-b', node: ctx.nodeName }));
+      assert.deepEqual(delegateOf(shape, { hostName: 'host-b', node: ctx.nodeName }), delegateOf(pod, { hostName: 'host-b', node: ctx.nodeName }));
       for (const k of ['name', 'namespace', 'uid', 'resourceVersion', 'generation', 'deletionTimestamp'] as const) {
         assert.deepEqual(shape.metadata?.[k], pod.metadata?.[k], k);
       }

@@ -5,7 +5,7 @@ import {
   forgeMemberService, isHeadless, memberServiceMatches, needsRecreate, reflectable, selects,
 } from '../../../src/forge/service.ts';
 
-const ctx = { originCluster: 'host-uid', nodeName: 'clusterlet-eu', memberNamespace: 'eu-shop', hostNamespace: 'shop' };
+const ctx = { hostName: 'host-uid', nodeName: 'clusterlet-eu', memberNamespace: 'eu-shop', hostNamespace: 'shop' };
 
 /** A host Service as the host API server returns it (defaults filled in, clusterIP allocated). */
 function hostService(spec: Partial<V1ServiceSpec>, meta: V1Service['metadata'] = {}): V1Service {

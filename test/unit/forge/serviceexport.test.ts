@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { V1Service } from '@kubernetes/client-node';
 import { forgeServiceExport, serviceExportMatches, wantsExport } from '../../../src/forge/serviceexport.ts';
 
-const owner = { host: 'host-uid', node: 'clusterlet-eu' };
+const owner = { hostName: 'host-uid', node: 'clusterlet-eu' };
 
 /** A member copy as the member API server returns it. */
 function copy(annotations: Record<string, string> | undefined, uid: string | null = 'copy-uid'): V1Service {

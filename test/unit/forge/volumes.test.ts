@@ -12,7 +12,7 @@ import {
 import { forgeDelegatePod } from '../../../src/forge/pod.ts';
 
 const ctx: StorageContext = { member: 'eu', nodeName: 'clusterlet-eu', className: 'clusterlet-eu', reclaimPolicy: 'Delete' };
-const owner = { host: 'host-uid', node: 'clusterlet-eu' };
+const owner = { hostName: 'host-uid', node: 'clusterlet-eu' };
 
 /** A host claim of the member's class, as the API returns it once the scheduler and the PV controller had their say. */
 function claim(over: { annotations?: Record<string, string>; spec?: V1PersistentVolumeClaim['spec']; status?: V1PersistentVolumeClaim['status'];
@@ -276,7 +276,7 @@ describe('pods and their claims', () => {
   });
 
   it('the delegate mounts the member claims of the same names, in its own namespace: an ephemeral volume mounts its claim', () => {
-    const d = forgeDelegatePod(pod, { originCluster: 'host-uid', nodeName: 'clusterlet-eu', memberNamespace: 'h-shop' });
+    const d = forgeDelegatePod(pod, { hostName: 'host-uid', nodeName: 'clusterlet-eu', memberNamespace: 'h-shop' });
     assert.equal(d.metadata!.namespace, 'h-shop');
     assert.deepEqual(d.spec!.volumes, [
       { name: 'data', persistentVolumeClaim: { claimName: 'data-db-0' } },

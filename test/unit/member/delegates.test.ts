@@ -18,7 +18,7 @@ const proxy = (name: string, uid = `uid-${name}`): V1Pod => ({
 
 /** The delegate of `p` in member namespace `memberNamespace`, made by virtual node `node` of host `host`. */
 function delegate(p: V1Pod, { memberNamespace = 'shop', host = HOST, node = NODE } = {}): V1Pod {
-  return forgeDelegatePod(p, { originCluster: host, nodeName: node, memberNamespace });
+  return forgeDelegatePod(p, { hostName: host, nodeName: node, memberNamespace });
 }
 
 const stops: (() => void)[] = [];
@@ -28,7 +28,7 @@ afterEach(() => { for (const s of stops.splice(0).reverse()) s(); });
 function world() {
   const member = new FakeObjects();
   const pods = member.informer<V1Pod>('Pod');
-  const index = new DelegateIndex(pods, { host: HOST, node: NODE });
+  const index = new DelegateIndex(pods, { hostName: HOST, node: NODE });
   const changes: DelegateChange[] = [];
   index.changes$.subscribe((c) => changes.push(c));
   index.start();
@@ -62,7 +62,7 @@ describe('DelegateIndex', () => {
     const member = new FakeObjects();
     member.put('Pod', delegate(proxy('early')));
     const pods = member.informer<V1Pod>('Pod');
-    const index = new DelegateIndex(pods, { host: HOST, node: NODE });
+    const index = new DelegateIndex(pods, { hostName: HOST, node: NODE });
     // The fake lists at once when the informer starts (a real LIST answers later): the index subscribes first.
     index.start();
     pods.start();

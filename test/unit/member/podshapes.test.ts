@@ -9,13 +9,13 @@ import { MemberPodShapes } from '../../../src/member/podshapes.ts';
 import { NODE_LABEL, ORIGIN_LABEL, PROXY_NAME_ANNOTATION, PROXY_NAMESPACE_ANNOTATION, PROXY_UID_LABEL } from '../../../src/forge/keys.ts';
 import { FakeCollection } from '../fakes/listwatch.ts';
 
-const owner = { host: 'host-a', node: 'vn-1' };
+const owner = { hostName: 'host-a', node: 'vn-1' };
 
 function pod(rv: string, opts: { cpu?: string; phase?: string; delegate?: boolean } = {}): V1Pod {
   const metadata: V1Pod['metadata'] = { namespace: 'ns', name: 'p', uid: 'u1', resourceVersion: rv,
     creationTimestamp: '2026-11-28T10:00:00Z' as unknown as Date };
   if (opts.delegate) {
-    metadata.labels = { [ORIGIN_LABEL]: owner.host, [NODE_LABEL]: owner.node, [PROXY_UID_LABEL]: 'proxy-uid' };
+    metadata.labels = { [ORIGIN_LABEL]: owner.hostName, [NODE_LABEL]: owner.node, [PROXY_UID_LABEL]: 'proxy-uid' };
     metadata.annotations = { [PROXY_NAMESPACE_ANNOTATION]: 'host-ns', [PROXY_NAME_ANNOTATION]: 'proxy' };
   }
   // Last, as kube-apiserver writes them (the watch's parse finds them there).

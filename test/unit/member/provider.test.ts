@@ -42,7 +42,7 @@ const proxy = (name: string, spec: Partial<V1PodSpec> = {}, namespace = 'shop'):
 
 /** What the provider should create for `p` in member namespace `memberNamespace`. */
 const forged = (p: V1Pod, memberNamespace = 'h-shop', restarts?: Record<string, number>): V1Pod =>
-  forgeDelegatePod(p, { originCluster: HOST, nodeName: NODE, nodeLabels: config.labels, memberNamespace, restarts });
+  forgeDelegatePod(p, { hostName: HOST, nodeName: NODE, nodeLabels: config.labels, memberNamespace, restarts });
 
 type PodWatchVia = (w: Observable<ListWatchEvent<V1Pod>>) => Observable<ListWatchEvent<V1Pod>>;
 
@@ -66,7 +66,7 @@ afterEach(() => { for (const s of stops.splice(0).reverse()) s(); });
 function world(opts: Partial<MemberPodProviderOptions> = {}, podWatch: PodWatchVia = (w) => w) {
   const member = new FakeMember();
   const host = new FakeObjects();
-  const owner = { host: HOST, node: NODE };
+  const owner = { hostName: HOST, node: NODE };
   const pods = new Informer<V1Pod>('fake-Pod', podWatch(member.objects.watch<V1Pod>('Pod')));
   const delegates = new DelegateIndex(pods, owner);
   const caches = {

@@ -27,7 +27,7 @@ import { parsePrometheus } from '../../../src/util/prom.ts';
 import { newServingKey, selfSignedCertificate } from '../../../src/host/api/x509.ts';
 
 const log = pino({ level: 'silent' });
-const OWNER = { host: 'host-1', node: 'vn' };
+const OWNER = { hostName: 'host-1', node: 'vn' };
 
 const proxy = (ns: string, name: string, uid: string, containers: string[]): V1Pod => ({
   metadata: { namespace: ns, name, uid }, spec: { containers: containers.map((c) => ({ name: c })) },
@@ -38,7 +38,7 @@ const proxy = (ns: string, name: string, uid: string, containers: string[]): V1P
 const delegate = (ns: string, name: string, uid: string, node: string, phase = 'Running'): V1Pod => ({
   metadata: {
     namespace: `${ns}-eu`, name,
-    labels: { [ORIGIN_LABEL]: OWNER.host, [NODE_LABEL]: OWNER.node, [PROXY_UID_LABEL]: uid },
+    labels: { [ORIGIN_LABEL]: OWNER.hostName, [NODE_LABEL]: OWNER.node, [PROXY_UID_LABEL]: uid },
     annotations: { [PROXY_NAMESPACE_ANNOTATION]: ns, [PROXY_NAME_ANNOTATION]: name },
   },
   spec: { nodeName: node, containers: [{ name: 'app' }] },

@@ -176,7 +176,7 @@ describe('PodController', () => {
     const rv = host.put(marked).metadata!.resourceVersion;
     host.dropEvents = false;
     host.expireWatches();
-    await eventually('the relist seen', () => c.pods.get(`${NS}/a`)?.metadata?.resourceVersion === rv);
+    await eventually('the relist seen', () => c.proxies.get(`${NS}/a`)?.metadata?.resourceVersion === rv);
     await c.idle();
     // Set back by the check that change queued (not by the recheck of every proxy a few seconds after the start).
     assert.ok(isReadyOnHost(host, 'a'));
@@ -196,7 +196,7 @@ describe('PodController', () => {
     assert.equal(host.get(NS, 'a')!.status!.reason, 'NodeLost');
     host.dropEvents = false;
     host.expireWatches();
-    await eventually('the relist seen', () => c.pods.get(`${NS}/a`)?.metadata?.resourceVersion === rv);
+    await eventually('the relist seen', () => c.proxies.get(`${NS}/a`)?.metadata?.resourceVersion === rv);
     await c.idle();
     assert.equal(host.get(NS, 'a')!.status!.reason, undefined, 'the delegate has no reason: the check cleared it');
   });
@@ -332,7 +332,7 @@ describe('PodController', () => {
     assert.equal(await lifecycleRuns() - before, 1, 'a delegate terminating asks nothing of the lifecycle');
     provider.lose(`${NS}/a`);
     await eventually('proxy removed', () => host.get(NS, 'a') === undefined);
-    await eventually('the informer saw it go', () => c.pods.get(`${NS}/a`) === undefined);
+    await eventually('the informer saw it go', () => c.proxies.get(`${NS}/a`) === undefined);
     await c.idle();
     assert.deepEqual(host.deletes, [{ key: `${NS}/a`, grace: 0 }]);
     assert.equal(await lifecycleRuns() - before, 2, 'the delegate gone: one run, which removes the proxy; its MODIFIED (grace 0) and DELETED none');
@@ -367,7 +367,7 @@ describe('PodController', () => {
     await c.idle();
     assert.equal(host.deleteRequests, 1);
     host.releaseDeletes();
-    await eventually('the informer saw it go', () => c.pods.get(`${NS}/a`) === undefined);
+    await eventually('the informer saw it go', () => c.proxies.get(`${NS}/a`) === undefined);
     // A new pod of the same name is removed in its turn (it comes deleted: no delegate made for it in between).
     const q = proxy('a', { uid: 'uid-a2', status: ready() });
     host.put({ ...q, metadata: { ...q.metadata, deletionTimestamp: new Date(), deletionGracePeriodSeconds: 0 } });
@@ -495,7 +495,7 @@ describe('PodController', () => {
     const delegate = provider.pods.get(`${NS}/a`)!;
     provider.pods.delete(`${NS}/a`);
     await host.client().core.deleteNamespacedPod({ namespace: NS, name: 'a', gracePeriodSeconds: 0 });
-    await eventually('the informer saw it go', () => c.pods.get(`${NS}/a`) === undefined);
+    await eventually('the informer saw it go', () => c.proxies.get(`${NS}/a`) === undefined);
     await c.idle();
     provider.pods.set(`${NS}/a`, delegate);
     provider.changes.next({ key: `${NS}/a`, lifecycle: true, created: true });

@@ -49,7 +49,7 @@ function world() {
     const pods: Informer<V1Pod> = member.informer('Pod');
     const origin = labelled(`clusterlet.io/origin=${HOST}`);
     const mirror = new ObjectMirror(
-      { pods, owner: { host: HOST, node: nodeName }, config: { name: 'm1', namespaceMapping: { template: '{namespace}', overrides: {} } } },
+      { pods, owner: { hostName: HOST, node: nodeName }, config: { name: 'm1', namespaceMapping: { template: '{namespace}', overrides: {} } } },
       { ConfigMap: member.target('ConfigMap', origin), Secret: member.target('Secret', origin), ServiceAccount: member.target('ServiceAccount', origin) },
       caches, log, opts);
     const woken: string[] = [];
@@ -58,7 +58,7 @@ function world() {
     if (startMirror) mirror.start();
     const stop = (): void => { mirror.stop(); pods.stop(); };
     stops.push(stop);
-    const delegate = (p: V1Pod): void => { member.put('Pod', forgeDelegatePod(p, { originCluster: HOST, nodeName, memberNamespace: NS })); };
+    const delegate = (p: V1Pod): void => { member.put('Pod', forgeDelegatePod(p, { hostName: HOST, nodeName, memberNamespace: NS })); };
     return {
       mirror, woken, delegate, stop, pods,
       /** Prepares the proxy and, unless it is rejected, creates its delegate. */

@@ -14,7 +14,7 @@ import { FakeMemberClaims } from '../../fakes/storage.ts';
 import { eventually } from '../../fakes/wait.ts';
 
 const log = createLogger('silent');
-const owner = { host: 'host-uid', node: 'clusterlet-eu' };
+const owner = { hostName: 'host-uid', node: 'clusterlet-eu' };
 const OURS = 'clusterlet.io/origin=host-uid,clusterlet.io/node=clusterlet-eu';
 
 const stops: (() => void)[] = [];

@@ -1,16 +1,15 @@
 // How much V8's old generation may grow between full (mark-compact) collections, scaled with its size.
 //
 // clusterlet starts with --heap-growing-percent=10 (src/nodeflags.ts): a full collection whenever the old generation has
-// grown 10 % since the last one. That keeps the peak RSS at 1,000 pods near 100 MB. It also makes the number of full
-// collections grow with the heap while each one marks the whole heap: at 10,000 offloaded pods (about 100 MB in use)
-// a `--trace-gc` run had 88 of them, whose incremental marking took 29 s of the main thread's time, and the collector
-// was 38 % of clusterlet's busy samples against 17 % at 1,000.
+// grown 10 % since the last one. That keeps the peak RSS low. It also makes the number of full collections grow with
+// the heap while each one marks the whole heap: at 10,000 pods the collector's incremental marking takes a large share
+// of the main thread's time.
 //
 // So above a knee the percentage rises with the heap in use, up to a ceiling: below it nothing changes (idle, and up to
 // 1,000 pods), above it the steps between full collections get longer. V8 reads the flag each time it sets the next
 // limit, after a full collection, which is when this looks at the heap. Its own default does the same kind of thing
 // (a factor between 1.1 and 4 from how fast it collects against how fast the program allocates), without a bound
-// on the memory it costs.
+// on the memory it costs. See docs/performance.md, 'Heap growth'.
 import { PerformanceObserver, constants } from 'node:perf_hooks';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 

@@ -3,22 +3,17 @@
 //
 // V8 sizes its heap for the work it has just done and keeps it: the young generation it grew during start-up or a
 // burst of pods, and old-generation pages left half empty once the objects on them died. Nothing collects while the
-// process is idle (no allocation, no collection), so all of it stays resident: at idle with one member and no pods,
-// 69.0 MB with the shipped flags, 73.3 MB with a 4 MB young generation (`hack/idle-rss.ts --variants dist`, medians
-// of 2 runs). With one "last resort" collection once the process is quiet (full, compacting: its pages evacuated, the
-// young generation shrunk to its minimum), 66.5 and 66.4 MB. It pauses the process for a few milliseconds at idle; on
-// a heap of 143 MB live, 248-288 ms (a regular full collection: 113-147 ms), and only when nothing is happening.
+// process is idle (no allocation, no collection), so all of it stays resident. One "last resort" collection once the
+// process is quiet (full, compacting: its pages evacuated, the young generation shrunk to its minimum) gives it back.
+// It pauses the process for a few milliseconds at idle (on a large heap, longer than a regular full collection), and
+// only when nothing is happening.
 //
 // Quiet: clusterlet's own CPU below `quietCpuMs` in each of `quietIntervals` intervals in a row. It collects once per
 // quiet spell, and only when V8's committed heap has grown by `minGrowthBytes` since the last collection (start-up
-// counts): an idle process is not collected again and again. It used to collect after any interval of work, and an
-// idle clusterlet has some every minute or two (its silent watches restarted together, a node status refresh): it
-// collected every ~100 s, ~45 ms of CPU each time, with nothing to give back (hack/idle-probe.ts, --trace-gc).
-// The threshold is 1 MB: at 4 MB, a clusterlet left idle was not collected again in 20 minutes, while its heap and
-// the external memory of its garbage grew (anonymous memory +4.2 and +5.4 MB from the 150th second on; RSS 78.2 MB
-// at 20 minutes, 80.2 at 25); at 1 MB it collected 4 times in 20 minutes, the first after start-up included (275 ms
-// in all), and its RSS held at 75.7-76.7 MB from 750 s on (two probes side by side, twice:
-// bench/results/idle-threshold.md).
+// counts): an idle process is not collected again and again. An idle clusterlet still works every minute or two (its
+// silent watches restarted together, a node status refresh); collecting after each of those costs CPU with nothing to
+// give back. The threshold is 1 MB: a larger one leaves an idle clusterlet uncollected for long while its heap and the
+// external memory of its garbage grow, and its RSS with them. See docs/performance.md, 'Idle collection'.
 import { cpuUsage } from 'node:process';
 import { getHeapStatistics } from 'node:v8';
 

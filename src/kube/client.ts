@@ -4,8 +4,9 @@
 //
 // The typed surface (`core.createNamespacedPod({ namespace, body })`, …) has client-node's method names and
 // parameter objects, checked against client-node's own type declarations, but no client-node code runs:
-// importing the library costs about 85 MB of RSS (its index loads 2,700 generated modules) and its
-// ObjectSerializer was ~10% of clusterlet's CPU. Responses are parsed JSON with timestamps revived (revive.ts).
+// importing the library loads thousands of generated modules, resident for the process's life, and its
+// ObjectSerializer costs a noticeable share of the CPU (docs/performance.md, 'No client-node code at run time').
+// Responses are parsed JSON with timestamps revived (revive.ts).
 import type { RequestOptions as HttpsRequestOptions } from 'node:https';
 import { createSecureContext } from 'node:tls';
 import type {
@@ -42,8 +43,9 @@ export interface ClientOptions {
   requestTimeoutMs?: number;
   /**
    * Requests over HTTP/2 (h2.ts) to an https server that speaks it; else (the default, and for a server that refuses
-   * HTTP/2) HTTPS/1.1 with a keep-alive pool. Watches stay on HTTPS/1.1 connections of their own either way: on the
-   * bench, watches sharing the requests' HTTP/2 connections made the creation latency p99 2-3 times as long.
+   * HTTP/2) HTTPS/1.1 with a keep-alive pool. Watches stay on HTTPS/1.1 connections of their own either way: watches
+   * sharing the requests' HTTP/2 connections make the creation latency's tail much longer (docs/performance.md,
+   * 'HTTP/2, opt-in').
    */
   http2?: boolean;
   /** HTTPS/1.1 connections for requests (not watches, which have their own) at most (default MAX_REQUEST_SOCKETS). */
@@ -192,12 +194,11 @@ export function queryOf(param: Record<string, unknown>): string {
 const REQUEST_TIMEOUT_MS = 60_000;
 /**
  * Connections the requests' pool opens at most (more requests under way wait for one), and how long one may sit
- * unused in it. Each HTTPS connection holds ~70 KB. 1,000-pod bench, offloaded runs, 3 pairs each: with up to 128
- * shared with the watches (each worker of the lifecycle and status queues a connection: ~50 to the host at the peak),
- * peak RSS 107-115 MB (3 runs), CPU 6.4-8.4 ms per pod, all Ready in 17.6-26.5 s; with 24 for the requests alone,
- * 104-107 MB, 5.8-6.9 ms, 16.3-18.4 s (1 run): fewer writes at once queue less in the API servers. With 64 (4 pairs
- * each, interleaved; bench/results/sockets-64-b68e6c4.md) no host request waited for a connection, against 22-44 % with
- * 24, yet proxies turned Ready no sooner after their delegates and peak RSS was 5-7 MB higher.
+ * unused in it. Each HTTPS connection holds memory (its TLS state and buffers) for as long as it is open. 24, for the
+ * requests alone (watches have a pool of their own): fewer writes at once queue less in the API servers, so pods get
+ * Ready no later and clusterlet uses less memory and CPU than with a connection for each worker of the lifecycle and
+ * status queues; more connections spare requests their wait for one but bring proxies Ready no sooner after their
+ * delegates, for a higher peak RSS. See docs/performance.md, 'Request connections'.
  */
 export const MAX_REQUEST_SOCKETS = 24;
 const IDLE_SOCKET_MS = 30_000;
@@ -212,9 +213,9 @@ export interface WatchHandlers {
   idleMs: number;
   /**
    * Cut each object's managedFields out of the bytes before parsing (eventline.ts), for the kinds that come by the
-   * thousand (pods). Not for every watch: the byte scan is JavaScript, and once hot V8's optimizing compiler runs,
-   * whose code is ~5 MB of the node binary paged in: an idle clusterlet (no pods) scanning its leases and nodes went
-   * from 68 to 73 MB of RSS, all of it the binary's pages (/proc/PID/smaps).
+   * thousand (pods). Not for every watch: the byte scan is JavaScript, and once it is hot V8's optimizing compiler
+   * runs, whose code is megabytes of the node binary paged in: an idle clusterlet scanning only its leases and nodes
+   * would pay that in RSS for nothing (docs/performance.md, 'The event line parser').
    */
   cutManagedFields?: boolean;
   /** With cutManagedFields: the specs the watch's store has, reused where an event's are the same (eventline.ts). */
@@ -346,8 +347,8 @@ export class ClusterClient {
         ex.destroy(err);
       });
       // Lines are found in the bytes and each decoded once, as a whole (a character split between chunks included):
-      // decoding every chunk and joining the text made two copies of each event before JSON.parse read it. Pods'
-      // managedFields are cut out of the bytes first (eventline.ts).
+      // decoding every chunk and joining the text would make two copies of each event before JSON.parse reads it.
+      // Pods' managedFields are cut out of the bytes first (eventline.ts).
       ex.body.on('data', (chunk: Buffer) => {
         let at = 0;
         let nl: number;
@@ -456,10 +457,10 @@ export class ClusterClient {
   #newAgent(access: ClusterAccess, creds: Credentials): Agents {
     this.#agentCert = creds.cert;
     // Every connection the requests' pool opened stays for reuse while it is wanted (a TLS handshake costs more CPU
-    // than the requests it serves in a burst: with fewer free slots than connections, each burst closed connections
-    // the next one opened again); one unused for IDLE_SOCKET_MS is closed. Watches have a pool of their own, without
-    // a cap: each holds its connection for as long as it runs, and in the requests' pool enough of them (a few per
-    // member) would leave the requests none.
+    // than the requests it serves in a burst: with fewer free slots than connections, each burst would close
+    // connections the next one opens again); one unused for IDLE_SOCKET_MS is closed. Watches have a pool of their
+    // own, without a cap: each holds its connection for as long as it runs, and in the requests' pool enough of them
+    // (a few per member) would leave the requests none.
     const target = targetOf(access);
     const { secure, hostname, port } = target;
     const pools = (origin: H1Origin): Agents => ({

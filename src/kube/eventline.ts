@@ -1,12 +1,12 @@
 // One watch event line (JSON bytes) → its parsed value, without the object's metadata.managedFields.
-// managedFields are a third of a pod's JSON (1.4-1.5 KB of 4.4 KB for a delegate or a proxy written by two managers)
-// and, as many small nested objects, more of what JSON.parse allocates; nothing in clusterlet reads them, and the
-// informers dropped them after parsing. They are cut from the bytes before parsing: for a Pod found by native searches
-// for the markers of its layout, else by a walk of the metadata's top level.
+// managedFields are about a third of a pod's JSON (a delegate or a proxy written by two managers) and, as many small
+// nested objects, more of what JSON.parse allocates; nothing in clusterlet reads them, so parsing them only to drop
+// them is wasted. They are cut from the bytes before parsing: for a Pod found by native searches for the markers of
+// its layout, else by a walk of the metadata's top level.
 // A pod's watch also hands over its whole spec again in every event (bound, each status write, the deletion), though
 // it seldom changes: given the specs its store has (KnownSpec), the parse reuses the stored one where the bytes are the
-// same, and parses only the metadata and status. On the events of a real offloaded pod (hack/eventcost.ts), 2026-11-28:
-// see the numbers in bench/results/spec-reuse.md.
+// same, and parses only the metadata and status. hack/eventcost.ts times this on the events of a real offloaded pod;
+// see docs/performance.md, 'The event line parser'.
 
 import { hash } from 'node:crypto';
 import type { V1ObjectMeta } from '@kubernetes/client-node';
@@ -170,8 +170,9 @@ function walked(line: Buffer, meta: number): unknown {
 }
 
 /**
- * JSON.parse of the bytes of `parts` one after the other. Joined as bytes and decoded once: JSON.parse of strings joined
- * with `+` (a rope V8 flattens first) took 11.5 µs for a pod event where this takes 8.7 (micro-benchmark, 2026-11-28).
+ * JSON.parse of the bytes of `parts` one after the other. Joined as bytes and decoded once: strings joined with `+`
+ * make a rope that V8 flattens before JSON.parse reads it, which costs more (docs/performance.md, 'The event line
+ * parser').
  */
 function parseOf(parts: Buffer[]): unknown {
   return JSON.parse(Buffer.concat(parts).toString('utf8'));

@@ -1,9 +1,10 @@
 // HTTP/1.1 to an API server, on connections of our own (node:tls / node:net), instead of node:http's client.
 //
-// Why: node:http's client costs ~130 µs of CPU per request on loopback TLS (ClientRequest, IncomingMessage and their
-// streams, the agent's bookkeeping, llhttp); writing the request and reading its answer on the socket directly costs
-// ~40 µs (a keep-alive POST of 4 KB answered with 6 KB, 8 at a time; undici's Agent, measured the same way, ~95 µs).
-// clusterlet makes about five requests per pod and reads about ten watch events, so this is a good part of its CPU.
+// Why: node:http's client spends most of a request's CPU on its own machinery (ClientRequest, IncomingMessage and their
+// streams, the agent's bookkeeping, llhttp); writing the request and reading its answer on the socket directly costs a
+// fraction of it (undici's Agent lies between the two). clusterlet makes about five requests per pod and reads about
+// ten watch events, so this is a good part of its CPU. See docs/performance.md, 'The HTTP/1.1 client and its buffer
+// pool'.
 //
 // What it speaks is what kube-apiserver answers: a response body sized by Content-Length or chunked (watches), or
 // ended by the connection's close; no compression (we send no Accept-Encoding), no pipelining (one request at a time
@@ -369,8 +370,8 @@ function abortedExchange(): Error {
 /**
  * What a TLS socket keeps for as long as it lives (its ALPN list, the session it resumed from) must not be a slice of
  * node's shared Buffer pool: one small slice keeps the pool's whole slab alive (64 KiB on Node 24), and a watch's
- * connection lives for hours (an idle clusterlet's 64 KiB slabs went from 10 to 26 in 24 minutes, at least 21 of the
- * 26 held this way: bench/results/buffer-pool.md).
+ * connection lives for hours, so an idle clusterlet would keep adding slabs held this way (docs/performance.md, 'The
+ * HTTP/1.1 client and its buffer pool').
  *
  * tls.connect copies a string list, a Buffer or a Uint8Array into the pool, but wraps a copy of a DataView's bytes on
  * their own: so the list goes as a DataView.

@@ -1,8 +1,7 @@
 // HTTP/2 to an API server: requests are streams multiplexed over a few TLS connections instead of one connection
-// each (watches stay on HTTPS/1.1 connections of their own: sharing these, they made the creation latency p99 2-3
-// times as long on the bench, bench/results/http2-1000.md). Opt-in (--api-protocol http2): on loopback a request costs
-// the client well under half the CPU of HTTPS/1.1; on the 1,000-pod bench clusterlet used 5% less CPU per pod and
-// 10 MB less memory, but its status path's p99 was longer (bench/results/http2-requests-1000.md).
+// each (watches stay on HTTPS/1.1 connections of their own: sharing these, they make the creation latency's tail much
+// longer). Opt-in (--api-protocol http2): a request costs the client less CPU than on HTTPS/1.1, and clusterlet less
+// memory, but its status path's tail latency is longer. See docs/performance.md, 'HTTP/2, opt-in'.
 //
 // A connection (session) takes streams up to the limit the server set (SETTINGS_MAX_CONCURRENT_STREAMS, 250 for
 // kube-apiserver); past it another one is opened, as Go's transport does, since a server refuses the excess streams.

@@ -1,5 +1,6 @@
-// Kubeconfig and in-cluster loading with kubectl / client-go semantics, without @kubernetes/client-node
-// (whose index alone costs ~85 MB RSS). Secrets (tokens, keys, passwords, plugin stdout) never reach a message.
+// Kubeconfig and in-cluster loading with kubectl / client-go semantics, without @kubernetes/client-node (importing
+// its index loads thousands of generated modules: docs/performance.md, 'No client-node code at run time'). Secrets
+// (tokens, keys, passwords, plugin stdout) never reach a message.
 import type { ExecFileException } from 'node:child_process';
 import { createHash, type Hash } from 'node:crypto';
 import { readFileSync, statSync, type Stats } from 'node:fs';
@@ -209,8 +210,8 @@ class ExecPlugin {
     const { command, args = [], env = [] } = this.#cfg;
     const childEnv = { ...process.env, ...Object.fromEntries(env.map((e) => [e.name, e.value])), KUBERNETES_EXEC_INFO: this.#info };
     const opts = { env: childEnv, timeout: this.#ctx.execTimeoutMs, maxBuffer: 4 << 20, encoding: 'utf8' as const };
-    // Loaded on first use: node:child_process (and the node:dgram it loads) costs every process without an exec
-    // plugin 0.5 MB of RSS.
+    // Loaded on first use: node:child_process (and the node:dgram it loads) would cost resident memory to every
+    // process without an exec plugin (docs/performance.md, 'Small caches, no ICU collation, no fs/promises').
     const { execFile } = await import('node:child_process');
     return new Promise((done, reject) => {
       execFile(command, args, opts, (err, stdout, stderr) => {

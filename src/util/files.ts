@@ -1,5 +1,6 @@
-// readFile and stat as promises, from fs's callbacks: loading node:fs/promises costs 3 MB of RSS (it brings
-// readline, the REPL's history and file streams along) for two functions.
+// readFile and stat as promises, from fs's callbacks: loading node:fs/promises brings readline, the REPL's history
+// and file streams along, resident memory for two functions (docs/performance.md, 'Small caches, no ICU collation,
+// no fs/promises').
 import { readFile as readFileCallback, stat as statCallback } from 'node:fs';
 import { promisify } from 'node:util';
 

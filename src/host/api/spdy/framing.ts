@@ -9,14 +9,13 @@
 import { createInflate, constants as zc, type Inflate } from 'node:zlib';
 import { SPDY_DICTIONARY } from './dictionary.ts';
 
-export const SPDY_VERSION = 3;
+const SPDY_VERSION = 3;
 
 export const FrameType = {
   SYN_STREAM: 1, SYN_REPLY: 2, RST_STREAM: 3, SETTINGS: 4, PING: 6, GOAWAY: 7, HEADERS: 8, WINDOW_UPDATE: 9,
 } as const;
 
 export const FLAG_FIN = 0x01;
-export const FLAG_UNIDIRECTIONAL = 0x02;
 
 /** RST_STREAM status codes. */
 export const RstStatus = {
@@ -51,7 +50,7 @@ export class ProtocolError extends Error {
 }
 
 /** Frames are 8 bytes of header and up to 2^24-1 bytes of payload. */
-export const MAX_PAYLOAD = 0xffffff;
+const MAX_PAYLOAD = 0xffffff;
 
 /** Splits a byte stream into raw frames. */
 export class FrameParser {
@@ -159,18 +158,11 @@ export function encodeSynStream(streamId: number, flags: number, block: Buffer, 
   return Buffer.concat([controlHeader(FrameType.SYN_STREAM, flags, 10 + block.length), p, block]);
 }
 
+/** SYN_REPLY; `block` is the compressed header block. */
 export function encodeSynReply(streamId: number, flags: number, block: Buffer): Buffer {
-  return encodeWithBlock(FrameType.SYN_REPLY, streamId, flags, block);
-}
-
-export function encodeHeaders(streamId: number, flags: number, block: Buffer): Buffer {
-  return encodeWithBlock(FrameType.HEADERS, streamId, flags, block);
-}
-
-function encodeWithBlock(type: number, streamId: number, flags: number, block: Buffer): Buffer {
   const p = Buffer.alloc(4);
   p.writeUInt32BE(streamId & 0x7fffffff, 0);
-  return Buffer.concat([controlHeader(type, flags, 4 + block.length), p, block]);
+  return Buffer.concat([controlHeader(FrameType.SYN_REPLY, flags, 4 + block.length), p, block]);
 }
 
 export function encodeRstStream(streamId: number, status: number): Buffer {
@@ -237,7 +229,7 @@ export function decodeHeaderBlock(block: Buffer, limits = { maxHeaders: 1000, ma
 const ADLER_DICT = adler32(SPDY_DICTIONARY);
 const SYNC_MARKER = Buffer.from([0x00, 0x00, 0x00, 0xff, 0xff]);
 
-export function adler32(b: Buffer): number {
+function adler32(b: Buffer): number {
   let a = 1;
   let s = 0;
   for (const x of b) {

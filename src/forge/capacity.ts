@@ -5,7 +5,7 @@ import type { V1Container, V1ContainerStatus, V1Node, V1Pod } from '@kubernetes/
 import { NANO, add, clampZero, formatQuantity, parseQuantity, quantity } from './quantity.ts';
 import type { Quantity } from './quantity.ts';
 
-import { LABEL_PREFIX as OUR_LABEL_PREFIX } from './keys.ts';
+import { MEMBER_LABEL } from './keys.ts';
 import { isAnyDelegate } from './owner.ts';
 const UNSCHEDULABLE_TAINT = 'node.kubernetes.io/unschedulable';
 const TOPOLOGY_LABELS = [
@@ -17,12 +17,15 @@ const TOPOLOGY_LABELS = [
 
 type ResourceList = { [name: string]: string } | undefined;
 
-/** Ready, schedulable, not cordoned and not a virtual node (ours or any other virtual kubelet's). */
+/**
+ * Ready, schedulable, not cordoned and not a virtual node: any virtual kubelet's (type=virtual-kubelet), or one of
+ * clusterlet's (its clusterlet.io/member label, whatever labels a user added). Other clusterlet.io/ labels on a real
+ * node are a user's or a tool's, and leave it usable.
+ */
 export function nodeIsUsable(node: V1Node): boolean {
   const ready = node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
   const labels = node.metadata?.labels ?? {};
-  const virtual =
-    labels['type'] === 'virtual-kubelet' || Object.keys(labels).some((k) => k.startsWith(OUR_LABEL_PREFIX));
+  const virtual = labels['type'] === 'virtual-kubelet' || labels[MEMBER_LABEL] !== undefined;
   const cordoned = (node.spec?.taints ?? []).some(
     (t) => t.key === UNSCHEDULABLE_TAINT && (t.effect === 'NoSchedule' || t.effect === 'NoExecute'),
   );

@@ -90,6 +90,8 @@ describe('nodeIsUsable', () => {
     ['a node with another taint', node('a', { taint: 'dedicated' }), true],
     ['a virtual kubelet', node('a', { labels: { type: 'virtual-kubelet' } }), false],
     ['one of our virtual nodes', node('a', { labels: { 'clusterlet.io/member': 'm' } }), false],
+    // A label under clusterlet.io/ that a user or a tool put on a real member node does not make it virtual.
+    ['a real node with a clusterlet.io/ label of a user\'s', node('a', { labels: { 'clusterlet.io/pool': 'gpu' } }), true],
   ];
   for (const [what, value, expected] of cases) it(what, () => assert.equal(nodeIsUsable(value), expected));
 });

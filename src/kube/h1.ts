@@ -10,6 +10,8 @@
 // ended by the connection's close; no compression (we send no Accept-Encoding), no pipelining (one request at a time
 // per connection), no upgrades (exec, attach and port-forward open their own connections). Connections are kept for
 // reuse, and closed once unused for a while or when the server says `Connection: close`.
+// One file, though long: the response parser (Conn), its body and the pool that hands out connections are one
+// protocol's parts, each used only by the others.
 import { connect as netConnect, isIP, type Socket } from 'node:net';
 import { connect as tlsConnect, type SecureContext } from 'node:tls';
 import { timeoutError, type ApiRequest, type Body, type Exchange } from './h2.ts';

@@ -119,14 +119,15 @@ function withoutEphemeralContainers(spec: V1PodSpec): V1PodSpec {
  * ephemeral container (not even when its pod restarts), so it is not added to this one.
  */
 export function ephemeralContainersToAdd(proxy: V1Pod, delegate: V1Pod, ctx: DelegateContext): V1EphemeralContainer[] {
-  const wanted = proxy.spec?.ephemeralContainers ?? [];
-  if (wanted.length === 0) return [];
+  const spec = proxy.spec;
+  const wanted = spec?.ephemeralContainers ?? [];
+  if (!spec || wanted.length === 0) return [];
   const present = new Set([
     ...(delegate.spec?.ephemeralContainers ?? []).map((c) => c.name),
     ...(proxy.status?.ephemeralContainerStatuses ?? []).map((s) => s.name),
   ]);
   if (wanted.every((c) => present.has(c.name))) return [];
-  const forged = forgeDelegateSpec(proxy.spec!, virtualNodeIdentity(ctx)).ephemeralContainers ?? [];
+  const forged = forgeDelegateSpec(spec, virtualNodeIdentity(ctx)).ephemeralContainers ?? [];
   return forged.filter((c) => !present.has(c.name));
 }
 
@@ -309,15 +310,15 @@ export function delegateUpdate(proxy: V1Pod, delegate: V1Pod, ctx: DelegateConte
   const deadlineChanged = deadline !== undefined && deadline !== spec.activeDeadlineSeconds;
   const tolerations = withTolerations(spec.tolerations, delegateTolerations(want));
   if (!labels && !annotations && !containers && !initContainers && !deadlineChanged && !tolerations) return undefined;
-  const next = structuredClone(delegate);
+  const next = structuredClone({ ...delegate, spec });
   next.metadata ??= {};
   if (labels) next.metadata.labels = labels;
   if (annotations) next.metadata.annotations = annotations;
-  if (containers) next.spec!.containers = containers;
-  if (initContainers) next.spec!.initContainers = initContainers;
+  if (containers) next.spec.containers = containers;
+  if (initContainers) next.spec.initContainers = initContainers;
   // The API only lets the deadline be set or lowered; the proxy is under the same rule, so copying it is allowed.
-  if (deadlineChanged) next.spec!.activeDeadlineSeconds = deadline;
-  if (tolerations) next.spec!.tolerations = tolerations;
+  if (deadlineChanged) next.spec.activeDeadlineSeconds = deadline;
+  if (tolerations) next.spec.tolerations = tolerations;
   return next;
 }
 

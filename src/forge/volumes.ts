@@ -15,6 +15,7 @@ import { ownerLabels, type Owner } from './owner.ts';
 import { compare, parseQuantity } from './quantity.ts';
 import { sortedJSON } from './refs.ts';
 import { compact } from './objects.ts';
+import { objectId } from './meta.ts';
 
 // Kubernetes' own keys of the protocol.
 export const SELECTED_NODE_ANNOTATION = 'volume.kubernetes.io/selected-node';
@@ -110,9 +111,8 @@ export interface ClaimRequest {
 }
 
 export function claimRequest(claim: V1PersistentVolumeClaim, reclaimPolicy: ReclaimPolicy): ClaimRequest {
-  const m = claim.metadata!;
   return compact({
-    namespace: m.namespace!, name: m.name!, uid: m.uid!, accessModes: claim.spec?.accessModes ?? [],
+    ...objectId(claim), accessModes: claim.spec?.accessModes ?? [],
     volumeMode: claim.spec?.volumeMode, storage: storageOf(claim) ?? '0', reclaimPolicy,
   });
 }
@@ -162,11 +162,11 @@ export function forgeMemberClaim(req: ClaimRequest, ctx: MemberClaimContext): V1
 /** The host claim a member claim of ours holds the data of (`<host namespace>/<name>`), from its annotations. */
 export function hostClaimKeyOf(memberClaim: V1PersistentVolumeClaim): string | undefined {
   const ns = memberClaim.metadata?.annotations?.[PROXY_NAMESPACE_ANNOTATION];
-  return ns ? `${ns}/${memberClaim.metadata!.name}` : undefined;
+  return ns ? `${ns}/${memberClaim.metadata?.name}` : undefined;
 }
 
 export function memberVolumeState(memberClaim: V1PersistentVolumeClaim, ctx: { member: string; waitsForConsumer: boolean }): VolumeState {
-  const m = memberClaim.metadata!;
+  const m = memberClaim.metadata ?? {};
   const s = memberClaim.status ?? {};
   const phase = s.phase === 'Bound' || s.phase === 'Lost' ? s.phase : 'Pending';
   const policy = m.annotations?.[RECLAIM_POLICY_ANNOTATION];
@@ -192,11 +192,11 @@ export function volumeReady(v: VolumeState): boolean {
  * the member's size, the claim's modes, pinned to the virtual node, the member claim recorded. No node mounts it.
  */
 export function forgeHostVolume(claim: V1PersistentVolumeClaim, v: VolumeState, ctx: StorageContext): V1PersistentVolume {
-  const m = claim.metadata!;
+  const { namespace, name, uid } = objectId(claim);
   return {
     apiVersion: 'v1', kind: 'PersistentVolume',
     metadata: compact({
-      name: hostVolumeName(m.uid!),
+      name: hostVolumeName(uid),
       labels: { [MEMBER_LABEL]: ctx.member },
       annotations: { [PROVISIONED_BY_ANNOTATION]: provisionerOf(ctx.member), [MEMBER_CLAIM_ANNOTATION]: v.location },
       // As the external provisioner's finalizer: a volume deleted by hand still has its member claim deleted first.
@@ -208,7 +208,7 @@ export function forgeHostVolume(claim: V1PersistentVolumeClaim, v: VolumeState, 
       volumeMode: claim.spec?.volumeMode,
       storageClassName: ctx.className,
       persistentVolumeReclaimPolicy: ctx.reclaimPolicy,
-      claimRef: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: m.namespace, name: m.name, uid: m.uid },
+      claimRef: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace, name, uid },
       nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: HOSTNAME_LABEL, operator: 'In', values: [ctx.nodeName] }] }] } },
       csi: { driver: CSI_DRIVER, volumeHandle: v.location, volumeAttributes: { member: ctx.member } },
     }),

@@ -5,18 +5,19 @@ import type { ClusterClient } from '../kube/client.ts';
 import { toKubeError } from '../kube/errors.ts';
 import { NODE_LABEL, ORIGIN_LABEL } from '../forge/keys.ts';
 import { LEGACY_DEFAULT_HOST, type Owner } from '../forge/owner.ts';
+import { nameOf, namespacedName } from '../forge/meta.ts';
 import type { Logger } from '../log.ts';
 
 /** Per kind of object clusterlet creates in a member: list (cluster-wide) and replace. */
 function kinds(c: ClusterClient['core']): { kind: string; list(p: { labelSelector: string }): Promise<{ items: KubernetesObject[] }>;
   replace(o: KubernetesObject): Promise<unknown> }[] {
-  const at = (o: KubernetesObject) => ({ namespace: o.metadata!.namespace!, name: o.metadata!.name!, body: o as never });
+  const at = (o: KubernetesObject) => ({ ...namespacedName(o), body: o as never });
   return [
     { kind: 'Pod', list: (p) => c.listPodForAllNamespaces(p), replace: (o) => c.replaceNamespacedPod(at(o)) },
     { kind: 'ConfigMap', list: (p) => c.listConfigMapForAllNamespaces(p), replace: (o) => c.replaceNamespacedConfigMap(at(o)) },
     { kind: 'Secret', list: (p) => c.listSecretForAllNamespaces(p), replace: (o) => c.replaceNamespacedSecret(at(o)) },
     { kind: 'ServiceAccount', list: (p) => c.listServiceAccountForAllNamespaces(p), replace: (o) => c.replaceNamespacedServiceAccount(at(o)) },
-    { kind: 'Namespace', list: (p) => c.listNamespace(p), replace: (o) => c.replaceNamespace({ name: o.metadata!.name!, body: o as never }) },
+    { kind: 'Namespace', list: (p) => c.listNamespace(p), replace: (o) => c.replaceNamespace({ name: nameOf(o), body: o as never }) },
   ];
 }
 

@@ -13,6 +13,7 @@ import type { Subscription } from 'rxjs';
 import type { ClusterClient } from '../../kube/client.ts';
 import { listWatch } from '../../kube/listwatch.ts';
 import { backoffDelay } from '../../util/backoff.ts';
+import { nameOf } from '../../forge/meta.ts';
 import type { Logger } from '../../log.ts';
 import { certificateRequest, newServingKey, selfSignedCertificate, type ServingRequest } from './x509.ts';
 
@@ -111,10 +112,11 @@ export class ServingCertificate {
 
   async #loadFiles(): Promise<void> {
     const { certFile, keyFile } = this.#opts;
-    const [a, b] = await Promise.all([stat(certFile!), stat(keyFile!)]);
+    if (certFile === undefined || keyFile === undefined) throw new Error('--serving-cert=file needs --tls-cert-file and --tls-key-file');
+    const [a, b] = await Promise.all([stat(certFile), stat(keyFile)]);
     const stamp = `${a.mtimeMs}/${b.mtimeMs}/${a.size}/${b.size}`;
     if (stamp === this.#fileStamp) return;
-    const [cert, key] = await Promise.all([readFile(certFile!, 'utf8'), readFile(keyFile!, 'utf8')]);
+    const [cert, key] = await Promise.all([readFile(certFile, 'utf8'), readFile(keyFile, 'utf8')]);
     new X509Certificate(cert); // fails on a file that is not a certificate
     this.#fileStamp = stamp;
     this.#set({ cert, key }, 'file');
@@ -137,7 +139,7 @@ export class ServingCertificate {
           usages: ['digital signature', 'server auth'],
         },
       } });
-      const name = created.metadata!.name!;
+      const name = nameOf(created);
       this.pending = name;
       o.log.info({ csr: name }, `kubelet API: requested a serving certificate; approve it with: kubectl certificate approve ${name}`);
       const cert = await this.#waitIssued(name);
@@ -173,13 +175,14 @@ export class ServingCertificate {
         const failed = csr?.status?.conditions?.find((c) => (c.type === 'Denied' || c.type === 'Failed') && c.status === 'True');
         if (failed) return done(new Error(`CSR ${name} ${failed.type.toLowerCase()}: ${failed.message ?? failed.reason ?? ''}`));
         const cert = csr?.status?.certificate;
-        if (cert) done(undefined, Buffer.from(cert, 'base64').toString('utf8'));
+        if (cert) done(Buffer.from(cert, 'base64').toString('utf8'));
       });
-      const done = (err?: Error, cert?: string): void => {
+      /** Settles with the issued certificate, or the error. */
+      const done = (outcome: string | Error): void => {
         clearTimeout(warn);
         this.#watch?.unsubscribe();
         this.#watch = undefined;
-        if (err) reject(err); else resolve(cert!);
+        if (outcome instanceof Error) reject(outcome); else resolve(outcome);
       };
     });
   }

@@ -8,6 +8,7 @@ import type { Subscription } from 'rxjs';
 import type { V1PersistentVolume, V1PersistentVolumeClaim, V1PersistentVolumeClaimCondition } from '@kubernetes/client-node';
 import { ignoreGone, ignoreNotFound, toKubeError } from '../../kube/errors.ts';
 import type { EventSubject } from '../../kube/events.ts';
+import { objectKey } from '../../kube/informer.ts';
 import { MEMBER_LABEL, VOLUME_FINALIZER } from '../../forge/keys.ts';
 import {
   SELECTED_NODE_ANNOTATION, claimExpansion, claimRequest, claimStatusUpdate, forgeHostStorageClass, forgeHostVolume,
@@ -15,6 +16,7 @@ import {
   storageClassMatches, storageClassRecreate, unprovisionable, volumeCapacityUpdate, volumeReady, type StorageContext,
   type VolumeState,
 } from '../../forge/volumes.ts';
+import { namespacedName, nameOf, objectId, uidOf } from '../../forge/meta.ts';
 import { VolumeRejectedError, type VolumeProvider } from '../../provider/volume.ts';
 import { WorkQueue, type HandlerResult } from '../../util/workqueue.ts';
 import { metrics } from '../../metrics.ts';
@@ -31,13 +33,10 @@ const RETRY_REFUSED_MS = 60_000;
 
 type Operation = 'provision' | 'expand' | 'delete';
 
-const key = (c: V1PersistentVolumeClaim): string => `${c.metadata!.namespace}/${c.metadata!.name}`;
-const claimSubject = (c: V1PersistentVolumeClaim): EventSubject => ({
-  apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: c.metadata!.namespace!, name: c.metadata!.name!, uid: c.metadata!.uid!,
-});
+const claimSubject = (c: V1PersistentVolumeClaim): EventSubject => ({ apiVersion: 'v1', kind: 'PersistentVolumeClaim', ...objectId(c) });
 // Events about cluster-scoped objects live in "default", as the API's own.
 const volumeSubject = (pv: V1PersistentVolume): EventSubject => ({
-  apiVersion: 'v1', kind: 'PersistentVolume', namespace: 'default', name: pv.metadata!.name!, uid: pv.metadata!.uid!,
+  apiVersion: 'v1', kind: 'PersistentVolume', namespace: 'default', name: nameOf(pv), uid: uidOf(pv),
 });
 
 export class VolumeController {
@@ -73,8 +72,8 @@ export class VolumeController {
     // Nothing is judged on a partial view: every claim of the class and volume of the member once all have synced.
     void Promise.all([this.#api.claims.waitSynced(), this.#api.volumes.waitSynced(), this.#provider.waitSynced()]).then(() => {
       if (this.#stopped) return;
-      for (const c of this.#api.claims.list()) if (ours(c)) this.#queue.add(CLAIM + key(c));
-      for (const pv of this.#api.volumes.list()) if (isOwnVolume(pv, this.#ctx)) this.#queue.add(VOLUME + pv.metadata!.name);
+      for (const c of this.#api.claims.list()) if (ours(c)) this.#queue.add(CLAIM + objectKey(c));
+      for (const pv of this.#api.volumes.list()) if (isOwnVolume(pv, this.#ctx)) this.#queue.add(VOLUME + nameOf(pv));
       this.#queue.start((key) => this.#sync(key));
     });
   }
@@ -112,7 +111,7 @@ export class VolumeController {
         'a storage class of that name exists that clusterlet did not create; it is left untouched and its claims get no volume in the member');
     } else if (storageClassRecreate(desired, actual)) {
       // Claims and volumes name their class; neither needs it to stay the same object.
-      await this.#api.deleteClass(name, actual.metadata!.uid!);
+      await this.#api.deleteClass(name, uidOf(actual));
       await this.#api.createClass(desired);
       this.#log.info({ storageClass: name }, 'storage class made again: a field that cannot change differed');
     } else if (!storageClassMatches(desired, actual)) {
@@ -133,8 +132,10 @@ export class VolumeController {
 
   /** The member claim first; once the member bound it (or will on first use), the host volume standing for it. */
   async #provision(claim: V1PersistentVolumeClaim): Promise<HandlerResult | void> {
+    const { namespace, name, uid } = objectId(claim);
+    const volume = hostVolumeName(uid);
     // Made already: the PV controller binds it.
-    if (!shouldProvision(claim, this.#ctx) || this.#api.volumes.get(hostVolumeName(claim.metadata!.uid!))) return;
+    if (!shouldProvision(claim, this.#ctx) || this.#api.volumes.get(volume)) return;
     // Not retried: a claim's data source never changes.
     const never = unprovisionable(claim, this.#ctx.member);
     if (never !== undefined) return this.#refused(claim, 'provision', new VolumeRejectedError('ProvisioningFailed', never), false);
@@ -144,12 +145,12 @@ export class VolumeController {
       v = made.volume;
       if (made.created) {
         await this.#event(claimSubject(claim), 'Normal', 'Provisioning',
-          `External provisioner is provisioning volume for claim "${key(claim)}": claim ${v.location} made in member ${this.#ctx.member}`);
+          `External provisioner is provisioning volume for claim "${namespace}/${name}": claim ${v.location} made in member ${this.#ctx.member}`);
       }
     } catch (err) {
       return this.#refused(claim, 'provision', err);
     }
-    if (v.claimUID !== claim.metadata!.uid) return this.#earlierClaim(claim, v);
+    if (v.claimUID !== uid) return this.#earlierClaim(claim, v);
     // Not bound yet: a change of the member claim queues this claim again.
     if (!volumeReady(v)) return;
     const pv = forgeHostVolume(claim, v, this.#ctx);
@@ -160,10 +161,9 @@ export class VolumeController {
       return;
     }
     if (!this.#stopped) metrics.volumesProvisioned.inc({ member: this.#ctx.member });
-    this.#log.info({ namespace: claim.metadata!.namespace, claim: claim.metadata!.name, volume: pv.metadata!.name, memberClaim: v.location },
-      'volume provisioned');
+    this.#log.info({ namespace, claim: name, volume, memberClaim: v.location }, 'volume provisioned');
     await this.#event(claimSubject(claim), 'Normal', 'ProvisioningSucceeded',
-      `Successfully provisioned volume ${pv.metadata!.name}: claim ${v.location} in member ${this.#ctx.member}`);
+      `Successfully provisioned volume ${volume}: claim ${v.location} in member ${this.#ctx.member}`);
   }
 
   /**
@@ -174,7 +174,10 @@ export class VolumeController {
   async #earlierClaim(claim: V1PersistentVolumeClaim, v: VolumeState): Promise<HandlerResult | void> {
     const earlier = this.#api.volumes.get(hostVolumeName(v.claimUID));
     if (v.terminating || earlier?.spec?.persistentVolumeReclaimPolicy === 'Delete') return;
-    if (!earlier && this.#deletesOrphan(v)) return this.#deleteOrphan(claim.metadata!.namespace!, claim.metadata!.name!, v);
+    if (!earlier && this.#deletesOrphan(v)) {
+      const { namespace, name } = namespacedName(claim);
+      return this.#deleteOrphan(namespace, name, v);
+    }
     this.#failed('provision');
     await this.#event(claimSubject(claim), 'Warning', 'MemberVolumeConflict',
       `member claim ${v.location} holds the data of an earlier claim of that name (UID ${v.claimUID}), kept by the Retain `
@@ -213,20 +216,21 @@ export class VolumeController {
    * Warning with the member's reason (tried again while the claim asks for it).
    */
   async #follow(claim: V1PersistentVolumeClaim, pv: V1PersistentVolume): Promise<HandlerResult | void> {
-    const { namespace, name } = claim.metadata!;
-    const v = this.#provider.getVolume(namespace!, name!);
-    if (!v || v.claimUID !== claim.metadata!.uid) {
+    const { namespace, name, uid } = objectId(claim);
+    const volume = nameOf(pv);
+    const v = this.#provider.getVolume(namespace, name);
+    if (!v || v.claimUID !== uid) {
       await this.#event(claimSubject(claim), 'Warning', 'MemberVolumeLost',
-        `the member claim of volume ${pv.metadata!.name} is gone from member ${this.#ctx.member}: its pods cannot start there`);
+        `the member claim of volume ${volume} is gone from member ${this.#ctx.member}: its pods cannot start there`);
       return;
     }
     const want = claimExpansion(claim, v);
     let refused: { condition: V1PersistentVolumeClaimCondition; result: HandlerResult | void } | undefined;
     if (want !== undefined) {
       try {
-        await this.#provider.expandVolume(namespace!, name!, want);
+        await this.#provider.expandVolume(namespace, name, want);
         await this.#event(claimSubject(claim), 'Normal', 'Resizing',
-          `External resizer is resizing volume ${pv.metadata!.name}: member claim ${v.location} asked for ${want}`);
+          `External resizer is resizing volume ${volume}: member claim ${v.location} asked for ${want}`);
       } catch (err) {
         const result = await this.#refused(claim, 'expand', err);
         refused = { condition: resizeRefusedCondition(claim, (err as Error).message, new Date()), result };
@@ -239,12 +243,12 @@ export class VolumeController {
         `member ${this.#ctx.member} could not expand claim ${v.location}: ${failure.message ?? failure.reason ?? failure.type}`);
     }
     const capacity = volumeCapacityUpdate(pv, v);
-    if (capacity !== undefined) await this.#api.patchVolume(pv.metadata!.name!, { spec: { capacity: { storage: capacity } } });
+    if (capacity !== undefined) await this.#api.patchVolume(volume, { spec: { capacity: { storage: capacity } } });
     const status = claimStatusUpdate(claim, v, refused?.condition);
-    if (status !== undefined) await this.#api.patchClaimStatus(namespace!, name!, { status });
+    if (status !== undefined) await this.#api.patchClaimStatus(namespace, name, { status });
     if (status !== undefined && capacity !== undefined) {
       await this.#event(claimSubject(claim), 'Normal', 'VolumeResizeSuccessful',
-        `resize volume "${pv.metadata!.name}" by resizer "${provisionerOf(this.#ctx.member)}" finished: ${capacity} in member ${this.#ctx.member}`);
+        `resize volume "${volume}" by resizer "${provisionerOf(this.#ctx.member)}" finished: ${capacity} in member ${this.#ctx.member}`);
     }
     return refused?.result;
   }
@@ -259,8 +263,8 @@ export class VolumeController {
     this.#failed(operation);
     await this.#event(claimSubject(claim), 'Warning', err.reason, err.message);
     if (!err.reschedule) return retry ? { requeueAfterMs: RETRY_REFUSED_MS } : undefined;
-    await this.#api.patchClaim(claim.metadata!.namespace!, claim.metadata!.name!,
-      { metadata: { annotations: { [SELECTED_NODE_ANNOTATION]: null } } });
+    const { namespace, name } = namespacedName(claim);
+    await this.#api.patchClaim(namespace, name, { metadata: { annotations: { [SELECTED_NODE_ANNOTATION]: null } } });
   }
 
   /**
@@ -283,14 +287,14 @@ export class VolumeController {
       await this.#event(volumeSubject(pv), 'Warning', 'VolumeFailedDelete', (err as Error).message);
       throw err;
     }
-    const at = pv.metadata!.finalizers?.indexOf(VOLUME_FINALIZER) ?? -1;
+    const at = pv.metadata?.finalizers?.indexOf(VOLUME_FINALIZER) ?? -1;
     if (at >= 0) {
       // Tested at its position: another writer's finalizer is never removed instead.
       const path = `/metadata/finalizers/${at}`;
       await ignoreNotFound(() => this.#api.jsonPatchVolume(name, [{ op: 'test', path, value: VOLUME_FINALIZER }, { op: 'remove', path }]));
     }
-    if (!deletes || pv.metadata!.deletionTimestamp) return;
-    await this.#api.deleteVolume(name, pv.metadata!.uid!).catch(ignoreGone);
+    if (!deletes || pv.metadata?.deletionTimestamp) return;
+    await this.#api.deleteVolume(name, uidOf(pv)).catch(ignoreGone);
     this.#log.info({ volume: name, memberClaim: pv.spec?.csi?.volumeHandle }, 'volume released: its member claim and the volume deleted');
   }
 

@@ -14,6 +14,7 @@ import {
   ACCEPT_EXPORTS_ANNOTATION, EXPORTED_FROM_ANNOTATION, EXPORT_LABEL, MEMBER_LABEL, ORIGIN_LABEL, PROXY_NAMESPACE_ANNOTATION,
 } from '../../forge/keys.ts';
 import { forgeExported, mirrorMatches } from '../../forge/refs.ts';
+import { nameOf } from '../../forge/meta.ts';
 import { Reflector, target, watchKind, type Applied, type ObjectOf, type Target } from './reflector.ts';
 import type { Logger } from '../../log.ts';
 
@@ -24,7 +25,7 @@ const KINDS = ['ConfigMap', 'Secret'] as const;
 /** The member key of a host copy, from its exported-from annotation (`<member>/<member namespace>`). */
 function memberKeyOf(copy: KubernetesObject): string | undefined {
   const memberNs = copy.metadata?.annotations?.[EXPORTED_FROM_ANNOTATION]?.split('/')[1];
-  return memberNs ? `${memberNs}/${copy.metadata!.name}` : undefined;
+  return memberNs ? `${memberNs}/${copy.metadata?.name}` : undefined;
 }
 
 /**
@@ -132,11 +133,11 @@ export class ExportReflector {
       this.#subs.push(this.#sources[k].events$.subscribe((ev) => this.#reflectors[k].add(ev.key)));
     }
     this.#subs.push(
-      this.#namespaces.events$.subscribe((ev) => this.#addMemberNamespace(ev.object.metadata!.name!)),
+      this.#namespaces.events$.subscribe((ev) => this.#addMemberNamespace(nameOf(ev.object))),
       // Consent given or withdrawn: export into that host namespace now, or remove what was exported there.
       this.#consent.changes$.subscribe((hostNs) => {
         for (const ns of this.#namespaces.list()) {
-          if (ns.metadata?.annotations?.[PROXY_NAMESPACE_ANNOTATION] === hostNs) this.#addMemberNamespace(ns.metadata.name!);
+          if (ns.metadata?.annotations?.[PROXY_NAMESPACE_ANNOTATION] === hostNs) this.#addMemberNamespace(nameOf(ns));
         }
         for (const kind of KINDS) {
           for (const c of this.#reflectors[kind].store.list()) if (c.metadata?.namespace === hostNs) this.#addCopy(kind, c);
@@ -190,7 +191,7 @@ export class ExportReflector {
     if (!wanted) {
       if (copy) {
         await reflector.remove(copy);
-        this.#log.debug({ kind, namespace: copy.metadata!.namespace, name }, 'removed an exported copy');
+        this.#log.debug({ kind, namespace: copy.metadata?.namespace, name }, 'removed an exported copy');
       }
       return;
     }

@@ -15,6 +15,7 @@ import {
 } from '../../forge/refs.ts';
 import { NODE_LABEL, ORIGIN_LABEL, PROXY_NAMESPACE_ANNOTATION } from '../../forge/keys.ts';
 import { delegateOf, fromHost, ownedBy } from '../../forge/owner.ts';
+import { nameOf, namespacedName, objectId } from '../../forge/meta.ts';
 import { RefIndex } from '../../util/refindex.ts';
 import { objectKey } from '../../kube/informer.ts';
 import { Reflector, target, type ObjectOf, type Target, type UpdateRule } from './reflector.ts';
@@ -136,7 +137,7 @@ export class ObjectMirror {
       // A copy changed or removed by someone is set back.
       keyOf: (o) => {
         const hostNs = o.metadata?.annotations?.[PROXY_NAMESPACE_ANNOTATION];
-        return hostNs ? mirrorKey(kind, hostNs, o.metadata!.name!) : undefined;
+        return hostNs ? mirrorKey(kind, hostNs, nameOf(o)) : undefined;
       },
       metrics: { member: member.config.name, kind, direction: 'to-member', counts: (o) => this.#mine(o) },
     });
@@ -158,7 +159,8 @@ export class ObjectMirror {
     this.#subs.push(
       this.#member.pods.events$.subscribe((ev) => this.#trackDelegate(ev.key, ev.type === 'DELETED' ? undefined : ev.object, ev.old)),
       ...(['ConfigMap', 'Secret'] as const).map((kind) => this.#hostObjects(kind).events$.subscribe((ev) => {
-        const key = mirrorKey(kind, ev.object.metadata!.namespace!, ev.object.metadata!.name!);
+        const { namespace, name } = namespacedName(ev.object);
+        const key = mirrorKey(kind, namespace, name);
         if (this.#uses.has(key)) this.#enqueue(key);
         this.#wakeWaiting(key);
       })),
@@ -179,9 +181,8 @@ export class ObjectMirror {
    * missing or in conflict. Call `release()` once the delegate is created or given up.
    */
   async prepare(proxy: V1Pod, memberNs: string): Promise<Prepared> {
-    const hostNs = proxy.metadata!.namespace!;
-    const podKey = `${hostNs}/${proxy.metadata!.name}`;
-    const uid = proxy.metadata!.uid!;
+    const { namespace: hostNs, name, uid } = objectId(proxy);
+    const podKey = `${hostNs}/${name}`;
     const refs = podReferences(proxy.spec);
     // Copies made for a delegate count as needed until the delegate itself is seen (then its spec counts), or, if
     // it never shows up, for a while.
@@ -310,16 +311,17 @@ export class ObjectMirror {
     const delegate = delegateOf(pod, this.#member.owner);
     const hostNs = delegate?.ref.namespace;
     const memberNs = pod?.metadata?.namespace;
-    const refs = delegate && memberNs ? podReferences(pod!.spec) : [];
+    const refs = delegate && memberNs ? podReferences(pod?.spec) : [];
     // Every delegate of this host, whatever its node, in member coordinates.
-    const host = this.#hostRefs.update(memberKey, refs.map((r) => `${r.kind}/${memberNs}/${r.name}`), hostNs ?? '');
-    for (const k of host?.released ?? []) {
+    const { released = [], previousTag: previousHostNs = '' } =
+      this.#hostRefs.update(memberKey, refs.map((r) => `${r.kind}/${memberNs}/${r.name}`), hostNs ?? '') ?? {};
+    for (const k of released) {
       // The last delegate using it went: the node that owns the copy may remove it now.
       const [kind, , name] = k.split('/');
-      this.#enqueue(mirrorKey(kind as RefKind, host!.previousTag!, name));
+      this.#enqueue(mirrorKey(kind as RefKind, previousHostNs, name));
     }
     // This node's delegates, in host coordinates; one being created is seen now, and its spec counts from here on.
-    this.#use(memberKey, delegate?.ownNode ? refs.map((r) => mirrorKey(r.kind, hostNs!, r.name)) : []);
+    this.#use(memberKey, delegate?.ownNode ? refs.map((r) => mirrorKey(r.kind, delegate.ref.namespace, r.name)) : []);
     if (delegate?.ownNode && this.#creating.has(delegate.ref.uid)) this.#endCreating(delegate.ref.uid);
   }
 
@@ -355,7 +357,7 @@ export class ObjectMirror {
 
   /** Creates or updates the copy of `host`; returns a conflict message when a foreign object holds the name. */
   async #copy(kind: Copied, host: V1ConfigMap | V1Secret, memberNs: string, hostNamespace: string): Promise<string | undefined> {
-    const name = host.metadata!.name!;
+    const name = nameOf(host);
     const applied = await this.#reflector(kind).apply(memberNs, name,
       (existing) => this.#forgeCopy(kind, host, memberNs, hostNamespace, existing as V1ConfigMap | V1Secret | undefined));
     if (applied === 'conflict') {

@@ -12,6 +12,7 @@ import { Informer } from '../../kube/informer.ts';
 import { listWatch, type ListPage, type ListParams, type ListWatchEvent } from '../../kube/listwatch.ts';
 import { ignoreGone, ignoreNotFound, toKubeError } from '../../kube/errors.ts';
 import type { ServiceExport } from '../../forge/serviceexport.ts';
+import { objectId } from '../../forge/meta.ts';
 import { WorkQueue, type HandlerResult } from '../../util/workqueue.ts';
 import { metrics } from '../../metrics.ts';
 import type { Logger } from '../../log.ts';
@@ -263,6 +264,7 @@ export class Reflector<T extends KubernetesObject> {
 
   /** Deletes this very object (by UID): gone already, or replaced by a newer one of the name, is fine. */
   async remove(obj: T): Promise<void> {
-    await this.#target.remove(obj.metadata!.namespace!, obj.metadata!.name!, obj.metadata!.uid!).catch(ignoreGone);
+    const { namespace, name, uid } = objectId(obj);
+    await this.#target.remove(namespace, name, uid).catch(ignoreGone);
   }
 }

@@ -21,6 +21,7 @@ import { forgeMemberService, memberServiceMatches, needsRecreate, reflectable, s
 import { NODE_LABEL, ORIGIN_LABEL, PROXY_NAMESPACE_ANNOTATION } from '../../forge/keys.ts';
 import { delegateOf, fromHost, ownedBy } from '../../forge/owner.ts';
 import { sameValue } from '../../forge/objects.ts';
+import { nameOf, namespacedName, objectId, uidOf } from '../../forge/meta.ts';
 import {
   endpointSliceMatches, forgeMemberEndpointSlice, MANAGED_BY, MANAGED_BY_LABEL, SERVICE_NAME_LABEL,
 } from '../../forge/endpointslice.ts';
@@ -82,6 +83,14 @@ function hostKeyOfCopy(copy: V1Service | V1EndpointSlice, name: string | undefin
 const hostKeyOfService = (copy: V1Service): string | undefined => hostKeyOfCopy(copy, copy.metadata?.name);
 const hostKeyOfSlice = (copy: V1EndpointSlice): string | undefined => hostKeyOfCopy(copy, copy.metadata?.labels?.[SERVICE_NAME_LABEL]);
 
+/** The endpoints part: the host's slices and their member copies, each by the Service (its namespace's) they belong to. */
+interface SliceReflection {
+  hostSlices: Informer<V1EndpointSlice>;
+  reflector: Reflector<V1EndpointSlice>;
+  hostSlicesOf: StoreIndex<V1EndpointSlice>;
+  copiesOf: StoreIndex<V1EndpointSlice>;
+}
+
 export interface ServiceReflectorOptions {
   /** How often a Service in conflict is looked at again (the member's own Service may go). */
   conflictRecheckMs?: number;
@@ -99,9 +108,7 @@ export class ServiceReflector {
   /** The host Services and the member pods by namespace: a delegate's change and a sync look at one namespace only. */
   #hostsByNs: StoreIndex<V1Service>;
   #podsByNs: StoreIndex<V1Pod>;
-  /** The host's slices and their member copies, each by the Service (its namespace's) they belong to. */
-  #endpoints: { hostSlices: Informer<V1EndpointSlice>; reflector: Reflector<V1EndpointSlice>;
-    hostSlicesOf: StoreIndex<V1EndpointSlice>; copiesOf: StoreIndex<V1EndpointSlice> } | undefined;
+  #endpoints: SliceReflection | undefined;
   /** Host Services in conflict → the UID the Warning was written on (once per Service object). */
   #conflicts = new Map<string, string>();
   #subs: Subscription[] = [];
@@ -127,14 +134,15 @@ export class ServiceReflector {
     if (opts.endpoints) {
       const reflector = new Reflector<V1EndpointSlice>({
         name: `endpointslices-${member.config.name}`, workers: 2, target: opts.endpoints.copies, log,
-        sync: (key) => this.#syncSlices(key), keyOf: hostKeyOfSlice, reads: [opts.endpoints.hostSlices, member.pods, copies.store],
+        sync: (key) => this.#syncSlices(ep, key), keyOf: hostKeyOfSlice, reads: [opts.endpoints.hostSlices, member.pods, copies.store],
         // Every Service copy: this node's may lack slices.
         startKeys: () => copies.store.list().flatMap((c) => hostKeyOfService(c) ?? []),
         update: { ours: (o) => fromHost(o.metadata, member.owner.hostName), matches: endpointSliceMatches },
         metrics: { member: member.config.name, kind: 'EndpointSlice', direction: 'to-member', counts: (o) => ownedBy(o.metadata, member.owner) },
       });
-      this.#endpoints = { hostSlices: opts.endpoints.hostSlices, reflector,
+      const ep: SliceReflection = { hostSlices: opts.endpoints.hostSlices, reflector,
         hostSlicesOf: new StoreIndex(opts.endpoints.hostSlices, serviceOfSlice), copiesOf: new StoreIndex(reflector.store, serviceOfSlice) };
+      this.#endpoints = ep;
     }
   }
 
@@ -215,8 +223,7 @@ export class ServiceReflector {
    * The Service's slices in the member: while this node owns its copy, one per host slice, less the endpoints the
    * member lists itself; none otherwise. Slices another node of this host wrote for it are taken over or removed.
    */
-  async #syncSlices(key: string): Promise<void> {
-    const ep = this.#endpoints!;
+  async #syncSlices(ep: SliceReflection, key: string): Promise<void> {
     const { namespace: hostNs, name } = splitKey(key);
     const memberNs = memberNamespace(this.#member.config.namespaceMapping, hostNs);
     const owner = this.#member.owner;
@@ -229,14 +236,14 @@ export class ServiceReflector {
         const slice = forgeMemberEndpointSlice(host, { owner, memberNamespace: memberNs,
           listedByMember: (e) => e.targetRef?.kind === 'Pod' && (e.targetRef.namespace ?? hostNs) === hostNs && listed.has(e.targetRef.name ?? '') });
         // Owned by the Service copy: the member's garbage collector removes them with it, even once the switch is off.
-        if (slice) wanted.set(slice.metadata!.name!, { ...slice, metadata: { ...slice.metadata, ownerReferences: [
-          { apiVersion: 'v1', kind: 'Service', name, uid: copy.metadata!.uid! }] } });
+        if (slice) wanted.set(nameOf(slice), { ...slice, metadata: { ...slice.metadata, ownerReferences: [
+          { apiVersion: 'v1', kind: 'Service', name, uid: uidOf(copy) }] } });
       }
     }
     for (const [sliceName, slice] of wanted) await ep.reflector.apply(memberNs, sliceName, () => slice);
     // This node's copies of slices the host no longer has; with our Service copy, other nodes' too (we own it now).
     for (const c of ep.copiesOf.list(`${memberNs}/${name}`)) {
-      if (wanted.has(c.metadata!.name!)) continue;
+      if (wanted.has(nameOf(c))) continue;
       if (ours || ownedBy(c.metadata, owner)) await ep.reflector.remove(c);
     }
   }
@@ -277,19 +284,18 @@ export class ServiceReflector {
     const owner = this.#member.owner;
     const node = existing && fromHost(existing.metadata, owner.hostName) ? existing.metadata?.labels?.[NODE_LABEL] : undefined;
     return forgeMemberService(host, { hostName: owner.hostName, nodeName: node ?? owner.node, memberNamespace: memberNs,
-      hostNamespace: host.metadata!.namespace! });
+      hostNamespace: namespacedName(host).namespace });
   }
 
   /** Says once per Service object that its name is taken in the member; looks again later (the other may go). */
   async #conflict(key: string, host: V1Service, memberNs: string): Promise<HandlerResult> {
-    const meta = host.metadata!;
-    if (this.#conflicts.get(key) !== meta.uid) {
-      const message = `service ${memberNs}/${meta.name} exists in member ${this.#member.config.name} and was not created by `
+    const { namespace, name, uid } = objectId(host);
+    if (this.#conflicts.get(key) !== uid) {
+      const message = `service ${memberNs}/${name} exists in member ${this.#member.config.name} and was not created by `
         + 'clusterlet; it is left untouched (offloaded pods there reach that Service by this name)';
-      this.#log.warn({ kind: 'Service', namespace: memberNs, name: meta.name, hostNamespace: meta.namespace }, message);
-      await this.#warn({ apiVersion: 'v1', kind: 'Service', namespace: meta.namespace!, name: meta.name!, uid: meta.uid! },
-        { type: 'Warning', reason: CONFLICT_REASON, message });
-      this.#conflicts.set(key, meta.uid!);
+      this.#log.warn({ kind: 'Service', namespace: memberNs, name, hostNamespace: namespace }, message);
+      await this.#warn({ apiVersion: 'v1', kind: 'Service', namespace, name, uid }, { type: 'Warning', reason: CONFLICT_REASON, message });
+      this.#conflicts.set(key, uid);
     }
     return { requeueAfterMs: this.#recheckMs };
   }

@@ -14,6 +14,7 @@ import { upTo } from '../../util/lru.ts';
 import { parseQuantity } from '../../forge/quantity.ts';
 import { NODE_LABEL } from '../../forge/keys.ts';
 import type { HostRef } from '../../forge/owner.ts';
+import { namespacedName, objectId } from '../../forge/meta.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { Logger } from '../../log.ts';
 import type { MeasuredContainerUsage, MeasuredNodeUsage, MeasuredPodUsage } from '../../provider/runtime.ts';
@@ -42,7 +43,8 @@ export function runningDelegates(delegates: Iterable<[HostRef, V1Pod]>, proxies:
     if (d.status?.phase === 'Succeeded' || d.status?.phase === 'Failed') continue;
     const proxy = proxies.get(`${ref.namespace}/${ref.name}`);
     if (!proxy || proxy.metadata?.uid !== ref.uid) continue;
-    out.push({ memberNamespace: d.metadata!.namespace!, memberName: d.metadata!.name!, memberNode: d.spec?.nodeName, proxy });
+    const { namespace: memberNamespace, name: memberName } = namespacedName(d);
+    out.push({ memberNamespace, memberName, memberNode: d.spec?.nodeName, proxy });
   }
   return out;
 }
@@ -102,11 +104,10 @@ export function usageFromResourceMetrics(samples: Sample[], delegates: DelegateR
 }
 
 function podUsage(d: DelegateRef, containers: MeasuredContainerUsage[], pod: Reading | undefined, now: number): MeasuredPodUsage {
-  const m = d.proxy.metadata!;
   const sum = (f: (c: MeasuredContainerUsage) => number): number => containers.reduce((a, c) => a + f(c), 0);
   const start = d.proxy.status?.startTime;
   return {
-    namespace: m.namespace!, name: m.name!, uid: m.uid!, containers,
+    ...objectId(d.proxy), containers,
     startTime: start ? new Date(start).getTime() : undefined,
     cpuSeconds: pod?.cpuSeconds ?? sum((c) => c.cpuSeconds),
     memoryWorkingSetBytes: pod?.memory ?? sum((c) => c.memoryWorkingSetBytes),

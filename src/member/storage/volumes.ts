@@ -14,6 +14,7 @@ import { listWatch } from '../../kube/listwatch.ts';
 import { ignoreGone, ignoreNotFound, toKubeError } from '../../kube/errors.ts';
 import { NODE_LABEL, ORIGIN_LABEL } from '../../forge/keys.ts';
 import { ownedBy, type Owner } from '../../forge/owner.ts';
+import { namespacedName, objectId } from '../../forge/meta.ts';
 import {
   claimRejection, forgeMemberClaim, hostClaimKeyOf, memberVolumeState, podClaims, type ClaimRequest, type VolumeState,
 } from '../../forge/volumes.ts';
@@ -194,10 +195,10 @@ export class MemberVolumes implements VolumeProvider {
   async expandVolume(namespace: string, name: string, storage: string): Promise<void> {
     const claim = this.#claimOf(namespace, name);
     if (!claim) return;
-    const { namespace: ns, name: n, uid } = claim.metadata!;
+    const { namespace: ns, name: n, uid } = objectId(claim);
     try {
       // The UID in the body: another claim of that name is not expanded.
-      await this.#api.patch(ns!, n!, { metadata: { uid }, spec: { resources: { requests: { storage } } } });
+      await this.#api.patch(ns, n, { metadata: { uid }, spec: { resources: { requests: { storage } } } });
       this.#log.debug({ namespace: ns, claim: n, storage }, 'member claim expanded');
     } catch (err) {
       const k = toKubeError(err);
@@ -213,8 +214,8 @@ export class MemberVolumes implements VolumeProvider {
   async deleteVolume(namespace: string, name: string, uid: string): Promise<void> {
     const claim = this.#claimOf(namespace, name);
     if (!claim || this.#state(claim).claimUID !== uid || claim.metadata?.deletionTimestamp) return;
-    const { namespace: ns, name: n, uid: memberUID } = claim.metadata!;
-    await this.#api.remove(ns!, n!, memberUID!).catch(ignoreGone);
+    const { namespace: ns, name: n, uid: memberUID } = objectId(claim);
+    await this.#api.remove(ns, n, memberUID).catch(ignoreGone);
     this.#log.debug({ namespace: ns, claim: n }, 'member claim deleted');
   }
 
@@ -224,7 +225,7 @@ export class MemberVolumes implements VolumeProvider {
    * (the pod is tried again).
    */
   async podRejection(proxy: V1Pod): Promise<PodRejectedError | undefined> {
-    const hostNs = proxy.metadata!.namespace!;
+    const hostNs = namespacedName(proxy).namespace;
     if (podClaims(proxy).length === 0) return undefined;
     await this.#listed();
     const r = claimRejection(proxy, {

@@ -7,6 +7,8 @@
 // importing the library loads thousands of generated modules, resident for the process's life, and its
 // ObjectSerializer costs a noticeable share of the CPU (docs/performance.md, 'No client-node code at run time').
 // Responses are parsed JSON with timestamps revived (revive.ts).
+// One file, though long: the client's typed surface, its rate limit, fencing, access swaps and pools share one
+// request path (#open, #send), and splitting it would spread one request's way over several files.
 import type { RequestOptions as HttpsRequestOptions } from 'node:https';
 import { createSecureContext } from 'node:tls';
 import type {
@@ -106,8 +108,8 @@ type WithOptions<A extends unknown[]> =
 type WithDiscard<A extends unknown[]> =
   A extends [infer P, ...unknown[]] ? [param: P, options: Discarding]
     : A extends [(infer P)?, ...unknown[]] ? [param: P | undefined, options: Discarding] : [options: Discarding];
-/** One method: with `discard`, it resolves with nothing. */
-type Method<A extends unknown[], R> = { (...args: WithDiscard<A>): Promise<void>; (...args: WithOptions<A>): Promise<R> };
+/** One method: with `discard`, it resolves with nothing of use (a fake may resolve with the object: callers never read it). */
+type Method<A extends unknown[], R> = { (...args: WithDiscard<A>): Promise<unknown>; (...args: WithOptions<A>): Promise<R> };
 /** client-node's object-parameter API of one group, with our request options in place of its Configuration. */
 export type Api<T> = {
   [K in keyof T]: T[K] extends (...args: infer A) => Promise<infer R> ? Method<A, R> : never;

@@ -23,8 +23,11 @@ export interface WriteEventOptions {
   instance: string;
 }
 
+/** What writing an event uses of a client. */
+export type EventClient = { core: Pick<ClusterClient['core'], 'createNamespacedEvent' | 'readNamespacedEvent' | 'patchNamespacedEvent'> };
+
 /** Writes `ev` about `about` as the event of `id` (the reason, or a mirrored event's UID). */
-export async function writeEvent(client: ClusterClient, about: EventSubject, id: string, ev: EventFields, opts: WriteEventOptions): Promise<void> {
+export async function writeEvent(client: EventClient, about: EventSubject, id: string, ev: EventFields, opts: WriteEventOptions): Promise<void> {
   const { namespace } = about;
   const name = `${about.name}.${createHash('sha256').update(`${about.uid}/${id}`).digest('hex').slice(0, 16)}`;
   try {
@@ -44,7 +47,7 @@ export async function writeEvent(client: ClusterClient, about: EventSubject, id:
 }
 
 /** clusterlet's own event about `about` (source component clusterlet, `host`: the virtual node); repeats bump one object. */
-export function writeOwnEvent(client: ClusterClient, about: EventSubject, host: string,
+export function writeOwnEvent(client: EventClient, about: EventSubject, host: string,
   ev: { type: 'Normal' | 'Warning'; reason: string; message: string }): Promise<void> {
   const now = new Date();
   return writeEvent(client, about, ev.reason, {

@@ -71,7 +71,10 @@ function chosen<T>(items: T[], wanted: (obj: T) => boolean, shape: ((obj: T) => 
   return out;
 }
 
-export function listWatch<T extends KubernetesObject>(client: ClusterClient, spec: ListWatchSpec<T>,
+/** What a list-watch uses of a client: its name (for metrics) and watch; the list is the spec's own. */
+export type WatchClient = Pick<ClusterClient, 'name' | 'watch'>;
+
+export function listWatch<T extends KubernetesObject>(client: WatchClient, spec: ListWatchSpec<T>,
   opts: ListWatchOptions = {}): Observable<ListWatchEvent<T>> {
   const silenceMs = opts.silenceMs ?? 90_000;
   const pageSize = opts.pageSize ?? 500;

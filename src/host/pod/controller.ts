@@ -7,7 +7,6 @@
 // through the PodProvider interface; writer.ts holds the host writes the flows share.
 import { interval, type Observable, type Subscription } from 'rxjs';
 import type { V1Pod } from '@kubernetes/client-node';
-import type { ClusterClient } from '../../kube/client.ts';
 import { Informer, splitKey, storedSpecs } from '../../kube/informer.ts';
 import { listWatch } from '../../kube/listwatch.ts';
 import type { WorkQueue } from '../../util/workqueue.ts';
@@ -15,7 +14,7 @@ import type { PodProvider, ProviderPod } from '../../provider/pod.ts';
 import { offloadedPods } from '../../metrics.ts';
 import { sameValue } from '../../forge/objects.ts';
 import type { Logger } from '../../log.ts';
-import { ProxyWriter } from './writer.ts';
+import { ProxyWriter, type PodHost } from './writer.ts';
 import { PodLifecycle } from './lifecycle.ts';
 import { STATUS, StatusMirror } from './status-mirror.ts';
 import { statusEqual } from './status.ts';
@@ -59,7 +58,7 @@ export function podQueueNames(nodeName: string): { lifecycle: string; status: st
 }
 
 /** The proxy pods bound to a node: a watch of the host's pods with spec.nodeName=<node>. */
-export function proxyInformer(host: ClusterClient, nodeName: string, log: Logger, watchSilenceMs?: number): Informer<V1Pod> {
+export function proxyInformer(host: PodHost, nodeName: string, log: Logger, watchSilenceMs?: number): Informer<V1Pod> {
   const proxies: Informer<V1Pod> = new Informer(`proxies-${nodeName}`, listWatch<V1Pod>(host, {
     path: '/api/v1/pods', model: 'V1Pod', resource: 'pods', fieldSelector: `spec.nodeName=${nodeName}`,
     cutManagedFields: true, knownSpec: storedSpecs(() => proxies),
@@ -70,7 +69,7 @@ export function proxyInformer(host: ClusterClient, nodeName: string, log: Logger
 
 export class PodController {
   readonly proxies: Informer<V1Pod>;
-  #host: ClusterClient;
+  #host: PodHost;
   #provider: PodProvider;
   #opts: PodControllerOptions;
   #log: Logger;
@@ -80,7 +79,7 @@ export class PodController {
   #subs: Subscription[] = [];
   #stopped = false;
 
-  constructor(host: ClusterClient, provider: PodProvider, log: Logger, opts: PodControllerOptions) {
+  constructor(host: PodHost, provider: PodProvider, log: Logger, opts: PodControllerOptions) {
     this.#host = host;
     this.#provider = provider;
     this.#opts = opts;

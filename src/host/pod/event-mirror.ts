@@ -2,7 +2,6 @@
 // with the member named in its source, after the status writes under way (which the user waits for more).
 import { map, mergeMap, type Subscription } from 'rxjs';
 import type { V1Pod } from '@kubernetes/client-node';
-import type { ClusterClient } from '../../kube/client.ts';
 import type { Informer } from '../../kube/informer.ts';
 import { toKubeError } from '../../kube/errors.ts';
 import { writeEvent } from '../../kube/events.ts';
@@ -13,6 +12,7 @@ import { metrics } from '../../metrics.ts';
 import type { Logger } from '../../log.ts';
 import { STATUS } from './status-mirror.ts';
 import { proxyRef } from './writer.ts';
+import type { EventClient } from '../../kube/events.ts';
 
 /** Attempts at writing a mirrored member event onto the host, while the host answers with a transient error. */
 const EVENT_WRITE_ATTEMPTS = 5;
@@ -37,7 +37,7 @@ export interface EventMirrorOptions {
  * Pulled, Started…). For a while only, counted from the event's arrival (not from when a writer takes it): under a
  * status queue that never drains (thousands of pods changing), events still go, late by that while and no more.
  */
-export function mirrorEvents(host: ClusterClient, proxies: Informer<V1Pod>, provider: PodProvider, statusQueue: WorkQueue,
+export function mirrorEvents(host: EventClient, proxies: Informer<V1Pod>, provider: PodProvider, statusQueue: WorkQueue,
   log: Logger, opts: EventMirrorOptions): Subscription {
   const write = async (e: PodEvent): Promise<'written' | 'skipped' | 'failed'> => {
     const proxy = proxies.get(`${e.namespace}/${e.name}`);

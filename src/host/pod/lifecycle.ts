@@ -2,7 +2,7 @@
 // deleted), sets the proxy's Offloaded condition, and runs the deletion protocol:
 //   proxy marked for deletion → provider pod deleted with the same grace period → proxy removed (grace 0).
 import type { V1Pod } from '@kubernetes/client-node';
-import { DISCARD, type ClusterClient } from '../../kube/client.ts';
+import { DISCARD } from '../../kube/client.ts';
 import { objectKey, splitKey, type Informer } from '../../kube/informer.ts';
 import { isGone, refusedByFence, toKubeError } from '../../kube/errors.ts';
 import { priorityNames, WorkQueue, type HandlerResult, type Priority } from '../../util/workqueue.ts';
@@ -13,7 +13,8 @@ import { forgeProxyStatusForLostDelegate } from './status.ts';
 import { PodRejectedError } from '../../provider/errors.ts';
 import type { PodProvider, ProviderPod } from '../../provider/pod.ts';
 import type { Logger } from '../../log.ts';
-import { FENCED_RETRY_MS, proxyId, type ProxyWriter } from './writer.ts';
+import { FENCED_RETRY_MS, type PodHost, type ProxyWriter } from './writer.ts';
+import { objectId } from '../../forge/meta.ts';
 
 /** Consecutive failed syncs of a pod after which the failure shows on the proxy (condition + Warning event). */
 const FAILURES_BEFORE_REPORT = 3;
@@ -40,7 +41,7 @@ export interface PodLifecycleOptions {
 
 export class PodLifecycle {
   readonly queue: WorkQueue;
-  #host: ClusterClient;
+  #host: PodHost;
   #proxies: Informer<V1Pod>;
   #provider: PodProvider;
   #writer: ProxyWriter;
@@ -55,7 +56,7 @@ export class PodLifecycle {
   /** When each key's sync last ran (options.now): the periodic resync leaves out the keys synced within its period. */
   readonly lastSync = new Map<string, number>();
 
-  constructor(host: ClusterClient, proxies: Informer<V1Pod>, provider: PodProvider, writer: ProxyWriter, log: Logger,
+  constructor(host: PodHost, proxies: Informer<V1Pod>, provider: PodProvider, writer: ProxyWriter, log: Logger,
     opts: PodLifecycleOptions) {
     this.#host = host;
     this.#proxies = proxies;
@@ -174,7 +175,7 @@ export class PodLifecycle {
   }
 
   async #syncDeleting(key: string, proxy: V1Pod, running: ProviderPod | undefined): Promise<HandlerResult | void> {
-    const { namespace, name, uid } = proxyId(proxy);
+    const { namespace, name, uid } = objectId(proxy);
     if (running) {
       if (!running.terminating) await this.#provider.deletePod(namespace, name, proxy.metadata?.deletionGracePeriodSeconds ?? undefined);
       return;

@@ -10,7 +10,8 @@ import { proxyStatusUpdate } from './status.ts';
 import type { PodProvider, ProviderPod } from '../../provider/pod.ts';
 import { metrics } from '../../metrics.ts';
 import type { Logger } from '../../log.ts';
-import { FENCED_RETRY_MS, proxyId, type ProxyWriter } from './writer.ts';
+import { FENCED_RETRY_MS, type ProxyWriter } from './writer.ts';
+import { objectId } from '../../forge/meta.ts';
 
 /** After a start or an outage, every proxy's status is compared again this long after (see recheckLater). */
 const STATUS_RECHECK_MS = [4_000, 10_000];
@@ -179,7 +180,7 @@ export class StatusMirror {
 
   /** Writes the provider's status (of `running`, its pod) onto the proxy if it differs (status.ts decides); true when it wrote. */
   async #write(proxy: V1Pod, running: ProviderPod): Promise<boolean> {
-    const { namespace, name } = proxyId(proxy);
+    const { namespace, name } = objectId(proxy);
     const patch = proxyStatusUpdate(proxy, running, this.#provider.getPodStatus(namespace, name));
     if (!patch) return false;
     await this.#writer.patchStatus(proxy, patch, true);

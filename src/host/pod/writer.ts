@@ -3,11 +3,13 @@
 // Shared by the lifecycle (lifecycle.ts) and the status mirror (status-mirror.ts).
 import type { V1Pod, V1PodCondition } from '@kubernetes/client-node';
 import { DISCARD, PATCH, type ClusterClient } from '../../kube/client.ts';
+import type { WatchClient } from '../../kube/listwatch.ts';
 import { objectKey, type Informer } from '../../kube/informer.ts';
 import { toKubeError } from '../../kube/errors.ts';
-import { writeOwnEvent, type EventSubject } from '../../kube/events.ts';
+import { writeOwnEvent, type EventClient, type EventSubject } from '../../kube/events.ts';
 import { metrics } from '../../metrics.ts';
 import { OFFLOADED_CONDITION } from '../../forge/keys.ts';
+import { objectId } from '../../forge/meta.ts';
 
 // Status writes: their answer (the whole pod) is not read, and they go before the other writes that wait (events,
 // lifecycle retries) for the host's rate limit or a connection: a user waits on them.
@@ -20,6 +22,14 @@ const strategic = { ...DISCARD, contentType: PATCH.strategic, priority: 'high' }
  */
 export const FENCED_RETRY_MS = 1000;
 
+/**
+ * What the pod flows use of the host API: the proxies' list and watch, their status and their removal, and events. The
+ * controllers take this, not a whole client, so that a fake implements just these.
+ */
+export type PodHost = WatchClient & EventClient & {
+  core: Pick<ClusterClient['core'], 'listPodForAllNamespaces' | 'patchNamespacedPodStatus' | 'deleteNamespacedPod'>;
+};
+
 export type SyncResult = 'created' | 'deleted' | 'rejected' | 'status';
 
 export interface ProxyWriterOptions {
@@ -30,7 +40,7 @@ export interface ProxyWriterOptions {
 }
 
 export class ProxyWriter {
-  #host: ClusterClient;
+  #host: PodHost;
   #proxies: Informer<V1Pod>;
   #opts: ProxyWriterOptions;
   /**
@@ -45,7 +55,7 @@ export class ProxyWriter {
   /** The keys of the proxies last set Offloaded other than True, until set True or gone. */
   #notOffloaded = new Set<string>();
 
-  constructor(host: ClusterClient, proxies: Informer<V1Pod>, opts: ProxyWriterOptions) {
+  constructor(host: PodHost, proxies: Informer<V1Pod>, opts: ProxyWriterOptions) {
     this.#host = host;
     this.#proxies = proxies;
     this.#opts = opts;
@@ -75,7 +85,7 @@ export class ProxyWriter {
 
   /** Patches the proxy's status; `whole`: the patch is its whole mirrored status (proxyStatusUpdate), see #ownWrites. */
   async patchStatus(proxy: V1Pod, status: object, whole = false): Promise<void> {
-    const { namespace, name, uid } = proxyId(proxy);
+    const { namespace, name, uid } = objectId(proxy);
     const key = `${namespace}/${name}`;
     const relists = this.#proxies.relists;
     // Kept only while the proxy is (its DELETED event may come before this answer: the entry would never go).
@@ -113,16 +123,9 @@ export class ProxyWriter {
 
   /** Records an event on the proxy; repeated ones (same reason) bump the count of one event object. */
   async event(proxy: V1Pod, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
-    const { namespace, name, uid } = proxyId(proxy);
+    const { namespace, name, uid } = objectId(proxy);
     await writeOwnEvent(this.#host, proxyRef(namespace, name, uid), this.#opts.nodeName, { type, reason, message });
   }
-}
-
-/** A proxy's namespace, name and UID: an informer's pod always has them. */
-export function proxyId(proxy: V1Pod): { namespace: string; name: string; uid: string } {
-  const m = proxy.metadata;
-  if (!m?.namespace || !m.name || !m.uid) throw new Error(`a proxy without namespace, name or uid: ${m?.namespace}/${m?.name}`);
-  return { namespace: m.namespace, name: m.name, uid: m.uid };
 }
 
 export const proxyRef = (namespace: string, name: string, uid: string): EventSubject =>

@@ -14,6 +14,7 @@ import { delegateUpdate, ephemeralContainersToAdd, forgeDelegatePod, type Delega
 import { deletionDisruption, forgeHostStatus } from '../../forge/status.ts';
 import { PROXY_UID_LABEL } from '../../forge/keys.ts';
 import { hostRefOf } from '../../forge/owner.ts';
+import { namespacedName } from '../../forge/meta.ts';
 import { PodRejectedError } from '../../provider/errors.ts';
 import type { CreateOptions, PodChange, PodEvent, PodNotice, PodProvider, ProviderPod } from '../../provider/pod.ts';
 import { notFoundReason, type ObjectMirror, type Prepared } from '../reflection/mirror.ts';
@@ -123,7 +124,7 @@ export class MemberPodProvider implements PodProvider {
   }
 
   async createPod(proxy: V1Pod, opts: CreateOptions = {}): Promise<PodNotice[]> {
-    const { namespace: hostNamespace, name } = proxyName(proxy);
+    const { namespace: hostNamespace, name } = namespacedName(proxy);
     const check = checkMemberNamespace(this.#member.config.namespaceMapping, hostNamespace);
     // A namespace that cannot exist is a configuration matter: retrying changes nothing.
     if (check.error) throw new PodRejectedError(check.reason ?? 'InvalidNamespace', check.error, { retry: false });
@@ -213,7 +214,7 @@ export class MemberPodProvider implements PodProvider {
   }
 
   async updatePod(proxy: V1Pod): Promise<PodNotice[]> {
-    const { namespace, name } = proxyName(proxy);
+    const { namespace, name } = namespacedName(proxy);
     const d = this.#delegate(namespace, name);
     const ns = d?.metadata?.namespace;
     const dName = d?.metadata?.name;
@@ -262,13 +263,6 @@ export class MemberPodProvider implements PodProvider {
       ignoreGone(err);
     }
   }
-}
-
-/** A proxy's host namespace and name: an informer's pod always has them. */
-function proxyName(proxy: V1Pod): { namespace: string; name: string } {
-  const { namespace, name } = proxy.metadata ?? {};
-  if (!namespace || !name) throw new Error(`a proxy without namespace or name: ${namespace}/${name}`);
-  return { namespace, name };
 }
 
 /** Why a pod whose references were prepared cannot start: mandatory objects missing, or copies in conflict. */

@@ -3,7 +3,8 @@
 // enough of one to drive the controller through its protocol, fast and without a cluster.
 import type { CoreV1Event, V1Pod, V1PodCondition } from '@kubernetes/client-node';
 import { KubeError } from '../../../src/kube/errors.ts';
-import type { ClusterClient, RequestOptions, WatchHandlers } from '../../../src/kube/client.ts';
+import type { RequestOptions, WatchHandlers } from '../../../src/kube/client.ts';
+import type { PodHost } from '../../../src/host/pod/writer.ts';
 
 type Patch = { $patch?: string; type?: string; [k: string]: unknown };
 
@@ -72,12 +73,12 @@ export class FakeHost {
     for (const w of this.#watchers) w.onEvent(type, structuredClone(object));
   }
 
-  /** The ClusterClient the controller sees. */
-  client(): ClusterClient {
+  /** The host API the controller sees: the calls it makes (PodHost), no more. */
+  client(): PodHost {
     const notFound = (what: string) => new KubeError('NotFound', 404, 'NotFound', `${what} not found`);
     const core = {
-      listPodForAllNamespaces: async (p: { fieldSelector?: string }) => {
-        const node = /spec\.nodeName=(.+)/.exec(p.fieldSelector ?? '')?.[1];
+      listPodForAllNamespaces: async (p?: { fieldSelector?: string }) => {
+        const node = /spec\.nodeName=(.+)/.exec(p?.fieldSelector ?? '')?.[1];
         const items = [...this.pods.values()].filter((x) => !node || x.spec?.nodeName === node).map((x) => structuredClone(x));
         return { items, metadata: { resourceVersion: String(this.#rv) } };
       },
@@ -142,7 +143,7 @@ export class FakeHost {
         h.signal.addEventListener('abort', () => { this.#watchers.delete(h); resolve(); });
       }),
     };
-    return fake as unknown as ClusterClient;
+    return fake;
   }
 }
 

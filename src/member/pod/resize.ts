@@ -7,7 +7,7 @@ import { Subject, type Observable } from 'rxjs';
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { PATCH } from '../../kube/client.ts';
 import { toKubeError } from '../../kube/errors.ts';
-import { delegateResize, type ResizePatch } from '../../forge/pod.ts';
+import { delegateResize, type ResizePatch } from '../../forge/resize.ts';
 import { withResizeInfeasible, type RefusedResize } from '../../forge/status.ts';
 import type { PodChange, PodNotice } from '../../provider/pod.ts';
 import type { Logger } from '../../log.ts';

@@ -6,7 +6,7 @@
 import type { CoreV1Event, V1Container, V1DeleteOptions, V1Namespace, V1Pod } from '@kubernetes/client-node';
 import type { ClusterClient, RequestOptions } from '../../../src/kube/client.ts';
 import { KubeError } from '../../../src/kube/errors.ts';
-import type { ResizePatch } from '../../../src/forge/pod.ts';
+import type { ResizePatch } from '../../../src/forge/resize.ts';
 import type { ListParams } from '../../../src/kube/listwatch.ts';
 import { FakeObjects } from './objects.ts';
 import { FakeCollection } from './listwatch.ts';

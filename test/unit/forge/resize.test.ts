@@ -4,7 +4,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Container, V1ContainerStatus, V1Pod, V1PodStatus, V1ResourceRequirements } from '@kubernetes/client-node';
-import { delegateResize } from '../../../src/forge/pod.ts';
+import { delegateResize } from '../../../src/forge/resize.ts';
 import { forgeHostStatus, withResizeInfeasible } from '../../../src/forge/status.ts';
 import { podRequests, resizeStatus } from '../../../src/forge/capacity.ts';
 import { requestsRelevant } from '../../../src/member/requests.ts';

@@ -128,6 +128,23 @@ join() {
 }
 seconds() { echo "$((SECONDS - $1))s"; }
 
+# Builds image $2 into $1.tar with recipe_$1, unless the archive is fresh for key $3; with IMAGE_CHECK=1, runs
+# check_$1 on a container of the new image first. recipe_$1 and check_$1 share this function's container, $c.
+build_cached() {
+  local name=$1 ref=$2 key=$3 c t=$SECONDS
+  if fresh "$name.tar" "$key" "$ref"; then log "$name.tar: up to date"; return; fi
+  log "$name: building $ref"
+  mkdir -p "$TMP/$name"
+  "recipe_$name"
+  if [ "$IMAGE_CHECK" = 1 ]; then
+    newctr "$name-check" "$ref"
+    "check_$name"
+  fi
+  archive "$ref" "$name.tar"
+  echo "$key" >"$OUT/$name.tar.key"
+  log "$name.tar: done in $(seconds "$t")"
+}
+
 # --- pause -------------------------------------------------------------------------------------------------------
 recipe_pause() {
   gcc -static -Os -s -Wall -Wextra -o "$TMP/pause/pause" "$REPO/hack/images/pause.c" >&2
@@ -138,20 +155,9 @@ recipe_pause() {
 }
 build_pause() {
   command -v gcc >/dev/null || die "gcc is needed for pause (apt-get install gcc libc6-dev)"
-  local key c t=$SECONDS
-  key=$({ gcc --version | head -n 1; key_of recipe_pause "$REPO/hack/images/pause.c"; } | sha)
-  if fresh pause.tar "$key" "$PAUSE_REF"; then log "pause.tar: up to date"; return; fi
-  log "pause: building $PAUSE_REF"
-  mkdir -p "$TMP/pause"
-  recipe_pause
-  if [ "$IMAGE_CHECK" = 1 ]; then
-    newctr pause-check "$PAUSE_REF"
-    bh run "$c" -- /pause -v >&2
-  fi
-  archive "$PAUSE_REF" pause.tar
-  echo "$key" >"$OUT/pause.tar.key"
-  log "pause.tar: done in $(seconds "$t")"
+  build_cached pause "$PAUSE_REF" "$({ gcc --version | head -n 1; key_of recipe_pause "$REPO/hack/images/pause.c"; } | sha)"
 }
+check_pause() { bh run "$c" -- /pause -v >&2; }
 
 # --- busybox -----------------------------------------------------------------------------------------------------
 recipe_busybox() {
@@ -173,21 +179,10 @@ recipe_busybox() {
   bh config --cmd '["sh"]' --env "PATH=$PATH_ENV" --workingdir / "$c"
   commit "$BUSYBOX_REF" "hack/build-images.sh: /bin/busybox ($BUSYBOX_BIN), busybox --install -s /bin"
 }
-build_busybox() {
-  local key c t=$SECONDS
-  key=$(key_of recipe_busybox "$BUSYBOX_BIN")
-  if fresh busybox.tar "$key" "$BUSYBOX_REF"; then log "busybox.tar: up to date"; return; fi
-  log "busybox: building $BUSYBOX_REF from $BUSYBOX_BIN"
-  mkdir -p "$TMP/busybox"
-  recipe_busybox
-  if [ "$IMAGE_CHECK" = 1 ]; then
-    newctr busybox-check "$BUSYBOX_REF"
-    bh run "$c" -- sh -c 'for a in sh cat sleep echo nc httpd wget; do command -v $a >/dev/null || exit 1; done' >&2 \
-      || die "busybox image lacks an applet"
-  fi
-  archive "$BUSYBOX_REF" busybox.tar
-  echo "$key" >"$OUT/busybox.tar.key"
-  log "busybox.tar: done in $(seconds "$t")"
+build_busybox() { build_cached busybox "$BUSYBOX_REF" "$(key_of recipe_busybox "$BUSYBOX_BIN")"; }
+check_busybox() {
+  bh run "$c" -- sh -c 'for a in sh cat sleep echo nc httpd wget; do command -v $a >/dev/null || exit 1; done' >&2 \
+    || die "busybox image lacks an applet"
 }
 
 # --- the node:24-slim equivalent ---------------------------------------------------------------------------------

@@ -18,9 +18,8 @@ import type { ClusterAccess, Credentials } from './kubeconfig.ts';
 import { KubeError, NOT_LEADER, statusError } from './errors.ts';
 import { revive } from './revive.ts';
 import { parseEventLine, type KnownSpec } from './eventline.ts';
-import { H2Sessions, type ApiRequest, type Body, type Exchange } from './h2.ts';
-import { H1Pool, type H1Origin, type H1PoolOptions } from './h1.ts';
-import { UndiciPool } from './undici.ts';
+import { H2Sessions, type Body, type Exchange } from './h2.ts';
+import { H1Pool, type H1Origin } from './h1.ts';
 import { TokenBucket } from '../util/ratelimit.ts';
 import type { Priority } from '../util/lanes.ts';
 import { metrics } from '../metrics.ts';
@@ -466,11 +465,10 @@ export class ClusterClient {
     // (a few per member) would leave the requests none.
     const target = targetOf(access);
     const { secure, hostname, port } = target;
-    const Pool = pooled();
     const pools = (origin: H1Origin): Agents => ({
-      requests: new Pool(origin, { maxSockets: this.#maxRequestSockets, idleMs: IDLE_SOCKET_MS,
+      requests: new H1Pool(origin, { maxSockets: this.#maxRequestSockets, idleMs: IDLE_SOCKET_MS,
         onWaited: (ms, priority) => metrics.connectionWait.observe({ cluster: this.name, priority }, ms / 1000) }),
-      watches: new Pool(origin, { maxFree: FREE_WATCH_SOCKETS, idleMs: IDLE_SOCKET_MS }),
+      watches: new H1Pool(origin, { maxFree: FREE_WATCH_SOCKETS, idleMs: IDLE_SOCKET_MS }),
     });
     if (!secure) return pools({ secure, hostname, port });
     // One TLS context for all the pools' connections, made once from the CA, certificate and key.
@@ -491,19 +489,7 @@ export class ClusterClient {
 }
 
 /** The connection pools of one access and client certificate: the requests', and the watches'. */
-interface Agents { requests: RequestPool; watches: RequestPool }
-
-/** What a connection pool does for the client: H1Pool, or undici's Pool (undici.ts) for the benchmark's comparison. */
-interface RequestPool { request(r: ApiRequest): Promise<Exchange>; close(): void }
-
-/**
- * The pool the HTTPS/1.1 requests and watches go through: clusterlet's own (h1.ts), or undici's where
- * CLUSTERLET_HTTP_CLIENT=undici (docs/performance.md, 'undici'), read once.
- */
-const pooled = ((): (() => new (origin: H1Origin, opts: H1PoolOptions) => RequestPool) => {
-  let chosen: (new (origin: H1Origin, opts: H1PoolOptions) => RequestPool) | undefined;
-  return () => (chosen ??= process.env.CLUSTERLET_HTTP_CLIENT === 'undici' ? UndiciPool : H1Pool);
-})();
+interface Agents { requests: H1Pool; watches: H1Pool }
 
 /**
  * Where an access's requests go: its server's address (and as an origin, `https://host:port`, for HTTP/2), the path its

@@ -4,6 +4,7 @@
 import { interval, type Subscription } from 'rxjs';
 import type { V1Node, V1NodeStatus } from '@kubernetes/client-node';
 import { PATCH, type ClusterClient } from '../../kube/client.ts';
+import type { WatchClient } from '../../kube/listwatch.ts';
 import { Informer } from '../../kube/informer.ts';
 import { listWatch } from '../../kube/listwatch.ts';
 import { toKubeError } from '../../kube/errors.ts';
@@ -30,9 +31,18 @@ export interface NodeControllerOptions {
 const strategic = { contentType: PATCH.strategic, priority: 'high' } as const;
 const mergePatch = { contentType: PATCH.merge, priority: 'high' } as const;
 
+/**
+ * What the node controller uses of the host API: its node (list and watch, create, read, patch, status) and its Lease.
+ * It takes this, not a whole client, so that a fake implements just these.
+ */
+export type NodeHost = WatchClient & {
+  core: Pick<ClusterClient['core'], 'listNode' | 'createNode' | 'readNode' | 'patchNode' | 'patchNodeStatus'>;
+  coordination: Pick<ClusterClient['coordination'], 'patchNamespacedLease' | 'createNamespacedLease'>;
+};
+
 export class NodeController {
   #ctx: NodeContext;
-  #host: ClusterClient;
+  #host: NodeHost;
   #provider: NodeProvider;
   #log: Logger;
   #node: Informer<V1Node>;
@@ -47,7 +57,7 @@ export class NodeController {
   #subs: Subscription[] = [];
   #opts: Required<NodeControllerOptions>;
 
-  constructor(host: ClusterClient, ctx: NodeContext, provider: NodeProvider, log: Logger, opts: NodeControllerOptions = {}) {
+  constructor(host: NodeHost, ctx: NodeContext, provider: NodeProvider, log: Logger, opts: NodeControllerOptions = {}) {
     this.#host = host;
     this.#ctx = ctx;
     this.#provider = provider;

@@ -3,7 +3,8 @@
 // applied and recorded. Like fakes/host.ts, just enough of a Kubernetes to drive the controller.
 import type { V1Lease, V1Node } from '@kubernetes/client-node';
 import { KubeError } from '../../../src/kube/errors.ts';
-import type { ClusterClient, WatchHandlers } from '../../../src/kube/client.ts';
+import type { WatchHandlers } from '../../../src/kube/client.ts';
+import type { NodeHost } from '../../../src/host/node/controller.ts';
 
 export interface Write { op: 'createNode' | 'patchNode' | 'patchNodeStatus' | 'createLease' | 'patchLease'; name: string; body: unknown; at: number }
 
@@ -61,8 +62,8 @@ export class FakeNodeHost {
     this.writes.push({ op, name, body: structuredClone(body), at: Date.now() });
   }
 
-  /** The ClusterClient the controller sees. */
-  client(): ClusterClient {
+  /** The host API the node controller sees: the calls it makes (NodeHost), no more. */
+  client(): NodeHost {
     const notFound = (what: string) => new KubeError('NotFound', 404, 'NotFound', `${what} not found`);
     const exists = (what: string) => new KubeError('AlreadyExists', 409, 'AlreadyExists', `${what} already exists`);
     const nodeNamed = (name: string): V1Node => {
@@ -71,8 +72,8 @@ export class FakeNodeHost {
       return n;
     };
     const core = {
-      listNode: async (p: { fieldSelector?: string }) => {
-        const name = /metadata\.name=(.+)/.exec(p.fieldSelector ?? '')?.[1];
+      listNode: async (p?: { fieldSelector?: string }) => {
+        const name = /metadata\.name=(.+)/.exec(p?.fieldSelector ?? '')?.[1];
         const items = [...this.nodes.values()].filter((n) => !name || n.metadata!.name === name).map((n) => structuredClone(n));
         return { items, metadata: { resourceVersion: String(this.#rv) } };
       },
@@ -129,7 +130,7 @@ export class FakeNodeHost {
           h.signal.addEventListener('abort', () => { this.#watchers.delete(w); resolve(); });
         }),
     };
-    return fake as unknown as ClusterClient;
+    return fake;
   }
 }
 

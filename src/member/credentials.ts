@@ -28,8 +28,11 @@ export function fileSource(path: string): AccessSource {
   return { name: file, file, read: async () => loadKubeconfigFile(file) };
 }
 
+/** What reading a kubeconfig Secret uses of the host API. */
+export type SecretReader = { core: Pick<ClusterClient['core'], 'readNamespacedSecret'> };
+
 /** The text under `ref.key` of a host Secret; rejects naming the Secret when it cannot be read or lacks the key. */
-export async function readSecretText(host: Pick<ClusterClient, 'core'>, ref: SecretRef): Promise<string> {
+export async function readSecretText(host: SecretReader, ref: SecretRef): Promise<string> {
   const where = `Secret ${ref.namespace}/${ref.name}`;
   const secret = await host.core.readNamespacedSecret({ name: ref.name, namespace: ref.namespace }).catch((err: unknown) => {
     throw new Error(`${where}: ${(err as Error).message}`);
@@ -39,7 +42,7 @@ export async function readSecretText(host: Pick<ClusterClient, 'core'>, ref: Sec
   return Buffer.from(data, 'base64').toString('utf8');
 }
 
-export function secretSource(host: ClusterClient, ref: SecretRef): AccessSource {
+export function secretSource(host: SecretReader, ref: SecretRef): AccessSource {
   const name = `Secret ${ref.namespace}/${ref.name} key ${ref.key}`;
   return {
     name,
@@ -49,7 +52,7 @@ export function secretSource(host: ClusterClient, ref: SecretRef): AccessSource 
 }
 
 /** Where a member's kubeconfig comes from: its file, or its Secret in the host. */
-export function memberAccessSource(m: MemberConfig, host: ClusterClient): AccessSource {
+export function memberAccessSource(m: MemberConfig, host: SecretReader): AccessSource {
   return m.kubeconfig !== undefined ? fileSource(m.kubeconfig) : secretSource(host, m.kubeconfigSecret!);
 }
 
@@ -159,7 +162,7 @@ export class AccessWatcher {
 }
 
 /** Follows a member's kubeconfig (or `source`: a ClusterProfile's access) and moves its client to each new access; `stop()` it with the member. */
-export function followMemberAccess(m: MemberConfig, host: ClusterClient, client: ClusterClient, log: Logger,
+export function followMemberAccess(m: MemberConfig, host: SecretReader, client: ClusterClient, log: Logger,
   opts: AccessWatcherOptions = {}, source: AccessSource = memberAccessSource(m, host)): AccessWatcher {
   return new AccessWatcher(source, client.access, {
     changed(access) {

@@ -1,8 +1,9 @@
 // A fake collection for list-watch unit tests. Its LIST serves `items` page by page (as the caller's limit
 // asks); each WATCH that listWatch opens is recorded as a FakeWatch the test drives by hand: events, an end, a
-// failure, or silence. The ClusterClient it hands out has only what listWatch uses of one: `name` and `watch`.
+// failure, or silence. The client it hands out is what listWatch uses of one (WatchClient): `name` and `watch`.
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { ClusterClient, WatchHandlers } from '../../../src/kube/client.ts';
+import type { WatchHandlers } from '../../../src/kube/client.ts';
+import type { WatchClient } from '../../../src/kube/listwatch.ts';
 import type { ListPage, ListParams, ListWatchSpec } from '../../../src/kube/listwatch.ts';
 import { parseEventLine } from '../../../src/kube/eventline.ts';
 import { eventually } from './wait.ts';
@@ -90,7 +91,8 @@ export class FakeCollection<T extends KubernetesObject> {
   /** The next LISTs fail with these errors, one each, in order. */
   failLists(...errors: Error[]): void { this.#listFailures.push(...errors); }
 
-  client(): ClusterClient {
+  /** What a list-watch uses of a client (WatchClient): its name and watch. */
+  client(): WatchClient {
     const fake = {
       name: this.name,
       watch: (path: string, query: Record<string, unknown>, h: WatchHandlers): Promise<void> => {
@@ -99,7 +101,7 @@ export class FakeCollection<T extends KubernetesObject> {
         return w.run();
       },
     };
-    return fake as unknown as ClusterClient;
+    return fake;
   }
 
   spec(extra: Partial<ListWatchSpec<T>> = {}): ListWatchSpec<T> {

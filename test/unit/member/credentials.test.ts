@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import type { V1Secret } from '@kubernetes/client-node';
 import {
-  AccessWatcher, fileSource, followMemberAccess, secretSource, type AccessHandlers, type AccessSource,
+  AccessWatcher, fileSource, followMemberAccess, secretSource, type AccessHandlers, type AccessSource, type SecretReader,
 } from '../../../src/member/credentials.ts';
 import { ClusterClient } from '../../../src/kube/client.ts';
 import { loadKubeconfigFile, type ClusterAccess } from '../../../src/kube/kubeconfig.ts';
@@ -148,8 +148,8 @@ describe('AccessWatcher on a kubeconfig file', { timeout: 10_000 }, () => {
 });
 
 describe('AccessWatcher on a host Secret', () => {
-  function host(secret: () => V1Secret): ClusterClient {
-    return { core: { readNamespacedSecret: async () => secret() } } as unknown as ClusterClient;
+  function host(secret: () => V1Secret): SecretReader {
+    return { core: { readNamespacedSecret: async () => secret() } };
   }
   const ref = { namespace: 'clusterlet', name: 'eu-1', key: 'kubeconfig' };
   const data = (text: string) => ({ kubeconfig: Buffer.from(text).toString('base64') });
@@ -183,7 +183,7 @@ describe('followMemberAccess', { timeout: 10_000 }, () => {
     const log = pino({ level: 'info' }, new Writable({ write(chunk: Buffer, _enc, done) { lines.push(JSON.parse(chunk.toString())); done(); } }));
     const client = new ClusterClient(loadKubeconfigFile(file), { cluster: 'm', qps: 10, burst: 10 });
     const member = { name: 'm', kubeconfig: file } as MemberConfig;
-    const w = followMemberAccess(member, {} as ClusterClient, client, log, EVENTS_ONLY);
+    const w = followMemberAccess(member, { core: { readNamespacedSecret: () => Promise.reject(new Error('no Secret here')) } }, client, log, EVENTS_ONLY);
     t.after(() => w.stop());
 
     writeFileSync(file, kubeconfig('new', { server: 'https://10.0.0.1:6443' }));

@@ -13,6 +13,7 @@ import { followMemberAccess, memberAccessSource, type AccessSource, type AccessW
 import { memberConflict, ProfileReconciler, hostProfileApi, type MemberState, type ProfileMembers } from './member/profiles.ts';
 import { NodeController, type NodeControllerOptions } from './host/node/controller.ts';
 import { MemberPodProvider } from './member/pod/provider.ts';
+import { MemberNamespaces } from './member/pod/namespaces.ts';
 import { PodController, proxyInformer } from './host/pod/controller.ts';
 import { Leadership, hostLeaseApi, leaseInformer } from './host/ha/leadership.ts';
 import type { LeaseElector } from './host/ha/elector.ts';
@@ -307,12 +308,15 @@ export class Manager implements NodeDirectory {
       { endpoints: this.hostEndpointSlices && { hostSlices: this.hostEndpointSlices, copies: endpointSliceTarget(cluster, log) } });
     const serviceExports = new ServiceExporter({ name: m.config.name, owner: cluster.owner }, services.copies,
       serviceExportApi(cluster, log), log);
-    // The member's volumes make the mapped namespace as the pod provider does, and gate its delegates.
+    // The member's volumes make the mapped namespace as the pod provider does (one MemberNamespaces for both), and
+    // gate its delegates.
+    const namespaces = new MemberNamespaces(cluster);
     const volumes = new MemberVolumes(cluster, memberClaimsApi(cluster.client, cluster.owner, log),
-      (ns, hostNs): Promise<void> => provider.ensureNamespace(ns, hostNs), this.hostClaims, log);
+      (ns, hostNs): Promise<void> => namespaces.ensure(ns, hostNs), this.hostClaims, log);
     const storage = new VolumeController(hostStorageApi(host, { claims: this.hostClaims, volumes: this.hostVolumes }, m.config.nodeName),
       volumes, { member: m.config.name, nodeName: m.config.nodeName, ...m.config.storage }, log);
-    const provider = new MemberPodProvider(cluster, mirror, log, { nodeName: m.config.nodeName, hostIP: this.config.nodeIP, volumes });
+    const provider = new MemberPodProvider(cluster, mirror, log, { nodeName: m.config.nodeName, hostIP: this.config.nodeIP, volumes,
+      namespaces });
     const pods = m.pods = new PodController(host, provider, log, {
       nodeName: m.config.nodeName, member: m.config.name, workers: this.config.podSyncWorkers, watchSilenceMs: silence,
       proxies: m.proxies,

@@ -37,6 +37,8 @@ export interface MemberPodProviderOptions {
   appearanceWaitMs?: number;
   /** Why a proxy's claims have no volume in the member (member/storage/volumes.ts): it gets no delegate then. */
   volumes?: { podRejection(proxy: V1Pod): Promise<PodRejectedError | undefined> };
+  /** The member namespaces, shared with whoever else makes them (the member's volumes); default: its own. */
+  namespaces?: MemberNamespaces;
 }
 
 /** What the provider uses of its member cluster (narrowed so that unit tests can stand in for one). */
@@ -55,7 +57,7 @@ export class MemberPodProvider implements PodProvider {
   readonly resync$: Observable<void>;
   readonly unreachable$: Observable<void>;
   #member: ProviderMember;
-  #opts: Required<Omit<MemberPodProviderOptions, 'volumes'>>;
+  #opts: Required<Omit<MemberPodProviderOptions, 'volumes' | 'namespaces'>>;
   #volumes: MemberPodProviderOptions['volumes'];
   #log: Logger;
   #creations: Creations;
@@ -67,11 +69,11 @@ export class MemberPodProvider implements PodProvider {
     this.#member = member;
     this.#mirror = mirror;
     this.#log = log;
-    const { volumes, ...rest } = opts;
+    const { volumes, namespaces, ...rest } = opts;
     this.#opts = { eventReplayWindowMs: 120_000, appearanceWaitMs: APPEARANCE_WAIT_MS, ...rest };
     this.#volumes = volumes;
     this.#creations = new Creations(this.#opts.appearanceWaitMs);
-    this.#namespaces = new MemberNamespaces(member);
+    this.#namespaces = namespaces ?? new MemberNamespaces(member);
     this.#resizes = new Resizes(member, log);
     // Each delegate change ends the wait for a creation of its key, once: shared by the changes and the held events.
     const delegateChanges$ = member.delegates.changes$.pipe(map((c) => ({ c, creation: this.#creations.take(c) })), share());
@@ -137,7 +139,7 @@ export class MemberPodProvider implements PodProvider {
     // A delegate whose claims the member lacks would stay Pending: none is made (tried again while one may come).
     const noVolume = await this.#volumes?.podRejection(proxy);
     if (noVolume) throw noVolume;
-    await this.ensureNamespace(ns, hostNamespace);
+    await this.#namespaces.ensure(ns, hostNamespace);
     // What the pod refers to goes first, so the delegate finds it when it starts.
     const prepared = await this.#mirror.prepare(proxy, ns);
     const rejected = rejection(prepared, hostNamespace);
@@ -206,11 +208,6 @@ export class MemberPodProvider implements PodProvider {
       throw new PodRejectedError('DelegateConflict', `member ${this.#member.config.name} already has a pod ${ns}/${name} `
         + `that runs proxy ${ref.namespace}/${ref.name}; it is left untouched`);
     }
-  }
-
-  /** The member namespace `ns` exists and holds `hostNamespace` (MemberNamespaceConflict if not); also for the member's volumes. */
-  async ensureNamespace(ns: string, hostNamespace: string): Promise<void> {
-    await this.#namespaces.ensure(ns, hostNamespace);
   }
 
   async updatePod(proxy: V1Pod): Promise<PodNotice[]> {

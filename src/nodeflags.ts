@@ -4,9 +4,9 @@
 // generation that grows by 10 % between full collections. Together they keep the peak RSS low at a small CPU cost.
 // A smaller young generation promotes what lives across one request, to be marked by full collections, which costs
 // more CPU (V8's helper threads most) for little memory saved. V8's defaults cost much more memory; --optimize-for-size
-// costs more CPU (it also makes V8's compilers and runtime favour size over speed). Above 48 MB of heap in use,
-// src/heapgrowth.ts raises the percentage with the heap (up to 30), so that a large heap is not marked whole for every
-// 10 % it grows.
+// costs more CPU (it also makes V8's compilers and runtime favour size over speed). Past the knee of HEAP_GROWTH
+// (src/heapgrowth.ts), the percentage rises with the heap, so that a large heap is not marked whole for every 10 % it
+// grows.
 // --no-node-snapshot: Node builds its bootstrap by running its internal modules (from their code cache) instead of
 // deserializing its startup snapshot, which leaves the snapshot's pages of the node binary (read once, then kept
 // resident as part of the process) untouched: less RSS, for a slightly slower start.

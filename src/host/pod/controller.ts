@@ -10,12 +10,12 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { Informer, splitKey, storedSpecs } from '../../kube/informer.ts';
 import { listWatch } from '../../kube/listwatch.ts';
 import type { WorkQueue } from '../../util/workqueue.ts';
-import type { PodProvider, ProviderPod } from '../../provider/pod.ts';
+import type { PodProvider } from '../../provider/pod.ts';
 import { offloadedPods } from '../../metrics.ts';
 import { sameValue } from '../../forge/objects.ts';
 import type { Logger } from '../../log.ts';
 import { ProxyWriter, type PodHost } from './writer.ts';
-import { PodLifecycle } from './lifecycle.ts';
+import { delegateOf, PodLifecycle } from './lifecycle.ts';
 import { STATUS, StatusMirror } from './status-mirror.ts';
 import { statusEqual } from './status.ts';
 import { mirrorEvents } from './event-mirror.ts';
@@ -137,7 +137,7 @@ export class PodController {
         if (ev.type === 'DELETED') this.#writer.forget(ev.key);
       }),
       this.#provider.podChanges$.subscribe((change) => {
-        const running = this.#delegateOf(change.key);
+        const running = delegateOf(this.#provider, change.key);
         // A delegate terminating asks nothing of the lifecycle (every step of it waits for the delegate to be gone, or
         // leaves it be): the change that does is its end. Nor does one appearing as created for the live proxy it
         // was created for: that sync has had the create's answer.
@@ -179,11 +179,6 @@ export class PodController {
     this.#lifecycle.stop();
     this.#status.stop();
     if (!this.#opts.proxies) this.proxies.stop();
-  }
-
-  #delegateOf(key: string): ProviderPod | undefined {
-    const { namespace, name } = splitKey(key);
-    return this.#provider.getPod(namespace, name);
   }
 
   get #resyncMs(): number { return this.#opts.resyncMs ?? RESYNC_MS; }

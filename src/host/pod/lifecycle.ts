@@ -79,7 +79,7 @@ export class PodLifecycle {
   priority(key: string): Priority {
     const proxy = this.#proxies.get(key);
     if (proxy && !proxy.metadata?.deletionTimestamp) return LIFECYCLE.change;
-    const delegate = this.#delegateOf(key);
+    const delegate = delegateOf(this.#provider, key);
     return delegate && !delegate.terminating ? LIFECYCLE.deleteDelegate : LIFECYCLE.removeProxy;
   }
 
@@ -100,14 +100,9 @@ export class PodLifecycle {
    * then DELETED), with no delegate left for the key: a sync would find nothing to do. A DELETED one ends the mark.
    */
   isOwnRemoval(key: string, proxy: V1Pod, type: string): boolean {
-    if (this.#removed.get(key) !== proxy.metadata?.uid || this.#delegateOf(key)) return false;
+    if (this.#removed.get(key) !== proxy.metadata?.uid || delegateOf(this.#provider, key)) return false;
     if (type === 'DELETED') this.#removed.delete(key);
     return true;
-  }
-
-  #delegateOf(key: string): ProviderPod | undefined {
-    const { namespace, name } = splitKey(key);
-    return this.#provider.getPod(namespace, name);
   }
 
   async #sync(key: string): Promise<HandlerResult | void> {
@@ -236,4 +231,10 @@ export class PodLifecycle {
 /** Whether the proxy once had a running delegate (only a delegate's status sets these). */
 function hadDelegate(proxy: V1Pod): boolean {
   return proxy.status?.startTime !== undefined || (proxy.status?.containerStatuses?.length ?? 0) > 0;
+}
+
+/** The provider's pod for a proxy's host key, if it runs one. */
+export function delegateOf(provider: PodProvider, key: string): ProviderPod | undefined {
+  const { namespace, name } = splitKey(key);
+  return provider.getPod(namespace, name);
 }

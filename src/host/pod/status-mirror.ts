@@ -2,7 +2,7 @@
 // back what another writer changed, marks every proxy NotReady while the member does not answer, and compares every
 // proxy again after a start or an outage. Its own queue, so a burst of creations never delays it.
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
-import { splitKey, type Informer } from '../../kube/informer.ts';
+import type { Informer } from '../../kube/informer.ts';
 import { refusedByFence } from '../../kube/errors.ts';
 import { priorityNames, WorkQueue, type HandlerResult, type Priority } from '../../util/workqueue.ts';
 import { isTerminal } from '../../forge/pod.ts';
@@ -12,6 +12,7 @@ import { metrics } from '../../metrics.ts';
 import type { Logger } from '../../log.ts';
 import { FENCED_RETRY_MS, type ProxyWriter } from './writer.ts';
 import { objectId } from '../../forge/meta.ts';
+import { delegateOf } from './lifecycle.ts';
 
 /** After a start or an outage, every proxy's status is compared again this long after (see recheckLater). */
 const STATUS_RECHECK_MS = [4_000, 10_000];
@@ -85,7 +86,7 @@ export class StatusMirror {
 
   /** Someone else changed the proxy's status: it is set back to what the provider reports. */
   proxyStatusChanged(key: string): void {
-    this.queue.add(key, this.#priority(key, this.#delegateOf(key)));
+    this.queue.add(key, this.#priority(key, delegateOf(this.#provider, key)));
   }
 
   /**
@@ -119,7 +120,7 @@ export class StatusMirror {
    * during an outage): those go first, as any visible change, or a busy queue could hold them back indefinitely.
    */
   recheckPriority(key: string): Priority {
-    return this.#priority(key, this.#delegateOf(key)) === STATUS.visible ? STATUS.visible : STATUS.recheck;
+    return this.#priority(key, delegateOf(this.#provider, key)) === STATUS.visible ? STATUS.visible : STATUS.recheck;
   }
 
   /** Visible when the proxy's phase or readiness is not the delegate's: a pod becoming Ready, or marked NotReady by someone else. */
@@ -127,11 +128,6 @@ export class StatusMirror {
     const proxy = this.#proxies.get(key);
     const visible = running && proxy && (running.phase !== proxy.status?.phase || !!running.ready !== isReady(proxy));
     return visible ? STATUS.visible : STATUS.change;
-  }
-
-  #delegateOf(key: string): ProviderPod | undefined {
-    const { namespace, name } = splitKey(key);
-    return this.#provider.getPod(namespace, name);
   }
 
   async #sync(key: string): Promise<HandlerResult | void> {
@@ -142,7 +138,7 @@ export class StatusMirror {
     if (!this.#provider.hasSynced() || !this.#provider.available()) return;
     this.lastSync.set(key, this.#opts.now());
     const proxy = this.#proxies.get(key);
-    const running = proxy && this.#delegateOf(key);
+    const running = proxy && delegateOf(this.#provider, key);
     // Only the proxy's own delegate speaks for it.
     if (!proxy || !running || running.proxyUID !== proxy.metadata?.uid) {
       this.#seen.delete(key);

@@ -121,7 +121,7 @@ export class Harness {
         apiServer: cluster.podServer, cgroupRoot: `/clusterlet-${id}-${names[i]}`, images, binDir: this.bin.dir,
       }));
     }
-    await writeFile(join(this.dir, 'realnodes'), this.realNodes.map((n) => `${n.dir} ${n.opts.cgroupRoot}\n`).join(''));
+    await writeFile(join(this.dir, 'realnodes'), this.realNodes.map((n) => `${n.opts.cgroupRoot}\n`).join(''));
     await Promise.all(this.realNodes.map((n) => n.start()));
   }
 
@@ -246,9 +246,8 @@ async function reapStaleRuns(log: (l: string) => void): Promise<void> {
     if (owner && isAlive(owner)) continue;
     log(`reaping stale run ${dir}`);
     await killProcessesUsing(dir);
-    for (const line of (await readFile(join(dir, 'realnodes'), 'utf8').catch(() => '')).split('\n')) {
-      const [nodeDir, cgroupRoot] = line.split(' ');
-      if (nodeDir && cgroupRoot) await cleanNode(nodeDir, cgroupRoot);
+    for (const cgroupRoot of (await readFile(join(dir, 'realnodes'), 'utf8').catch(() => '')).split('\n')) {
+      if (cgroupRoot) await cleanNode(cgroupRoot);
     }
     const sysctls = await readFile(join(dir, 'sysctls.json'), 'utf8').catch(() => '');
     if (sysctls) await restoreSysctls(JSON.parse(sysctls) as Record<string, string>);

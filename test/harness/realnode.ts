@@ -83,8 +83,8 @@ export class RealNode {
       cluster.writeKubeconfig(join(d, 'kube-proxy.kubeconfig'), 'system:kube-proxy', proxyClient, this.opts.apiServer),
       writeFile(join(d, 'containerd.toml'), containerdConfig(d)),
       writeFile(join(d, 'cni/net.d/10-bridge.conflist'), cniConfig(name, podCIDR, join(d, 'varlib/cni/networks'))),
-      writeFile(join(d, 'kubelet.yaml'), kubeletConfig({ d, address: network.peer, caFile: cluster.caFile,
-        cgroupRoot: this.opts.cgroupRoot, serving, socket: this.containerdSocket })),
+      writeFile(join(d, 'kubelet.yaml'), kubeletConfig({ address: network.peer, caFile: cluster.caFile,
+        cgroupRoot: this.opts.cgroupRoot, serving })),
       writeFile(join(d, 'kube-proxy.yaml'), kubeProxyConfig(d, name, podCIDR)),
       writeFile(join(d, 'node.sh'), nodeScript),
     ]);
@@ -96,7 +96,7 @@ export class RealNode {
     const died = () => this.#proc!.exited() ? `node ${name} exited:\n${this.logsTail()}` : undefined;
     await pollUntil(`${name}: containerd socket`, async () => existsSync(this.containerdSocket) ? true : undefined, 30_000, 100, died);
     for (const image of this.opts.images) {
-      await run('ctr', ['--address', this.containerdSocket, '-n', 'k8s.io', 'images', 'import', '--no-unpack=false', image],
+      await run('ctr', ['--address', this.containerdSocket, '-n', 'k8s.io', 'images', 'import', image],
         { maxBuffer: 16 << 20 }).catch((err: { stderr?: string; message: string }) => {
         throw new Error(`${name}: ctr images import ${image}: ${err.stderr ?? err.message}`);
       });
@@ -119,7 +119,7 @@ export class RealNode {
   /** Stops the node's processes, then kills what its containers left and removes its cgroups. */
   async stop(): Promise<void> {
     await this.#proc?.stop(10_000);
-    await cleanNode(this.dir, this.opts.cgroupRoot);
+    await cleanNode(this.opts.cgroupRoot);
   }
 }
 
@@ -127,10 +127,14 @@ function tailFile(path: string, lines: number): string {
   try { return readFileSync(path, 'utf8').split('\n').slice(-lines).join('\n'); } catch { return ''; }
 }
 
-/** Kills every process of the node (shims and containers included) and removes its cgroups. */
-export async function cleanNode(dir: string, cgroupRoot: string): Promise<void> {
+/**
+ * Kills every process of the node and removes its cgroups: the node script, and so containerd, its shims, the kubelet
+ * and kube-proxy, run in <cgroup root>/node of the pids hierarchy, the containers in the kubelet's cgroups below the
+ * same root.
+ */
+export async function cleanNode(cgroupRoot: string): Promise<void> {
   for (let i = 0; i < 20; i++) {
-    const pids = new Set([...await cgroupPids(cgroupRoot), ...await pidsUsing(dir)]);
+    const pids = new Set(await cgroupPids(cgroupRoot));
     if (pids.size === 0) break;
     for (const pid of pids) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }
     await new Promise((r) => setTimeout(r, 100));
@@ -183,16 +187,6 @@ async function removeCgroupRoot(root: string): Promise<void> {
   for (const c of await controllers(true)) {
     for (const cg of await cgroupTree(join(CGROUP_V1, c, root))) await rmdir(cg).catch(() => undefined);
   }
-}
-
-async function pidsUsing(dir: string): Promise<number[]> {
-  const out: number[] = [];
-  for (const pid of await readdir('/proc').catch(() => [] as string[])) {
-    if (!/^\d+$/.test(pid) || Number(pid) === process.pid) continue;
-    const cmd = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
-    if (cmd.includes(dir)) out.push(Number(pid));
-  }
-  return out;
 }
 
 /** The kernel tunables kubelets change, as they are now: to restore with restoreSysctls once the nodes are gone. */
@@ -287,8 +281,7 @@ function cniConfig(name: string, podCIDR: string, dataDir: string): string {
   }, null, 2);
 }
 
-function kubeletConfig(o: { d: string; address: string; caFile: string; cgroupRoot: string; serving: { cert: string; key: string };
-  socket: string }): string {
+function kubeletConfig(o: { address: string; caFile: string; cgroupRoot: string; serving: { cert: string; key: string } }): string {
   return `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: ${o.address}

@@ -7,13 +7,15 @@
 import { it } from 'node:test';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import type { V1Container, V1Pod, V1Service } from '@kubernetes/client-node';
-import type { ClusterClient } from '../src/kube/client.ts';
+import type { V1Container, V1EndpointSlice, V1Pod, V1Service } from '@kubernetes/client-node';
+import { queryOf, type ClusterClient } from '../src/kube/client.ts';
+import { namespacedName } from '../src/forge/meta.ts';
 import type { ListWatchSpec } from '../src/kube/listwatch.ts';
 import { toKubeError } from '../src/kube/errors.ts';
 import { ORIGIN_LABEL, PROXY_NAMESPACE_ANNOTATION, VIRTUAL_NODE_TAINT_KEY } from '../src/forge/keys.ts';
 import { waitUntil } from '../test/support/wait.ts';
-import type { E2EContext } from './scenarios.ts';
+import { isReady, podsSpec } from '../test/support/objects.ts';
+import { forNamespace, ms, type E2EContext } from './scenarios.ts';
 
 export interface ContainerStoryOptions {
   /** `namespace/release` of clusterlet's Helm release and the helm binary: enables the upgrade scenario. */
@@ -71,18 +73,14 @@ Promise<{ match: RegExpMatchArray; stdout: string; stop: () => void }> {
   });
 }
 
-const ms = (ctx: E2EContext, seconds: number): number => Math.round(seconds * 1000 * ctx.opts.timeoutScale);
-const isReady = (p: V1Pod | undefined): boolean => !!p?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
-
-function podSpec(c: ClusterClient, namespace: string, name?: string): ListWatchSpec<V1Pod> {
-  return { path: `/api/v1/namespaces/${namespace}/pods`, model: 'V1Pod', resource: 'pods',
-    fieldSelector: name ? `metadata.name=${name}` : undefined, list: (p) => c.core.listNamespacedPod({ namespace, ...p }) };
-}
+/** The pod `name` of a namespace, watched. */
+const podNamed = (c: ClusterClient, namespace: string, name: string): ListWatchSpec<V1Pod> =>
+  ({ ...podsSpec(c, namespace), fieldSelector: `metadata.name=${name}` });
 
 /** Waits until the proxy `name` satisfies `pred`; resolves with it. */
 async function proxyUntil(ctx: E2EContext, namespace: string, name: string, pred: (p: V1Pod) => boolean, seconds: number,
   what: string): Promise<V1Pod> {
-  const [p] = await waitUntil(ctx.host, podSpec(ctx.host, namespace, name), (ps) => ps.length === 1 && pred(ps[0]), ms(ctx, seconds),
+  const [p] = await waitUntil(ctx.host, podNamed(ctx.host, namespace, name), (ps) => ps.length === 1 && pred(ps[0]), ms(ctx, seconds),
     `${namespace}/${name}: ${what}`);
   return p;
 }
@@ -90,7 +88,7 @@ async function proxyUntil(ctx: E2EContext, namespace: string, name: string, pred
 /** The delegates of a host namespace in the member, found by the proxy-namespace annotation. */
 async function delegatesOf(ctx: E2EContext, namespace: string): Promise<V1Pod[]> {
   const list = await ctx.member.core.listPodForAllNamespaces({ labelSelector: ORIGIN_LABEL });
-  return list.items.filter((p) => p.metadata?.annotations?.[PROXY_NAMESPACE_ANNOTATION] === namespace);
+  return forNamespace(list.items, namespace);
 }
 
 export function registerContainerStory(context: () => E2EContext, opts: ContainerStoryOptions = {}): () => Promise<void> {
@@ -177,23 +175,30 @@ export function registerContainerStory(context: () => E2EContext, opts: Containe
     const svc: V1Service = { metadata: { name: 'web', namespace },
       spec: { selector: { app: 'web' }, ports: [{ name: 'http', port: 80, targetPort: 8080 }] } };
     await ctx.host.core.createNamespacedService({ namespace, body: svc });
-    const [copy] = await waitUntil(ctx.member, {
+    const isCopy = (o: V1Service): boolean => o.metadata?.name === 'web' && o.metadata.annotations?.[PROXY_NAMESPACE_ANNOTATION] === namespace;
+    const copy = (await waitUntil(ctx.member, {
       path: '/api/v1/services', model: 'V1Service', resource: 'services', labelSelector: ORIGIN_LABEL,
       list: (p) => ctx.member.core.listServiceForAllNamespaces(p),
-    }, (ss) => ss.some((s) => s.metadata?.name === 'web' && s.metadata.annotations?.[PROXY_NAMESPACE_ANNOTATION] === namespace),
-    ms(ctx, 60), 'the Service copied into the member').then((ss) => ss.filter((s) => s.metadata?.name === 'web'
-      && s.metadata.annotations?.[PROXY_NAMESPACE_ANNOTATION] === namespace));
+    }, (ss) => ss.some(isCopy), ms(ctx, 60), 'the Service copied into the member')).find(isCopy)!;
+    const { namespace: memberNs, name: copyName } = namespacedName(copy);
+    // The member's own EndpointSlice controller lists the web delegate under the copy, Ready.
+    const slices = `/apis/discovery.k8s.io/v1/namespaces/${memberNs}/endpointslices`;
+    await waitUntil(ctx.member, {
+      path: slices, model: 'V1EndpointSlice', resource: 'endpointslices', labelSelector: `kubernetes.io/service-name=${copyName}`,
+      list: (p) => ctx.member.request('GET', slices + queryOf({ ...p })),
+    }, (ss: V1EndpointSlice[]) => ss.some((s) => (s.endpoints ?? []).some((e) => e.conditions?.ready === true)), ms(ctx, 60),
+    'a Ready endpoint of the copy in the member');
+    // From another delegate, through the member's Service IP. The member's kube-proxy writes its rules after the
+    // endpoints, with no object to watch for that: the request is tried again, bounded, until it gets through.
     const ip = copy.spec?.clusterIP;
-    // From another delegate, through the member's Service IP (its kube-proxy and endpoints): retried while the
-    // member's endpoints and rules catch up, bounded.
-    const deadline = Date.now() + ms(ctx, 60);
+    const deadline = Date.now() + ms(ctx, 30);
     let last: Run | undefined;
     while (Date.now() < deadline) {
       // nc, not wget: a static busybox's wget looks the port up through glibc's NSS and crashes.
       last = await kubectl(ctx, ['exec', '-n', namespace, 'ticker', '--', 'sh', '-c',
         `printf 'GET /index.html HTTP/1.0\\r\\n\\r\\n' | nc -w 3 ${ip} 80`]);
       if (last.code === 0 && last.stdout.includes('200 OK') && last.stdout.trim().endsWith(body)) return;
-      await new Promise((r) => setTimeout(r, 1000));
+      await new Promise((r) => setTimeout(r, 500));
     }
     throw new Error(`GET http://${ip}/ from ticker: ${last?.code} ${last?.stdout} ${last?.stderr}`);
   });
@@ -225,6 +230,8 @@ export function registerContainerStory(context: () => E2EContext, opts: Containe
     const ctx = context();
     type Summary = { pods?: { podRef: { name: string; namespace: string }; containers?: { name: string;
       cpu?: { usageCoreNanoSeconds?: number }; memory?: { workingSetBytes?: number } }[] }[] };
+    // The member kubelet's stats of a new container come with its housekeeping, which writes no object to watch: asked
+    // again, bounded, until they do.
     const deadline = Date.now() + ms(ctx, 60);
     let last = '';
     while (Date.now() < deadline) {
@@ -256,7 +263,7 @@ export function registerContainerStory(context: () => E2EContext, opts: Containe
         child.on('exit', (code) => resolve({ code, stdout: out, stderr: '' }));
       });
       if (r.code !== 0) throw new Error(`helm upgrade: ${r.stdout}`);
-      await waitUntil(ctx.host, podSpec(ctx.host, hr.namespace), (ps) => {
+      await waitUntil(ctx.host, podsSpec(ctx.host, hr.namespace), (ps) => {
         const mine = ps.filter((p) => p.metadata?.labels?.['app.kubernetes.io/name'] === 'clusterlet' && !p.metadata?.deletionTimestamp);
         return mine.length >= 1 && mine.every((p) => isReady(p) && p.spec?.containers[0].image?.endsWith(`:${hr.upgradeTag}`));
       }, ms(ctx, 180), `clusterlet's pods on image tag ${hr.upgradeTag}, Ready`);
@@ -279,9 +286,9 @@ export function registerContainerStory(context: () => E2EContext, opts: Containe
     await ctx.host.core.deleteNamespacedPod({ namespace, name: 'ticker' });
     // terminationGracePeriodSeconds 5 (the ticker exits at once on TERM): the delegate is gone, its container stopped
     // by the member's kubelet, well within that and the sync's slack.
-    await waitUntil(ctx.member, podSpec(ctx.member, d.metadata!.namespace!, 'ticker'), (ps) => ps.length === 0, ms(ctx, 30),
+    await waitUntil(ctx.member, podNamed(ctx.member, d.metadata!.namespace!, 'ticker'), (ps) => ps.length === 0, ms(ctx, 30),
       'the ticker delegate gone from the member');
-    await waitUntil(ctx.host, podSpec(ctx.host, namespace, 'ticker'), (ps) => ps.length === 0, ms(ctx, 30), 'the ticker proxy gone');
+    await waitUntil(ctx.host, podNamed(ctx.host, namespace, 'ticker'), (ps) => ps.length === 0, ms(ctx, 30), 'the ticker proxy gone');
     const took = (Date.now() - t0) / 1000;
     if (took > 5 + 10 * ctx.opts.timeoutScale) throw new Error(`deletion took ${took.toFixed(1)} s for a 5 s grace period`);
   });

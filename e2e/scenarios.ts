@@ -77,7 +77,8 @@ export function e2eContext(opts: E2EOptions): E2EContext {
   };
 }
 
-const ms = (ctx: E2EContext, seconds: number): number => Math.round(seconds * 1000 * ctx.opts.timeoutScale);
+/** `seconds` as ms, scaled by the run's timeoutScale. */
+export const ms = (ctx: E2EContext, seconds: number): number => Math.round(seconds * 1000 * ctx.opts.timeoutScale);
 const isReady = (o: V1Node | V1Pod | undefined): boolean =>
   !!o?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
 const positive = (q: string | undefined): boolean => q !== undefined && parseQuantity(q).nanos > 0n;
@@ -149,7 +150,7 @@ function podsSpec(c: ClusterClient, namespace: string | undefined, labelSelector
 }
 
 /** Objects clusterlet made in the member for the host namespace, whatever the namespace mapping. */
-const forNamespace = <T extends KubernetesObject>(items: T[], ns: string): T[] =>
+export const forNamespace = <T extends KubernetesObject>(items: T[], ns: string): T[] =>
   items.filter((o) => o.metadata?.annotations?.[PROXY_NAMESPACE_ANNOTATION] === ns);
 
 /** The Deployment is Ready on the host; each proxy runs on the virtual node, through a delegate in the member. */

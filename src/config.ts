@@ -4,7 +4,7 @@
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { DNS_LABEL } from './forge/namespace.ts';
-import { ConfigError, LOG_LEVELS, checkClassName, checkNodeName, duration, int, namespaceList, reclaimPolicy,
+import { ConfigError, LOG_LEVELS, apiAccessMode, checkClassName, hostServer, checkNodeName, duration, int, namespaceList, reclaimPolicy,
   requireFile } from './config/fields.ts';
 import { type FileSettings, loadProviderConfig } from './config/file.ts';
 import { clusterProfileSource } from './config/profiles.ts';
@@ -31,7 +31,8 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
         'member-kubeconfig': { type: 'string' }, 'member-name': { type: 'string' }, nodename: { type: 'string' },
         'member-qps': { type: 'string' }, 'member-burst': { type: 'string' },
         'storage-class': { type: 'string' }, 'member-storage-class': { type: 'string' },
-        'storage-reclaim-policy': { type: 'string' },
+        'storage-reclaim-policy': { type: 'string' }, 'api-access': { type: 'string' }, 'host-api-server': { type: 'string' },
+        'host-token-max-age': { type: 'string' },
         'provider-config': { type: 'string' }, 'export-namespaces': { type: 'string' },
         'member-source': { type: 'string' }, 'clusterprofile-namespace': { type: 'string' },
         'clusterprofile-selector': { type: 'string' }, 'clusterprofile-provider-file': { type: 'string' },
@@ -68,6 +69,10 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     qps: int('--member-qps', str('member-qps'), 200, 1),
     burst: int('--member-burst', str('member-burst'), 400, 1),
     storage: storageDefaults(str),
+    apiAccess: {
+      mode: apiAccessMode('--api-access', str('api-access') ?? 'host'),
+      ...(str('host-api-server') !== undefined ? { hostServer: hostServer('--host-api-server', str('host-api-server')) } : {}),
+    },
   };
   let members: MemberConfig[];
   let fileSettings: FileSettings = {};
@@ -82,12 +87,12 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     const name = str('member-name') ?? 'member';
     if (!DNS_LABEL.test(name)) throw new ConfigError('--member-name', `"${name}" is not a DNS-1123 label`);
     const nodeName = checkNodeName(str('nodename'), name, { name: '--member-name', nodeName: '--nodename' });
-    const { storage, ...limits } = defaults;
+    const { storage, apiAccess, ...limits } = defaults;
     const className = str('storage-class') ?? `clusterlet-${name}`;
     checkClassName('--storage-class', className);
     members = [{
       name, kubeconfig: memberKubeconfig, nodeName, namespaceMapping: { template: '{namespace}', overrides: {} },
-      labels: {}, taints: [], ...limits, storage: { ...storage, className },
+      labels: {}, taints: [], ...limits, storage: { ...storage, className }, apiAccess,
     }];
   } else if (clusterProfiles) {
     members = [];
@@ -129,6 +134,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
       probeFailureThreshold: int('--probe-failure-threshold', str('probe-failure-threshold'), 3, 1, 100),
       leaderElection: leaderElectionConfig(str, env),
       clusterProfiles,
+      hostTokenMaxAgeMs: duration('--host-token-max-age', str('host-token-max-age'), 24 * 3_600_000, { ms: 24 * 3_600_000, text: '24h' }),
     },
   };
 }

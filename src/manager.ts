@@ -39,12 +39,16 @@ import { adoptLegacyObjects } from './member/adopt.ts';
 import { retryWithBackoff } from './util/backoff.ts';
 import type { Logger } from './log.ts';
 import type { NodeDirectory, VirtualNode } from './host/api/nodes.ts';
+import { hostApiAccess, hostEndpointFor } from './host/tokens.ts';
+import type { DelegateTokensOptions } from './member/pod/tokens.ts';
 
 export interface ManagerOptions {
   member?: MemberOptions;
   node?: NodeControllerOptions;
   /** How often a ClusterProfile's condition is judged again (default 5 s). */
   profileStatusPeriodMs?: number;
+  /** How host tokens of delegates are kept fresh (member/pod/tokens.ts). */
+  tokens?: DelegateTokensOptions;
 }
 
 /** What runs for a member: started once it is set up, stopped with the process. */
@@ -112,6 +116,8 @@ export class Manager implements NodeDirectory {
   /** Members from the host's ClusterProfiles (--member-source=clusterprofile), started and stopped as they come and go. */
   readonly profiles: ProfileReconciler | undefined;
   #stopped = false;
+  /** How this process reaches the host API server (its server and CA are the default for pods' host API access). */
+  #hostAccess: ClusterAccess;
   /** The host's identity on member objects: --host-name, or its cluster ID once read. */
   #hostName: string | undefined;
 
@@ -119,7 +125,7 @@ export class Manager implements NodeDirectory {
     this.config = config;
     this.#log = log;
     this.#opts = opts;
-    const access = config.hostKubeconfig ? loadKubeconfigFile(config.hostKubeconfig) : inClusterAccess();
+    const access = this.#hostAccess = config.hostKubeconfig ? loadKubeconfigFile(config.hostKubeconfig) : inClusterAccess();
     this.host = new ClusterClient(access, { cluster: 'host', qps: config.hostQPS, burst: config.hostBurst,
       http2: config.apiProtocol === 'http2' });
     // A member kubeconfig file that cannot work is a configuration error now, not a retry loop later.
@@ -297,9 +303,15 @@ export class Manager implements NodeDirectory {
     const host = m.hostWriter!;
     const term = ++m.term;
     const silence = this.config.watchSilenceSeconds * 1000;
+    const access = m.config.apiAccess ?? { mode: 'host' };
+    const hostApi = hostApiAccess(host, hostEndpointFor(access.hostServer, this.#hostAccess), this.#hostAccess.ca?.toString('utf8') ?? '');
+    if (hostApi.unavailable) log.warn({ reason: hostApi.unavailable }, "host API access is off: delegates get the member's ServiceAccount tokens");
     const node = m.node = new NodeController(host, {
       nodeName: m.config.nodeName, memberName: m.config.name, labels: m.config.labels, taints: m.config.taints,
       nodeIP: this.config.nodeIP, kubeletPort: m.config.kubeletPort ?? this.config.kubeletPort,
+      hostAPI: hostApi.endpoint
+        ? { available: true, message: `offloaded pods reach the host API server at ${hostApi.endpoint.host}:${hostApi.endpoint.port}` }
+        : { available: false, message: `offloaded pods get the member's ServiceAccount tokens: ${hostApi.unavailable ?? ''}` },
     }, cluster, log, { watchSilenceMs: silence, ...this.#opts.node });
     const mirror = new ObjectMirror(cluster, mirrorTargets(cluster, log), this.hostCaches, log);
     const exporter = new ExportReflector(m.config.name, exportSides(cluster, host, log), this.exportConsent, log);
@@ -316,13 +328,13 @@ export class Manager implements NodeDirectory {
     const storage = new VolumeController(hostStorageApi(host, { claims: this.hostClaims, volumes: this.hostVolumes }, m.config.nodeName),
       volumes, { member: m.config.name, nodeName: m.config.nodeName, ...m.config.storage }, log);
     const provider = new MemberPodProvider(cluster, mirror, log, { nodeName: m.config.nodeName, hostIP: this.config.nodeIP, volumes,
-      namespaces });
+      namespaces, apiAccess: { mode: access.mode, host: hostApi, tokens: { maxAgeMs: this.config.hostTokenMaxAgeMs, ...this.#opts.tokens } } });
     const pods = m.pods = new PodController(host, provider, log, {
       nodeName: m.config.nodeName, member: m.config.name, workers: this.config.podSyncWorkers, watchSilenceMs: silence,
       proxies: m.proxies,
     });
     m.runtime = new MemberRuntime(cluster, pods.proxies, { log: log.child({ component: 'kubelet-api' }) });
-    m.parts = [node, mirror, services, serviceExports, exporter, volumes, storage, pods];
+    m.parts = [node, mirror, services, serviceExports, exporter, volumes, storage, ...provider.tokens ? [provider.tokens] : [], pods];
     // The node registers, or shows this replica's address, whatever happens next.
     node.start();
     const over = (): boolean => this.#stopped || m.term !== term;

@@ -1,7 +1,8 @@
 // The field checks the flags and the provider config file share: each error names the field (and the file).
 import { existsSync } from 'node:fs';
 import { DNS_LABEL, NAME_MAX } from '../forge/namespace.ts';
-import type { StorageConfig } from './types.ts';
+import type { ApiAccessConfig, StorageConfig } from './types.ts';
+import { API_ACCESS_MODES, parseHostEndpoint, type ApiAccessMode } from '../forge/apiaccess.ts';
 
 export class ConfigError extends Error {
   readonly field: string;
@@ -50,13 +51,40 @@ export function storageConfig(f: string, v: unknown, member: string, defaults: O
   };
 }
 
-/** A duration flag: 15s, 500ms, 1m, 1.5s, or a number of seconds. */
-export function duration(field: string, raw: string | undefined, defMs: number): number {
+/** An API access mode (forge/apiaccess.ts). */
+export function apiAccessMode(field: string, v: unknown, file?: string): ApiAccessMode {
+  if (typeof v !== 'string' || !(API_ACCESS_MODES as readonly string[]).includes(v)) {
+    throw new ConfigError(field, `${JSON.stringify(v)} is not one of ${API_ACCESS_MODES.join(', ')}`, file);
+  }
+  return v as ApiAccessMode;
+}
+
+/** The host API server as member pods reach it: an https URL of host and port, no path. */
+export function hostServer(field: string, v: unknown, file?: string): string {
+  const parsed = typeof v === 'string' ? parseHostEndpoint(v) : { error: 'must be a URL' };
+  if ('error' in parsed) throw new ConfigError(field, parsed.error, file);
+  return v as string;
+}
+
+/** A member's `apiAccess` and `hostAPI` of the config file, over the flags' defaults. */
+export function apiAccessConfig(f: string, mode: unknown, hostAPI: unknown, defaults: ApiAccessConfig, file: string): ApiAccessConfig {
+  if (hostAPI !== undefined && !isObj(hostAPI)) throw new ConfigError(`${f}.hostAPI`, 'must be a map (server)', file);
+  const h: Raw = isObj(hostAPI) ? hostAPI : {};
+  for (const k of Object.keys(h)) if (k !== 'server') throw new ConfigError(`${f}.hostAPI.${k}`, 'unknown field', file);
+  const server = h.server === undefined ? defaults.hostServer : hostServer(`${f}.hostAPI.server`, h.server, file);
+  return {
+    mode: mode === undefined ? defaults.mode : apiAccessMode(`${f}.apiAccess`, mode, file),
+    ...(server !== undefined ? { hostServer: server } : {}),
+  };
+}
+
+/** A duration flag: 15s, 500ms, 1m, 2h, 1.5s, or a number of seconds; from 100ms to 1h unless `max` says otherwise. */
+export function duration(field: string, raw: string | undefined, defMs: number, max: { ms: number; text: string } = { ms: 3_600_000, text: '1h' }): number {
   if (raw === undefined) return defMs;
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(raw.trim());
-  const ms = m ? Number(m[1]) * ({ ms: 1, s: 1000, m: 60_000 }[m[2] ?? 's'] ?? 1000) : NaN;
-  if (!Number.isFinite(ms) || ms < 100 || ms > 3_600_000) {
-    throw new ConfigError(field, `"${raw}" is not a duration from 100ms to 1h (e.g. 15s, 500ms, 1m)`);
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(raw.trim());
+  const ms = m ? Number(m[1]) * ({ ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] ?? 's'] ?? 1000) : NaN;
+  if (!Number.isFinite(ms) || ms < 100 || ms > max.ms) {
+    throw new ConfigError(field, `"${raw}" is not a duration from 100ms to ${max.text} (e.g. 15s, 500ms, 1m)`);
   }
   return Math.round(ms);
 }

@@ -4,21 +4,22 @@ import { readFileSync } from 'node:fs';
 import { load as loadYaml } from 'js-yaml';
 import type { V1Taint } from '@kubernetes/client-node';
 import { DNS_LABEL, DNS_LABEL_RULE, NAME_MAX, type NamespaceMapping } from '../forge/namespace.ts';
-import { ConfigError, type Raw, TAINT_EFFECTS, checkNodeName, int, isObj, namespaceList, requireFile, storageConfig,
+import { ConfigError, type Raw, TAINT_EFFECTS, apiAccessConfig, checkNodeName, int, isObj, namespaceList, requireFile, storageConfig,
   stringMap } from './fields.ts';
-import type { MemberConfig, SecretRef, StorageConfig } from './types.ts';
+import type { ApiAccessConfig, MemberConfig, SecretRef, StorageConfig } from './types.ts';
 
 export interface FileSettings { hostName?: string; podSyncWorkers?: number; exportNamespaces?: string[]; reflectHostEndpoints?: boolean }
 
 const MEMBER_KEYS = ['name', 'kubeconfig', 'kubeconfigSecret', 'nodeName', 'namespaceMapping', 'labels', 'taints', 'qps', 'burst',
-  'kubeletPort', 'storage'];
+  'kubeletPort', 'storage', 'apiAccess', 'hostAPI'];
 
 /**
  * Reads the provider config file: `hostName`, `podSyncWorkers`, `exportNamespaces`, `reflectHostEndpoints` and
  * `members` (which may be empty with `membersOptional`: the members come from ClusterProfiles).
  */
 export function loadProviderConfig(file: string,
-  { storage: storageDefault = { reclaimPolicy: 'Delete' }, ...defaults }: { qps: number; burst: number; storage?: Omit<StorageConfig, 'className'> },
+  { storage: storageDefault = { reclaimPolicy: 'Delete' }, apiAccess: apiAccessDefault = { mode: 'host' }, ...defaults }:
+  { qps: number; burst: number; storage?: Omit<StorageConfig, 'className'>; apiAccess?: ApiAccessConfig },
   opts: { membersOptional?: boolean } = {}):
   { members: MemberConfig[]; settings: FileSettings } {
   requireFile('--provider-config', file);
@@ -93,7 +94,7 @@ export function loadProviderConfig(file: string,
     classes.add(storage.className);
     return {
       name, kubeconfig: hasFile ? m.kubeconfig as string : undefined, kubeconfigSecret, nodeName, storage,
-      namespaceMapping,
+      namespaceMapping, apiAccess: apiAccessConfig(f, m.apiAccess, m.hostAPI, apiAccessDefault, file),
       labels: stringMap(`${f}.labels`, m.labels, file),
       taints: taints as V1Taint[],
       qps: int(`${f}.qps`, m.qps as number | undefined, defaults.qps, 1, 100_000, file),

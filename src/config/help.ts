@@ -27,7 +27,7 @@ One member (flags):
 
 Several members:
   --provider-config FILE     YAML file listing members (see docs/configuration.md: name, kubeconfig or kubeconfigSecret,
-                             nodeName, namespaceMapping, labels, taints, qps, burst, storage)
+                             nodeName, namespaceMapping, labels, taints, qps, burst, storage, apiAccess, hostAPI)
 
 Storage (persistent volumes in the member, see docs/storage.md):
   --storage-class NAME       the host StorageClass whose claims get their volume in the member (one member by
@@ -35,6 +35,18 @@ Storage (persistent volumes in the member, see docs/storage.md):
   --member-storage-class NAME
                              the member's StorageClass of those volumes (default: the member's default class)
   --storage-reclaim-policy P Delete (default): a deleted claim's member claim is deleted too; Retain: it is kept
+
+API access of offloaded pods (see docs/api-access.md):
+  --api-access MODE          which API server a delegate's ServiceAccount token is for, unless its pod says
+                             otherwise (annotation clusterlet.io/api-access): host (default): the pod's host
+                             ServiceAccount, a token bound to the proxy pod, KUBERNETES_SERVICE_HOST/PORT at the
+                             host API server; member: the member's token for a ServiceAccount of the same name;
+                             none: no token (in the config file: apiAccess per member)
+  --host-api-server URL      the host API server as the member's pods reach it (https://host:port; default: the
+                             host kubeconfig's server; required in-cluster, else host mode is off; in the config
+                             file: hostAPI.server per member)
+  --host-token-max-age D     refresh a delegate's host tokens after this long at the latest (default 24h, as the
+                             kubelet; also at 80 % of their lifetime)
 
 Members from ClusterProfiles (multicluster.x-k8s.io/v1alpha1, SIG-Multicluster's cluster inventory;
 see docs/configuration.md):

@@ -8,7 +8,7 @@ import { ConfigError, checkNodeName, isObj, requireFile } from './fields.ts';
 import { type AccessProviderConfig, type ClusterProfileSource, KUBECONFIG_SECRET_PROVIDER, type MemberConfig } from './types.ts';
 
 export function clusterProfileSource(str: (k: string) => string | undefined, env: NodeJS.ProcessEnv,
-  defaults: Pick<ClusterProfileSource, 'qps' | 'burst' | 'storage'>): ClusterProfileSource | undefined {
+  defaults: Pick<ClusterProfileSource, 'qps' | 'burst' | 'storage' | 'apiAccess'>): ClusterProfileSource | undefined {
   const source = str('member-source') ?? 'config';
   if (source !== 'config' && source !== 'clusterprofile') {
     throw new ConfigError('--member-source', `"${source}" is not one of config, clusterprofile`);
@@ -85,7 +85,7 @@ export function loadAccessProviders(file: string): AccessProviderConfig[] {
  * clusterlet.io/node-name annotation, namespaces mapped one to one. Throws a ConfigError naming the field.
  */
 export function profileMemberConfig(profile: { namespace: string; name: string; annotations: Record<string, string> },
-  source: Pick<ClusterProfileSource, 'qps' | 'burst' | 'storage'>): MemberConfig {
+  source: Pick<ClusterProfileSource, 'qps' | 'burst' | 'storage' | 'apiAccess'>): MemberConfig {
   const { name } = profile;
   if (!DNS_LABEL.test(name) || name.length > NAME_MAX) {
     throw new ConfigError('metadata.name', `"${name}" is not a DNS-1123 label (${DNS_LABEL_RULE}, at most ${NAME_MAX}): `
@@ -97,6 +97,7 @@ export function profileMemberConfig(profile: { namespace: string; name: string; 
   return {
     name, nodeName, clusterProfile: { namespace: profile.namespace, name }, namespaceMapping: { template: '{namespace}', overrides: {} },
     labels: {}, taints: [], qps: source.qps, burst: source.burst, storage: { className: `clusterlet-${name}`, ...source.storage },
+    apiAccess: source.apiAccess,
   };
 }
 

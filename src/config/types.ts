@@ -2,6 +2,7 @@
 // provider config file).
 import type { V1Taint } from '@kubernetes/client-node';
 import type { NamespaceMapping } from '../forge/namespace.ts';
+import type { ApiAccessMode } from '../forge/apiaccess.ts';
 
 export type { NamespaceMapping };
 
@@ -23,6 +24,19 @@ export interface MemberConfig {
   clusterProfile?: { namespace: string; name: string };
   /** The member's volumes: its host StorageClass and what its claims become in the member. */
   storage: StorageConfig;
+  /** Which API server its delegates' tokens are for (docs/api-access.md); undefined: host mode, endpoint by default. */
+  apiAccess?: ApiAccessConfig;
+}
+
+/** Offloaded pods' API access on a member (forge/apiaccess.ts). */
+export interface ApiAccessConfig {
+  /** The mode of pods without a clusterlet.io/api-access annotation. */
+  mode: ApiAccessMode;
+  /**
+   * The host API server as the member's pods reach it (https://host:port); undefined: the host kubeconfig's server
+   * (none when clusterlet runs in the host cluster).
+   */
+  hostServer?: string;
 }
 
 /** Persistent volumes in a member, provisioned through a host StorageClass of its own (src/host/storage/). */
@@ -79,6 +93,8 @@ export interface Config {
   leaderElection?: LeaderElectionConfig;
   /** Members discovered from ClusterProfiles on the host (--member-source=clusterprofile), besides `members`. */
   clusterProfiles?: ClusterProfileSource;
+  /** Delegates' host tokens are refreshed at 80 % of their lifetime, or after this long at the latest (--host-token-max-age). */
+  hostTokenMaxAgeMs: number;
 }
 
 /** Where ClusterProfile members come from and how their credentials are obtained (see docs/configuration.md, "ClusterProfile members"). */
@@ -97,6 +113,8 @@ export interface ClusterProfileSource {
   burst: number;
   /** Each profile member's storage but its class (clusterlet-<name>): --member-storage-class, --storage-reclaim-policy. */
   storage: Omit<StorageConfig, 'className'>;
+  /** Each profile member's API access: --api-access, --host-api-server. */
+  apiAccess: ApiAccessConfig;
 }
 
 /**

@@ -69,3 +69,15 @@ export const VOLUME_FINALIZER = 'clusterlet.io/member-claim';
 export const PROFILE_NODE_NAME_ANNOTATION = 'clusterlet.io/node-name';
 // The condition clusterlet writes on each ClusterProfile it watches: whether it offloads to that cluster.
 export const OFFLOADING_CONDITION = 'clusterlet.io/Offloading';
+
+// API access of offloaded pods (src/forge/apiaccess.ts). On a proxy, set by users: host | member | none, which API
+// server and identity its delegate's ServiceAccount token is for (default: the member's `apiAccess`).
+export const API_ACCESS_ANNOTATION = 'clusterlet.io/api-access';
+// On a member Secret that holds a delegate's host tokens: `host-token` (what else clusterlet owns has no role).
+export const ROLE_OBJECT_LABEL = 'clusterlet.io/role';
+export const HOST_TOKEN_ROLE = 'host-token';
+// On such a Secret: the tokens it holds (JSON: key, audience, expiration), the proxy's ServiceAccount, and when its
+// tokens are refreshed next (RFC 3339), so that a restarted process refreshes them on time without the proxy.
+export const TOKENS_ANNOTATION = 'clusterlet.io/tokens';
+export const SERVICE_ACCOUNT_ANNOTATION = 'clusterlet.io/service-account';
+export const REFRESH_AT_ANNOTATION = 'clusterlet.io/refresh-at';

@@ -38,7 +38,12 @@ export interface NodeContext {
   taints: V1Taint[];
   nodeIP: string;
   kubeletPort: number;
+  /** Whether the member's pods can have host API access (forge/apiaccess.ts): shown as a node condition when set. */
+  hostAPI?: { available: boolean; message: string };
 }
+
+/** The node condition saying whether pods offloaded through the node can reach the host API as themselves. */
+export const HOST_API_CONDITION = 'clusterlet.io/HostAPIAccess';
 
 export const KUBELET_VERSION = `v${VERSION}-clusterlet`;
 
@@ -113,6 +118,8 @@ export function forgeNodeConditions(ctx: NodeContext, state: NodeState): V1NodeC
     condition('DiskPressure', false, 'MemberHasNoDiskPressure', 'pressure is handled by the member\'s own kubelets'),
     condition('PIDPressure', false, 'MemberHasSufficientPID', 'pressure is handled by the member\'s own kubelets'),
     condition('NetworkUnavailable', false, 'MemberNetworkReady', 'pods get their network from the member cluster'),
+    ...(ctx.hostAPI ? [condition(HOST_API_CONDITION, ctx.hostAPI.available,
+      ctx.hostAPI.available ? 'HostAPIReachable' : 'NoHostAPIServer', ctx.hostAPI.message)] : []),
   ];
 }
 

@@ -13,7 +13,6 @@ import type {
   V1Pod,
   V1PodSpec,
   V1Toleration,
-  V1Volume,
 } from '@kubernetes/client-node';
 import {
   HOSTNAME_LABEL,
@@ -32,6 +31,7 @@ import {
 } from './keys.ts';
 import { nonEmpty } from './objects.ts';
 import { delegateVolumes } from './volumes.ts';
+import { applyApiAccess, type DelegateApiAccess } from './apiaccess.ts';
 
 export interface DelegateContext {
   /** Name of the host cluster, the value of our origin label. */
@@ -48,6 +48,8 @@ export interface DelegateContext {
    * well-known labels member nodes carry themselves (see MEMBER_NODE_LABELS).
    */
   nodeLabels?: Record<string, string>;
+  /** Which API server and identity the delegate's token is for (forge/apiaccess.ts); default: the member's. */
+  apiAccess?: DelegateApiAccess;
 }
 
 // Spec fields that bind the pod to the host.
@@ -61,7 +63,6 @@ const HOST_ONLY_SPEC_FIELDS = [
   'readinessGates', // host controllers set their conditions on the proxy; host/pod/status.ts applies them
 ] as const satisfies readonly (keyof V1PodSpec)[];
 
-const KUBE_API_ACCESS_PREFIX = 'kube-api-access-';
 const NOT_READY_TAINT = 'node.kubernetes.io/not-ready';
 const UNREACHABLE_TAINT = 'node.kubernetes.io/unreachable';
 const DEFAULT_TOLERATION_SECONDS = 300;
@@ -72,7 +73,7 @@ export function forgeDelegatePod(proxy: V1Pod, ctx: DelegateContext): V1Pod {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: delegateMetadata(proxy, ctx),
-    spec: withClaims(proxy.metadata?.name, withoutEphemeralContainers(forgeDelegateSpec(proxy.spec ?? { containers: [] }, virtualNodeIdentity(ctx)))),
+    spec: withClaims(proxy.metadata?.name, withoutEphemeralContainers(forgeDelegateSpec(proxy.spec ?? { containers: [] }, virtualNodeIdentity(ctx), ctx.apiAccess))),
   };
 }
 
@@ -126,19 +127,19 @@ export function ephemeralContainersToAdd(proxy: V1Pod, delegate: V1Pod, ctx: Del
     ...(proxy.status?.ephemeralContainerStatuses ?? []).map((s) => s.name),
   ]);
   if (wanted.every((c) => present.has(c.name))) return [];
-  const forged = forgeDelegateSpec(spec, virtualNodeIdentity(ctx)).ephemeralContainers ?? [];
+  const forged = forgeDelegateSpec(spec, virtualNodeIdentity(ctx), ctx.apiAccess).ephemeralContainers ?? [];
   return forged.filter((c) => !present.has(c.name));
 }
 
 // A shallow copy: what differs from the proxy's is replaced, never written into, so the rest is shared with the
 // proxy (the informer's object), which is never changed here.
-function forgeDelegateSpec(proxySpec: V1PodSpec, node: VirtualNodeIdentity): V1PodSpec {
+function forgeDelegateSpec(proxySpec: V1PodSpec, node: VirtualNodeIdentity, access: DelegateApiAccess = { mode: 'member' }): V1PodSpec {
   const spec = { ...proxySpec };
   for (const field of HOST_ONLY_SPEC_FIELDS) delete spec[field];
   setOrDelete(spec, 'tolerations', delegateTolerations(proxySpec));
   setOrDelete(spec, 'nodeSelector', stripNodeSelector(spec.nodeSelector, node.labels));
   setOrDelete(spec, 'affinity', stripAffinity(spec.affinity, node));
-  stripHostToken(spec);
+  applyApiAccess(spec, access);
   return spec;
 }
 
@@ -255,36 +256,6 @@ function stripAffinity(affinity: V1Affinity | undefined, node: VirtualNodeIdenti
   setOrDelete(nodeAffinity, 'preferredDuringSchedulingIgnoredDuringExecution', nonEmpty(preferred));
   setOrDelete(result, 'nodeAffinity', Object.keys(nodeAffinity).length > 0 ? nodeAffinity : undefined);
   return Object.keys(result).length > 0 ? result : undefined;
-}
-
-// The volume the host's ServiceAccount admission added: a `kube-api-access-*` projected token, or a legacy
-// `<sa>-token-*` secret. Its token is the host's; a user's own projected token volumes are kept.
-function isHostTokenVolume(volume: V1Volume, serviceAccount: string): boolean {
-  if (volume.projected) {
-    return volume.name.startsWith(KUBE_API_ACCESS_PREFIX) && (volume.projected.sources ?? []).some((s) => s.serviceAccountToken);
-  }
-  return volume.secret?.secretName?.startsWith(`${serviceAccount}-token-`) ?? false;
-}
-
-function stripHostToken(spec: V1PodSpec): void {
-  const serviceAccount = spec.serviceAccountName || spec.serviceAccount || 'default';
-  const removed = new Set((spec.volumes ?? []).filter((v) => isHostTokenVolume(v, serviceAccount)).map((v) => v.name));
-  // The member's admission mounts the member's token for the SA of the same name only when the host mounted one;
-  // with a host volume present, automountServiceAccountToken is left as the user set it.
-  if (removed.size === 0) {
-    spec.automountServiceAccountToken = false;
-    return;
-  }
-  setOrDelete(spec, 'volumes', nonEmpty(spec.volumes?.filter((v) => !removed.has(v.name))));
-  // Copies of the containers (the spec is a shallow copy of the proxy's).
-  const strip = <C extends V1Container | V1EphemeralContainer>(container: C): C => {
-    const copy = { ...container };
-    setOrDelete(copy, 'volumeMounts', nonEmpty(container.volumeMounts?.filter((m) => !removed.has(m.name))));
-    return copy;
-  };
-  spec.containers = spec.containers.map(strip);
-  if (spec.initContainers) spec.initContainers = spec.initContainers.map(strip);
-  if (spec.ephemeralContainers) spec.ephemeralContainers = spec.ephemeralContainers.map(strip);
 }
 
 /**

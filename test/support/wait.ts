@@ -101,3 +101,17 @@ export function everyVersion<T extends KubernetesObject>(client: ClusterClient, 
   });
   return () => sub.unsubscribe();
 }
+
+/**
+ * For what no watch shows (an answer of the API, e.g. a TokenReview): asks `probe` again until `done` holds, a
+ * little less often each time, failing with the last answer when the time is up.
+ */
+export async function pollUntil<T>(probe: () => Promise<T>, done: (v: T) => boolean, timeoutMs: number, what: string): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
+    const v = await probe();
+    if (done(v)) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; last answer: ${JSON.stringify(v)}`);
+    await new Promise((r) => setTimeout(r, delay));
+  }
+}

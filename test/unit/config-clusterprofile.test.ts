@@ -31,10 +31,12 @@ describe('--member-source', () => {
   });
 
   it('clusterprofile: no static member needed; namespace from $POD_NAMESPACE, the built-in provider, --member-qps', () => {
-    const c = run(['--member-source=clusterprofile', '--member-qps', '7', '--storage-reclaim-policy', 'Retain'], { POD_NAMESPACE: 'fleet' });
+    const c = run(['--member-source=clusterprofile', '--member-qps', '7', '--storage-reclaim-policy', 'Retain', '--api-access', 'member'],
+      { POD_NAMESPACE: 'fleet' });
     assert.deepEqual(c.members, []);
     assert.deepEqual(c.clusterProfiles, {
       namespace: 'fleet', selector: '', qps: 7, burst: 400, storage: { memberClassName: undefined, reclaimPolicy: 'Retain' },
+      apiAccess: { mode: 'member' },
       providers: [{ name: 'kubeconfig-secretreader', profileSourcedCLIArgsPolicy: 'Ignore', profileSourcedEnvVarsPolicy: 'Ignore' }],
     });
     assert.equal(run(['--member-source=clusterprofile']).clusterProfiles!.namespace, 'clusterlet');
@@ -90,12 +92,14 @@ describe('loadAccessProviders (the cluster-inventory-api provider file)', () => 
 });
 
 describe('profileMemberConfig', () => {
-  const source = { qps: 5, burst: 10, storage: { reclaimPolicy: 'Retain' as const, memberClassName: 'fast' } };
+  const source = { qps: 5, burst: 10, storage: { reclaimPolicy: 'Retain' as const, memberClassName: 'fast' },
+    apiAccess: { mode: 'none' as const, hostServer: 'https://203.0.113.1:6443' } };
   it('a member named after the profile, node clusterlet-<name> or the clusterlet.io/node-name annotation; the flags\' storage, its own class', () => {
     assert.deepEqual(profileMemberConfig({ namespace: 'fleet', name: 'eu', annotations: {} }, source), {
       name: 'eu', nodeName: 'clusterlet-eu', clusterProfile: { namespace: 'fleet', name: 'eu' },
       namespaceMapping: { template: '{namespace}', overrides: {} }, labels: {}, taints: [], qps: 5, burst: 10,
       storage: { className: 'clusterlet-eu', reclaimPolicy: 'Retain', memberClassName: 'fast' },
+      apiAccess: { mode: 'none', hostServer: 'https://203.0.113.1:6443' },
     });
     assert.equal(profileMemberConfig({ namespace: 'fleet', name: 'eu', annotations: { 'clusterlet.io/node-name': 'eu.fleet' } }, source)
       .nodeName, 'eu.fleet');

@@ -257,3 +257,36 @@ describe('--api-protocol', () => {
     assert.match(err.message, /"spdy" is not one of http1\.1, http2/);
   });
 });
+
+describe('API access of offloaded pods (--api-access, --host-api-server, apiAccess and hostAPI per member)', () => {
+  const flags = (...extra: string[]) => parseConfig(['--member-kubeconfig', kubeconfig, ...extra], {});
+  const file = (yaml: string, ...extra: string[]) => parseConfig(['--provider-config', providerFile(yaml), ...extra], {});
+  const access = (r: ReturnType<typeof parseConfig>) => (r.kind === 'run' ? r.config.members.map((m) => m.apiAccess) : []);
+
+  it('host mode by default, its endpoint left to the host kubeconfig; the flags set both', () => {
+    assert.deepEqual(access(flags()), [{ mode: 'host' }]);
+    assert.deepEqual(access(flags('--api-access', 'none', '--host-api-server', 'https://203.0.113.7:6443')),
+      [{ mode: 'none', hostServer: 'https://203.0.113.7:6443' }]);
+  });
+
+  it('in the file, per member, over the flags\' defaults', () => {
+    const yaml = `  apiAccess: member\n- name: b\n  kubeconfig: ${kubeconfig}\n  hostAPI:\n    server: https://host.example:443\n`;
+    assert.deepEqual(access(file(yaml, '--host-api-server', 'https://[2001:db8::1]:6443')), [
+      { mode: 'member', hostServer: 'https://[2001:db8::1]:6443' },
+      { mode: 'host', hostServer: 'https://host.example:443' },
+    ]);
+  });
+
+  it('bad values name the flag or the field', () => {
+    assert.equal(configError(() => flags('--api-access', 'cluster')).field, '--api-access');
+    assert.match(configError(() => flags('--host-api-server', 'http://h:80')).message, /not an https URL/);
+    assert.match(configError(() => flags('--host-api-server', 'https://h:6443/k8s')).message, /has a path/);
+    const cases: [string, string][] = [
+      ['  apiAccess: yes\n', 'members[0].apiAccess'],
+      ['  hostAPI: https://h\n', 'members[0].hostAPI'],
+      ['  hostAPI:\n    url: https://h\n', 'members[0].hostAPI.url'],
+      ['  hostAPI:\n    server: h:6443\n', 'members[0].hostAPI.server'],
+    ];
+    for (const [yaml, field] of cases) assert.equal(configError(() => file(yaml)).field, field, yaml);
+  });
+});

@@ -141,6 +141,7 @@ describe('manifests/host', { skip }, () => {
       'core/pods': ['delete', 'list', 'watch'],
       'core/pods/status': ['patch'],
       'core/secrets': ['create', 'delete', 'get', 'list', 'update', 'watch'],
+      'core/serviceaccounts/token': ['create'],
       'core/services': ['list', 'watch'],
       'kube-node-lease:coordination.k8s.io/leases': ['create', 'patch'],
       'storage.k8s.io/storageclasses': ['create', 'delete', 'get', 'update'],

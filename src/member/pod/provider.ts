@@ -23,6 +23,9 @@ import { Creations, isOwnAppearance, type Creation } from './creations.ts';
 import { memberPodEvents } from './events.ts';
 import { MemberNamespaces } from './namespaces.ts';
 import { Resizes } from './resize.ts';
+import { DelegateTokens, type DelegateTokensOptions } from './tokens.ts';
+import { accessModeOf, tokenSecretName, type ApiAccessMode, type DelegateApiAccess } from '../../forge/apiaccess.ts';
+import type { HostApiAccess } from '../../provider/tokens.ts';
 
 export interface MemberPodProviderOptions {
   nodeName: string;
@@ -39,6 +42,11 @@ export interface MemberPodProviderOptions {
   volumes?: { podRejection(proxy: V1Pod): Promise<PodRejectedError | undefined> };
   /** The member namespaces, shared with whoever else makes them (the member's volumes); default: its own. */
   namespaces?: MemberNamespaces;
+  /**
+   * Which API server the delegates' tokens are for (forge/apiaccess.ts): the member's default mode, and the host's half
+   * for host mode. Without it, every delegate gets the member's token (member mode).
+   */
+  apiAccess?: { mode: ApiAccessMode; host: HostApiAccess; tokens?: DelegateTokensOptions };
 }
 
 /** What the provider uses of its member cluster (narrowed so that unit tests can stand in for one). */
@@ -57,7 +65,10 @@ export class MemberPodProvider implements PodProvider {
   readonly resync$: Observable<void>;
   readonly unreachable$: Observable<void>;
   #member: ProviderMember;
-  #opts: Required<Omit<MemberPodProviderOptions, 'volumes' | 'namespaces'>>;
+  /** The host tokens of host-mode delegates: started and stopped with the provider's other writers. */
+  readonly tokens: DelegateTokens | undefined;
+  #opts: Required<Omit<MemberPodProviderOptions, 'volumes' | 'namespaces' | 'apiAccess'>>;
+  #apiAccess: MemberPodProviderOptions['apiAccess'];
   #volumes: MemberPodProviderOptions['volumes'];
   #log: Logger;
   #creations: Creations;
@@ -69,8 +80,12 @@ export class MemberPodProvider implements PodProvider {
     this.#member = member;
     this.#mirror = mirror;
     this.#log = log;
-    const { volumes, namespaces, ...rest } = opts;
+    const { volumes, namespaces, apiAccess, ...rest } = opts;
     this.#opts = { eventReplayWindowMs: 120_000, appearanceWaitMs: APPEARANCE_WAIT_MS, ...rest };
+    this.#apiAccess = apiAccess;
+    this.tokens = apiAccess && new DelegateTokens(member, apiAccess.host, log, {
+      alive: (key) => { const [ns = '', name = ''] = key.split('/'); return member.delegates.get(ns, name) !== undefined; },
+      ...apiAccess.tokens });
     this.#volumes = volumes;
     this.#creations = new Creations(this.#opts.appearanceWaitMs);
     this.#namespaces = namespaces ?? new MemberNamespaces(member);
@@ -90,7 +105,8 @@ export class MemberPodProvider implements PodProvider {
     // Events held for a delegate the pod informer had not shown yet go on once it does. Nearly every change holds
     // none: no inner stream is made for those (this runs for every watch event of a delegate).
     const released$ = delegateChanges$.pipe(mergeMap(({ creation }) => (creation?.events.length ? from(creation.events) : EMPTY)));
-    this.podEvents$ = memberPodEvents(member, this.#creations, released$, log, this.#opts.eventReplayWindowMs);
+    const events$ = memberPodEvents(member, this.#creations, released$, log, this.#opts.eventReplayWindowMs);
+    this.podEvents$ = this.tokens ? merge(events$, this.tokens.warnings$) : events$;
   }
 
   get #ctxBase(): Omit<DelegateContext, 'memberNamespace'> {
@@ -140,14 +156,16 @@ export class MemberPodProvider implements PodProvider {
     const noVolume = await this.#volumes?.podRejection(proxy);
     if (noVolume) throw noVolume;
     await this.#namespaces.ensure(ns, hostNamespace);
-    // What the pod refers to goes first, so the delegate finds it when it starts.
+    const access = this.#accessOf(proxy);
+    // What the pod refers to goes first, so the delegate finds it when it starts: its host tokens too.
+    if (access.apiAccess.mode === 'host') await this.tokens?.write(proxy, ns);
     const prepared = await this.#mirror.prepare(proxy, ns);
     const rejected = rejection(prepared, hostNamespace);
     if (rejected) {
       prepared.release(false);
       throw rejected;
     }
-    const body = forgeDelegatePod(proxy, { ...this.#ctxBase, memberNamespace: ns, restarts: opts.restarts });
+    const body = forgeDelegatePod(proxy, { ...this.#ctxBase, memberNamespace: ns, restarts: opts.restarts, apiAccess: access.apiAccess });
     // A new delegate has the proxy's resources: a refusal about its predecessor is over.
     this.#resizes.drop(`${hostNamespace}/${name}`);
     let created = false;
@@ -164,7 +182,7 @@ export class MemberPodProvider implements PodProvider {
       if (!proxy.spec?.ephemeralContainers?.length) creation.rv = rv;
       this.#creations.answered(memberKey, creation);
       this.#log.debug({ namespace: ns, pod: name }, 'delegate created');
-      return prepared.notices;
+      return access.notice ? [...prepared.notices, access.notice] : prepared.notices;
     } catch (err) {
       const k = toKubeError(err);
       if (k.kind === 'AlreadyExists') {
@@ -186,6 +204,24 @@ export class MemberPodProvider implements PodProvider {
     } finally {
       prepared.release(created);
     }
+  }
+
+  /**
+   * The API access of the proxy's delegate: its annotation's mode, else the member's. Host mode without a known host
+   * endpoint falls back to the member's token, told on the proxy.
+   */
+  #accessOf(proxy: V1Pod): { apiAccess: DelegateApiAccess; notice?: PodNotice } {
+    const cfg = this.#apiAccess;
+    if (!cfg) return { apiAccess: { mode: 'member' } };
+    const m = accessModeOf(proxy, cfg.mode);
+    if ('error' in m) throw new PodRejectedError('InvalidAPIAccess', m.error, { retry: false });
+    if (m.mode !== 'host') return { apiAccess: { mode: m.mode } };
+    const endpoint = cfg.host.endpoint;
+    if (!endpoint) {
+      return { apiAccess: { mode: 'member' }, notice: { type: 'Warning', reason: 'HostAPIAccessUnavailable',
+        message: `the delegate has the member's ServiceAccount token, not the host's: ${cfg.host.unavailable ?? 'no host API endpoint'}` } };
+    }
+    return { apiAccess: { mode: 'host', secretName: tokenSecretName(namespacedName(proxy).name), endpoint } };
   }
 
   creating(namespace: string, name: string): boolean {
@@ -216,7 +252,14 @@ export class MemberPodProvider implements PodProvider {
     const ns = d?.metadata?.namespace;
     const dName = d?.metadata?.name;
     if (!d || !ns || !dName || d.metadata?.deletionTimestamp) return [];
-    const ctx = { ...this.#ctxBase, memberNamespace: ns };
+    // A mode annotation made invalid after the delegate's creation changes nothing of a running delegate.
+    let apiAccess: DelegateApiAccess;
+    try {
+      apiAccess = this.#accessOf(proxy).apiAccess;
+    } catch {
+      apiAccess = { mode: 'member' };
+    }
+    const ctx = { ...this.#ctxBase, memberNamespace: ns, apiAccess };
     const updated = delegateUpdate(proxy, d, ctx);
     if (updated) {
       await this.#member.client.core.replaceNamespacedPod({ namespace: ns, name: dName, body: updated });
@@ -250,7 +293,10 @@ export class MemberPodProvider implements PodProvider {
     const d = this.#delegate(namespace, name);
     const ns = d?.metadata?.namespace;
     const dName = d?.metadata?.name;
-    if (!d || !ns || !dName) return;
+    if (!d || !ns || !dName) {
+      await this.tokens?.remove(`${namespace}/${name}`);
+      return;
+    }
     try {
       await this.#member.client.core.deleteNamespacedPod({
         namespace: ns, name: dName, gracePeriodSeconds, body: { gracePeriodSeconds, preconditions: { uid: d.metadata?.uid } },
@@ -259,6 +305,7 @@ export class MemberPodProvider implements PodProvider {
       // Gone already, or replaced by another pod of that name (the UID precondition): nothing of ours to delete.
       ignoreGone(err);
     }
+    await this.tokens?.remove(`${namespace}/${name}`);
   }
 }
 

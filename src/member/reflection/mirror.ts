@@ -13,7 +13,7 @@ import {
   forgeMirroredConfigMap, forgeMirroredSecret, forgeServiceAccount, isHostCredential, mirrorMatches,
   podReferences, type MirrorContext, type ObjectRef, type RefKind,
 } from '../../forge/refs.ts';
-import { NODE_LABEL, ORIGIN_LABEL, PROXY_NAMESPACE_ANNOTATION } from '../../forge/keys.ts';
+import { NODE_LABEL, ORIGIN_LABEL, PROXY_NAMESPACE_ANNOTATION, ROLE_OBJECT_LABEL } from '../../forge/keys.ts';
 import { delegateOf, fromHost, ownedBy } from '../../forge/owner.ts';
 import { nameOf, namespacedName, objectId } from '../../forge/meta.ts';
 import { RefIndex } from '../../util/refindex.ts';
@@ -47,8 +47,16 @@ export type MirrorMember = Pick<MemberCluster, 'pods' | 'owner'> & { config: Pic
 export type MirrorTargets = { [K in RefKind]: Target<ObjectOf<K>> };
 
 /** The member's copies of every kind: the objects labelled with the host's identity. */
+/**
+ * The member objects the mirror judges: this host's, but those with a role of their own (the host-token Secrets of
+ * member/pod/tokens.ts, which no host object stands behind).
+ */
+export function mirrorSelector(hostName: string): string {
+  return `${ORIGIN_LABEL}=${hostName},!${ROLE_OBJECT_LABEL}`;
+}
+
 export function mirrorTargets(member: MemberCluster, log: Logger): MirrorTargets {
-  const origin = `${ORIGIN_LABEL}=${member.hostName}`;
+  const origin = mirrorSelector(member.hostName);
   const c = member.client;
   return { ConfigMap: target(c, 'ConfigMap', origin, log), Secret: target(c, 'Secret', origin, log),
     ServiceAccount: target(c, 'ServiceAccount', origin, log) };

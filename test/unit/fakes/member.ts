@@ -3,12 +3,12 @@
 // pod delete asked for, a pod's `resize` subresource, and errors to inject into the next call of a core method. As
 // the API does, a pod cannot be created in a namespace that does not exist. Every call is recorded by method name,
 // failed or not.
-import type { CoreV1Event, V1Container, V1DeleteOptions, V1Namespace, V1Pod } from '@kubernetes/client-node';
+import type { CoreV1Event, V1Container, V1DeleteOptions, V1Namespace, V1Pod, V1Secret } from '@kubernetes/client-node';
 import type { ClusterClient, RequestOptions } from '../../../src/kube/client.ts';
 import { KubeError } from '../../../src/kube/errors.ts';
 import type { ResizePatch } from '../../../src/forge/resize.ts';
 import type { ListParams } from '../../../src/kube/listwatch.ts';
-import { FakeObjects } from './objects.ts';
+import { FakeObjects, labelled } from './objects.ts';
 import { FakeCollection } from './listwatch.ts';
 import { addEphemeralContainers, type EphemeralContainersPatch } from './ephemeral.ts';
 
@@ -77,6 +77,17 @@ export class FakeMember {
       patchNamespacedPodEphemeralcontainers: this.#guard('patchNamespacedPodEphemeralcontainers',
         async ({ namespace, name, body }: PodRef & { body: EphemeralContainersPatch }) => addEphemeralContainers(o, namespace, name, body)),
       listEventForAllNamespaces: this.#guard('listEventForAllNamespaces', (p: ListParams) => this.events.spec().list(p)),
+      createNamespacedSecret: this.#guard('createNamespacedSecret',
+        ({ namespace, body }: { namespace: string; body: V1Secret }) => o.create('Secret', namespace, body)),
+      readNamespacedSecret: this.#guard('readNamespacedSecret', ({ namespace, name }: PodRef) => o.read<V1Secret>('Secret', namespace, name)),
+      replaceNamespacedSecret: this.#guard('replaceNamespacedSecret',
+        ({ namespace, name, body }: PodRef & { body: V1Secret }) => o.replace('Secret', namespace, name, body)),
+      deleteNamespacedSecret: this.#guard('deleteNamespacedSecret', async ({ namespace, name }: PodRef) => {
+        await o.delete('Secret', namespace, name);
+        return {};
+      }),
+      listSecretForAllNamespaces: this.#guard('listSecretForAllNamespaces', async ({ labelSelector }: { labelSelector?: string }) =>
+        ({ metadata: {}, items: o.list<V1Secret>('Secret').filter(labelled(labelSelector ?? '')) })),
     };
     return { name: 'member', core, watch: this.events.client().watch } as unknown as ClusterClient;
   }

@@ -44,6 +44,11 @@ export class FakeObjects {
     return o && structuredClone(o) as T;
   }
 
+  /** Every object of a kind, as stored (copies). */
+  list<T extends KubernetesObject>(kind: string): T[] {
+    return [...this.#of(kind).values()].map((o) => structuredClone(o) as T);
+  }
+
   /** Writes through the API of a verb (and kind), e.g. to assert an object was never touched. */
   writes(verb?: Call['verb'], kind?: string): Call[] {
     return this.calls.filter((c) => c.verb !== 'read' && (!verb || c.verb === verb) && (!kind || c.kind === kind));

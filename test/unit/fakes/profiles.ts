@@ -13,7 +13,7 @@ import { memberConflict, type MemberState, type ProfileApi, type ProfileMembers 
 export const NS = 'fleet';
 
 export const SOURCE: ClusterProfileSource = {
-  namespace: NS, selector: '', qps: 50, burst: 100, storage: { reclaimPolicy: 'Delete' },
+  namespace: NS, selector: '', qps: 50, burst: 100, storage: { reclaimPolicy: 'Delete' }, apiAccess: { mode: 'host' },
   providers: [{ name: 'kubeconfig-secretreader', profileSourcedCLIArgsPolicy: 'Ignore', profileSourcedEnvVarsPolicy: 'Ignore' }],
 };
 

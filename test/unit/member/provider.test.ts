@@ -5,11 +5,11 @@
 import { describe, it, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { Observable, Subject } from 'rxjs';
-import type { CoreV1Event, V1Namespace, V1Pod, V1PodSpec } from '@kubernetes/client-node';
+import type { CoreV1Event, V1Namespace, V1Pod, V1PodSpec, V1Secret } from '@kubernetes/client-node';
 import { MemberPodProvider, type MemberPodProviderOptions, type ProviderMember } from '../../../src/member/pod/provider.ts';
 import type { ProbeResult } from '../../../src/member/cluster.ts';
 import { DelegateIndex } from '../../../src/member/delegates.ts';
-import { ObjectMirror } from '../../../src/member/reflection/mirror.ts';
+import { ObjectMirror, mirrorSelector } from '../../../src/member/reflection/mirror.ts';
 import { HostObjects } from '../../../src/member/reflection/hostcache.ts';
 import type { MemberConfig } from '../../../src/config.ts';
 import { checkMemberNamespace } from '../../../src/forge/namespace.ts';
@@ -23,6 +23,9 @@ import { createLogger } from '../../../src/log.ts';
 import { FakeObjects, labelled } from '../fakes/objects.ts';
 import { FakeMember } from '../fakes/member.ts';
 import { eventually } from '../fakes/wait.ts';
+import { DelegateTokens } from '../../../src/member/pod/tokens.ts';
+import type { IssuedToken, TokenRequestFor } from '../../../src/provider/tokens.ts';
+import { tokenMount, tokenVolume } from '../forge/fixtures.ts';
 
 const HOST = 'host-1';
 const NODE = 'vnode-a';
@@ -73,7 +76,7 @@ function world(opts: Partial<MemberPodProviderOptions> = {}, podWatch: PodWatchV
     configMaps: new HostObjects('host-cm', host.watch('ConfigMap'), (ns, name) => host.read('ConfigMap', ns, name)),
     secrets: new HostObjects('host-secrets', host.watch('Secret'), (ns, name) => host.read('Secret', ns, name)),
   };
-  const origin = labelled(`clusterlet.io/origin=${HOST}`);
+  const origin = labelled(mirrorSelector(HOST));
   const mirror = new ObjectMirror({ pods, owner, config }, {
     ConfigMap: member.objects.target('ConfigMap', origin), Secret: member.objects.target('Secret', origin),
     ServiceAccount: member.objects.target('ServiceAccount', origin),
@@ -640,5 +643,136 @@ describe('MemberPodProvider.resync$', () => {
     probe(true);
     probe(true);
     assert.equal(resyncs, 2);
+  });
+});
+
+describe('MemberPodProvider: API access of delegates (host, member, none)', () => {
+  const ENDPOINT = { host: '203.0.113.10', port: 6443 };
+
+  /** The host's TokenRequest API: tokens numbered in order, living `lifeMs`; refuses while `refuse` is set. */
+  function fakeHostApi(lifeMs = 3600_000, { endpoint }: { endpoint?: typeof ENDPOINT } = { endpoint: ENDPOINT }) {
+    const requests: TokenRequestFor[] = [];
+    const api = {
+      refuse: undefined as Error | undefined,
+      requests,
+      endpoint, unavailable: endpoint ? undefined : 'no hostAPI.server', ca: 'HOST-CA',
+      async request(r: TokenRequestFor): Promise<IssuedToken> {
+        requests.push(r);
+        if (api.refuse) throw api.refuse;
+        const issuedAt = new Date();
+        return { token: `token-${requests.length}`, issuedAt, expiresAt: new Date(issuedAt.getTime() + lifeMs) };
+      },
+    };
+    return api;
+  }
+  const tokenPod = (name: string, annotations: Record<string, string> = {}): V1Pod => ({
+    metadata: { namespace: 'shop', name, uid: `uid-${name}`, annotations },
+    spec: { serviceAccountName: 'builder', containers: [{ name: 'app', image: 'app:1', volumeMounts: [tokenMount] }], volumes: [tokenVolume] },
+  });
+  const secretOf = (member: FakeMember, name: string) => member.objects.get<V1Secret>('Secret', 'h-shop', `${name}.clusterlet-token`);
+  const decoded = (s: V1Secret | undefined, key: string) => Buffer.from(s?.data?.[key] ?? '', 'base64').toString('utf8');
+
+  it('host: a token bound to the proxy, written with the host CA and namespace before the delegate, which mounts it', async () => {
+    const hostApi = fakeHostApi();
+    const { member, provider, memberPod } = world({ apiAccess: { mode: 'host', host: hostApi } });
+    assert.deepEqual(await provider.createPod(tokenPod('job')), []);
+    assert.deepEqual(hostApi.requests, [{ namespace: 'shop', serviceAccount: 'builder', pod: { name: 'job', uid: 'uid-job' },
+      audience: undefined, expirationSeconds: 3607 }]);
+    const calls = member.calls.filter((c) => c === 'createNamespacedSecret' || c === 'createNamespacedPod');
+    assert.deepEqual(calls, ['createNamespacedSecret', 'createNamespacedPod'], 'the Secret first: the delegate finds it when it starts');
+    const secret = secretOf(member, 'job');
+    assert.equal(decoded(secret, 'token-kube-api-access-7xk2p-0'), 'token-1');
+    assert.equal(decoded(secret, 'ca.crt'), 'HOST-CA');
+    assert.equal(decoded(secret, 'namespace'), 'shop', 'the host namespace, not the member\'s h-shop');
+    const d = memberPod('h-shop', 'job');
+    assert.equal(d?.spec?.volumes?.[0].projected?.sources?.[0].secret?.name, 'job.clusterlet-token');
+    assert.equal(d?.spec?.automountServiceAccountToken, false);
+    assert.equal(d?.spec?.containers[0].env?.find((e) => e.name === 'KUBERNETES_SERVICE_HOST')?.value, '203.0.113.10');
+  });
+
+  it('member and none by annotation: no token asked, no Secret; a bad annotation refuses the pod for good, naming it', async () => {
+    const hostApi = fakeHostApi();
+    const { member, provider, memberPod } = world({ apiAccess: { mode: 'host', host: hostApi } });
+    await provider.createPod(tokenPod('m', { 'clusterlet.io/api-access': 'member' }));
+    await provider.createPod(tokenPod('n', { 'clusterlet.io/api-access': 'none' }));
+    assert.deepEqual(hostApi.requests, []);
+    assert.deepEqual(member.objects.list('Secret'), []);
+    assert.equal(memberPod('h-shop', 'm')?.spec?.volumes, undefined, 'member: the member mounts its own token');
+    assert.equal(memberPod('h-shop', 'm')?.spec?.automountServiceAccountToken, undefined);
+    assert.equal(memberPod('h-shop', 'n')?.spec?.automountServiceAccountToken, false);
+    await assert.rejects(provider.createPod(tokenPod('bad', { 'clusterlet.io/api-access': 'cluster' })),
+      (err: unknown) => err instanceof PodRejectedError && err.reason === 'InvalidAPIAccess' && !err.retry
+        && /"cluster" is not one of host, member, none/.test(err.message));
+  });
+
+  it('host without a known endpoint: the member\'s token, and a Warning saying why', async () => {
+    const { provider, memberPod } = world({ apiAccess: { mode: 'host', host: fakeHostApi(3600_000, { endpoint: undefined }) } });
+    const notices = await provider.createPod(tokenPod('job'));
+    assert.deepEqual(notices.map((n) => [n.type, n.reason]), [['Warning', 'HostAPIAccessUnavailable']]);
+    assert.match(notices[0].message, /no hostAPI\.server/);
+    assert.equal(memberPod('h-shop', 'job')?.spec?.automountServiceAccountToken, undefined);
+  });
+
+  it('a token the host refuses: no delegate, the reason on the proxy (RBAC named); retried', async () => {
+    const hostApi = fakeHostApi();
+    const { provider, memberPod } = world({ apiAccess: { mode: 'host', host: hostApi } });
+    hostApi.refuse = new KubeError('Forbidden', 403, 'Forbidden', 'cannot create resource "serviceaccounts/token"');
+    await assert.rejects(provider.createPod(tokenPod('job')), (err: unknown) => err instanceof PodRejectedError
+      && err.reason === 'HostTokenForbidden' && err.retry && /serviceaccounts\/token/.test(err.message));
+    assert.equal(memberPod('h-shop', 'job'), undefined);
+    hostApi.refuse = undefined;
+    await provider.createPod(tokenPod('job'));
+    assert.ok(memberPod('h-shop', 'job'));
+  });
+
+  it('a Secret of that name that is not ours is left alone and the pod refused', async () => {
+    const { member, provider } = world({ apiAccess: { mode: 'host', host: fakeHostApi() } });
+    member.objects.put('Secret', { metadata: { namespace: 'h-shop', name: 'job.clusterlet-token' }, data: { mine: 'eA==' } });
+    await assert.rejects(provider.createPod(tokenPod('job')), { reason: 'MemberObjectConflict' });
+    assert.deepEqual(secretOf(member, 'job')?.data, { mine: 'eA==' });
+  });
+
+  it('refreshed at 80 % of the lifetime; a failed refresh is a Warning on the proxy, retried; deleting the delegate deletes the Secret', async () => {
+    const hostApi = fakeHostApi(400);
+    const { member, provider } = world({ apiAccess: { mode: 'host', host: hostApi, tokens: { checkPeriodMs: 10 } } });
+    const events: PodEvent[] = [];
+    provider.podEvents$.subscribe((e) => events.push(e));
+    provider.tokens?.start();
+    stops.push(() => provider.tokens?.stop());
+    await provider.createPod(tokenPod('job'));
+    await eventually('a refreshed token', () => decoded(secretOf(member, 'job'), 'token-kube-api-access-7xk2p-0') === 'token-2');
+    hostApi.refuse = new KubeError('Unavailable', 503, 'ServiceUnavailable', 'host API down');
+    await eventually('a Warning on the proxy', () => events.some((e) => e.event.reason === 'HostTokenRefreshFailed'));
+    const warning = events.find((e) => e.event.reason === 'HostTokenRefreshFailed');
+    assert.deepEqual([warning?.namespace, warning?.name, warning?.event.type], ['shop', 'job', 'Warning']);
+    assert.match(warning?.event.message ?? '', /could not refresh the host ServiceAccount token.*host API down/);
+    const refused = hostApi.requests.length;
+    hostApi.refuse = undefined;
+    await eventually('a token after the failure', () => hostApi.requests.length > refused
+      && decoded(secretOf(member, 'job'), 'token-kube-api-access-7xk2p-0') === `token-${hostApi.requests.length}`);
+    await provider.deletePod('shop', 'job', 0);
+    assert.equal(secretOf(member, 'job'), undefined);
+  });
+
+  it('a restarted process refreshes the Secrets an earlier one wrote, without their proxies; a Secret whose delegate is gone goes', async () => {
+    const hostApi = fakeHostApi();
+    const first = world({ apiAccess: { mode: 'host', host: hostApi } });
+    await first.provider.createPod(tokenPod('job'));
+    const secret = secretOf(first.member, 'job');
+    assert.ok(secret);
+    const member = first.member;
+    // The Secret says it is due; a second Secret's delegate is gone.
+    member.objects.put('Secret', { ...secret, metadata: { ...secret.metadata,
+      annotations: { ...secret.metadata?.annotations, 'clusterlet.io/refresh-at': new Date(0).toISOString() } } });
+    member.objects.put('Secret', { ...secret, metadata: { ...secret.metadata, name: 'gone.clusterlet-token', uid: undefined,
+      labels: { ...secret.metadata?.labels, 'clusterlet.io/proxy-uid': 'uid-gone' },
+      annotations: { ...secret.metadata?.annotations, 'clusterlet.io/proxy-name': 'gone' } } });
+    const again = new DelegateTokens({ client: member.client(), owner: { hostName: HOST, node: NODE } }, hostApi, log, {
+      checkPeriodMs: 10, orphanGraceMs: 0, alive: (key) => key === 'shop/job' });
+    again.start();
+    stops.push(() => again.stop());
+    await eventually('the due token refreshed', () => decoded(secretOf(member, 'job'), 'token-kube-api-access-7xk2p-0') === 'token-2');
+    await eventually('the orphan removed', () => secretOf(member, 'gone') === undefined);
+    assert.equal(hostApi.requests.at(-1)?.pod.uid, 'uid-job', 'bound to the same proxy, read from the Secret');
   });
 });

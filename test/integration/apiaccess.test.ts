@@ -1,0 +1,150 @@
+// Offloaded pods talk to the host's API as their host ServiceAccount (docs/api-access.md): the token in the delegate's
+// member Secret is one the host API server accepts as the proxy's ServiceAccount, bound to the proxy; it is refreshed,
+// dies with the proxy, carries a projection's audience; the delegate's env points at the host; the other modes do
+// what they say. What a container does with the token is in e2e/containers.ts, on real nodes.
+import { describe, it, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import type { V1Pod, V1Secret, V1Volume } from '@kubernetes/client-node';
+import { harness, namespaces, withSuiteClusterlet } from '../support/env.ts';
+import { kubectl } from '../support/kubectl.ts';
+import { pollUntil, waitUntil } from '../support/wait.ts';
+import { eventSpec, offloadedPod, podsSpec, secretSpec } from '../support/objects.ts';
+import type { ClusterClient } from '../../src/kube/client.ts';
+
+const run = promisify(execFile);
+const TOKEN_KEY = (volume: string) => `token-${volume}-0`;
+
+describe('host API access of offloaded pods', () => {
+  let host: ClusterClient;
+  let member: ClusterClient;
+  // Tokens refreshed every 3 s at the latest, so that a refresh is seen within the test.
+  withSuiteClusterlet((c) => ({ host, member } = c), ['--host-token-max-age', '3s']);
+
+  /** A host namespace with ServiceAccount `builder` that may list pods there (nothing else). */
+  async function withBuilder(t: TestContext, prefix: string): Promise<string> {
+    const ns = await namespaces(t, prefix, [host, member]);
+    await host.core.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name: 'builder' } } });
+    await kubectl(harness().host, '-n', ns, 'create', 'role', 'pod-reader', '--verb=list,get', '--resource=pods');
+    await kubectl(harness().host, '-n', ns, 'create', 'rolebinding', 'builder-reads', '--role=pod-reader',
+      `--serviceaccount=${ns}:builder`);
+    return ns;
+  }
+
+  /** Creates the pod once its ServiceAccount's token can be had (the host's admission needs the SA to exist). */
+  async function offload(ns: string, pod: V1Pod): Promise<V1Pod> {
+    return host.core.createNamespacedPod({ namespace: ns, body: pod });
+  }
+
+  async function tokenSecret(ns: string, name: string, pred: (s: V1Secret) => boolean = () => true): Promise<V1Secret> {
+    const [s] = await waitUntil(member, secretSpec(member, ns),
+      (ss) => ss.some((x) => x.metadata?.name === `${name}.clusterlet-token` && pred(x)), 60_000, `token Secret of ${name}`);
+    return (await member.core.readNamespacedSecret({ namespace: ns, name: `${name}.clusterlet-token` })) ?? s;
+  }
+
+  const decoded = (s: V1Secret, key: string): string => Buffer.from(s.data?.[key] ?? '', 'base64').toString('utf8');
+
+  async function review(token: string, audiences?: string[]) {
+    const r = await host.authentication.createTokenReview({ body: { spec: { token, ...(audiences ? { audiences } : {}) } } });
+    return r.status ?? {};
+  }
+
+  /** kubectl against the host with nothing but the token (no kubeconfig user): as a process in the delegate would. */
+  async function canI(token: string, ns: string, ...what: string[]): Promise<string> {
+    const args = ['--kubeconfig', '/dev/null', '--server', harness().host.server, '--certificate-authority', harness().host.caFile,
+      '--token', token, 'auth', 'can-i', ...what, '-n', ns];
+    const out = await run(harness().bin.kubectl, args).catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? '' }));
+    return out.stdout.trim();
+  }
+
+  it('host (default): a token the host accepts as the proxy\'s ServiceAccount, bound to the proxy, with host RBAC; env at the host', async (t) => {
+    const ns = await withBuilder(t, 'api-host');
+    const proxy = await offload(ns, offloadedPod('builder-0', ns, { serviceAccountName: 'builder' }));
+    const delegates = await waitUntil(member, podsSpec(member, ns), (ps) => ps.length === 1, 60_000, 'the delegate');
+    const secret = await tokenSecret(ns, 'builder-0');
+    const volume = proxy.spec?.volumes?.find((v) => v.name.startsWith('kube-api-access-'))?.name ?? '';
+    const token = decoded(secret, TOKEN_KEY(volume));
+    assert.ok(token.length > 0, `the Secret holds ${TOKEN_KEY(volume)}: ${Object.keys(secret.data ?? {}).join(', ')}`);
+    assert.equal(decoded(secret, 'namespace'), ns);
+    assert.match(decoded(secret, 'ca.crt'), /BEGIN CERTIFICATE/);
+
+    const status = await review(token);
+    assert.equal(status.authenticated, true, status.error);
+    assert.equal(status.user?.username, `system:serviceaccount:${ns}:builder`);
+    assert.deepEqual(status.user?.extra?.['authentication.kubernetes.io/pod-name'], ['builder-0']);
+    assert.deepEqual(status.user?.extra?.['authentication.kubernetes.io/pod-uid'], [proxy.metadata?.uid]);
+    assert.equal(await canI(token, ns, 'list', 'pods'), 'yes', 'the host Role of the ServiceAccount');
+    assert.equal(await canI(token, ns, 'list', 'secrets'), 'no');
+
+    // The delegate mounts it where the kubelet would have, and its env names the host API server.
+    const d = delegates[0];
+    const mounted = d.spec?.volumes?.find((v) => v.name === volume);
+    assert.deepEqual(mounted?.projected?.sources?.map((s) => s.secret?.name), Array(3).fill('builder-0.clusterlet-token'));
+    assert.equal(d.spec?.automountServiceAccountToken, false);
+    const env = Object.fromEntries((d.spec?.containers[0].env ?? []).map((e) => [e.name, e.value]));
+    const server = new URL(harness().host.server);
+    assert.equal(env.KUBERNETES_SERVICE_HOST, server.hostname);
+    assert.equal(env.KUBERNETES_SERVICE_PORT, server.port);
+
+    // Refreshed before it ages (3 s here): a new token, valid as well.
+    const refreshed = await tokenSecret(ns, 'builder-0', (s) => decoded(s, TOKEN_KEY(volume)) !== token);
+    const next = decoded(refreshed, TOKEN_KEY(volume));
+    assert.equal((await review(next)).authenticated, true);
+
+    // The proxy goes: its tokens die with it, and so does the Secret.
+    await host.core.deleteNamespacedPod({ name: 'builder-0', namespace: ns, gracePeriodSeconds: 0 });
+    await waitUntil(host, podsSpec(host, ns), (ps) => ps.length === 0, 60_000, 'proxy gone');
+    // The API server learns of the deletion through its informers: refused soon after.
+    await pollUntil(() => review(next), (r) => r.authenticated !== true, 30_000, 'the token of a deleted pod refused');
+    await waitUntil(member, secretSpec(member, ns), (ss) => !ss.some((s) => s.metadata?.name === 'builder-0.clusterlet-token'),
+      60_000, 'token Secret deleted');
+  });
+
+  it('a projection with an audience gets a token for that audience', async (t) => {
+    const ns = await withBuilder(t, 'api-aud');
+    const vault: V1Volume = { name: 'vault-token', projected: { sources: [
+      { serviceAccountToken: { audience: 'vault.example', expirationSeconds: 600, path: 'token' } },
+    ] } };
+    await offload(ns, offloadedPod('aud', ns, { serviceAccountName: 'builder', volumes: [vault] },
+      { volumeMounts: [{ name: 'vault-token', mountPath: '/var/run/secrets/vault' }] }));
+    const secret = await tokenSecret(ns, 'aud');
+    const token = decoded(secret, TOKEN_KEY('vault-token'));
+    const status = await review(token, ['vault.example']);
+    assert.equal(status.authenticated, true, status.error);
+    assert.deepEqual(status.audiences, ['vault.example']);
+    assert.equal((await review(token)).authenticated ?? false, false, 'not a token for the API server\'s own audience');
+  });
+
+  it('member and none (annotation): no host token; member lets the member mount its own, none mounts nothing', async (t) => {
+    const ns = await withBuilder(t, 'api-modes');
+    const annotated = (name: string, mode: string): V1Pod => {
+      const p = offloadedPod(name, ns, { serviceAccountName: 'builder' });
+      p.metadata = { ...p.metadata, annotations: { 'clusterlet.io/api-access': mode } };
+      return p;
+    };
+    await offload(ns, annotated('as-member', 'member'));
+    await offload(ns, annotated('as-none', 'none'));
+    const ds = await waitUntil(member, podsSpec(member, ns), (ps) => ps.length === 2, 60_000, 'two delegates');
+    const byName = (n: string) => ds.find((d) => d.metadata?.name === n);
+    const memberVolume = byName('as-member')?.spec?.volumes?.find((v) => v.name.startsWith('kube-api-access-'));
+    assert.ok(memberVolume?.projected?.sources?.some((s) => s.serviceAccountToken), 'the member\'s admission mounted its own token');
+    assert.equal(byName('as-member')?.spec?.containers[0].env?.some((e) => e.name === 'KUBERNETES_SERVICE_HOST') ?? false, false);
+    assert.equal(byName('as-none')?.spec?.volumes?.some((v) => v.projected?.sources?.some((s) => s.serviceAccountToken)) ?? false, false);
+    assert.equal(byName('as-none')?.spec?.automountServiceAccountToken, false);
+    const secrets = (await member.core.listNamespacedSecret({ namespace: ns })).items;
+    assert.deepEqual(secrets.filter((s) => s.metadata?.name?.endsWith('.clusterlet-token')), []);
+  });
+
+  it('a refresh the host refuses (the ServiceAccount deleted) is a Warning on the proxy, retried', async (t) => {
+    const ns = await withBuilder(t, 'api-refuse');
+    await offload(ns, offloadedPod('lost-sa', ns, { serviceAccountName: 'builder' }));
+    await tokenSecret(ns, 'lost-sa');
+    await host.core.deleteNamespacedServiceAccount({ namespace: ns, name: 'builder' });
+    const events = await waitUntil(host, eventSpec(host, ns), (es) => es.some((e) => e.reason === 'HostTokenRefreshFailed'
+      && e.involvedObject.name === 'lost-sa' && (e.count ?? 1) >= 2), 60_000, 'HostTokenRefreshFailed, counted again');
+    const e = events.find((x) => x.reason === 'HostTokenRefreshFailed');
+    assert.equal(e?.type, 'Warning');
+    assert.match(e?.message ?? '', /could not refresh the host ServiceAccount token .*builder/);
+  });
+});

@@ -18,20 +18,13 @@ import { PodController, proxyInformer } from './host/pod/controller.ts';
 import { Leadership, hostLeaseApi, leaseInformer } from './host/ha/leadership.ts';
 import type { LeaseElector } from './host/ha/elector.ts';
 import { MemberRuntime } from './member/runtime/runtime.ts';
-import { hostObjects } from './member/reflection/hostcache.ts';
-import { ObjectMirror, mirrorTargets, type HostCaches } from './member/reflection/mirror.ts';
-import { ExportConsent, ExportReflector, exportSides, namespaceInformer } from './member/reflection/export.ts';
-import {
-  ServiceReflector, endpointSliceTarget, hostEndpointSlices, hostServiceWarnings, hostServices, serviceTarget,
-} from './member/reflection/services.ts';
-import { ServiceExporter, serviceExportApi } from './member/reflection/serviceexports.ts';
+import { MemberReflection } from './member/reflection/manager.ts';
+import { SharedReflection } from './host/reflection/shared.ts';
 import { MemberVolumes, memberClaimsApi } from './member/storage/volumes.ts';
 import { VolumeController } from './host/storage/controller.ts';
 import { hostClaims, hostStorageApi, hostVolumes } from './host/storage/api.ts';
 import type { Informer } from './kube/informer.ts';
-import type {
-  V1EndpointSlice, V1PersistentVolume, V1PersistentVolumeClaim, V1Pod, V1Service,
-} from '@kubernetes/client-node';
+import type { V1PersistentVolume, V1PersistentVolumeClaim, V1Pod } from '@kubernetes/client-node';
 import type { Subscription } from 'rxjs';
 import { hostClusterID } from './host/identity.ts';
 import { forgetMember } from './metrics.ts';
@@ -100,14 +93,11 @@ export class Manager implements NodeDirectory {
   #log: Logger;
   #opts: ManagerOptions;
   #retryTimers: NodeJS.Timeout[] = [];
-  /** Referenced host ConfigMaps and Secrets, one watch per kind shared by every member. */
-  readonly hostCaches: HostCaches;
-  /** Which host namespaces accept exports: one namespace watch shared by every member's ExportReflector. */
-  readonly exportConsent: ExportConsent;
-  /** Every host Service, one watch shared by every member's ServiceReflector. */
-  readonly hostServices: Informer<V1Service>;
-  /** Every host EndpointSlice of a Service, shared likewise; only with --reflect-host-endpoints. */
-  readonly hostEndpointSlices: Informer<V1EndpointSlice> | undefined;
+  /**
+   * The host watches every member's reflection shares (referenced ConfigMaps and Secrets, Services, EndpointSlices
+   * with --reflect-host-endpoints, the namespaces that accept exports): one of each, whatever the number of members.
+   */
+  readonly hostReflection: SharedReflection;
   /** Every host claim, and the host volumes clusterlet provisioned: one watch of each shared by every member. */
   readonly hostClaims: Informer<V1PersistentVolumeClaim>;
   readonly hostVolumes: Informer<V1PersistentVolume>;
@@ -135,14 +125,7 @@ export class Manager implements NodeDirectory {
         leaseInformer(this.host, config.leaderElection.namespace, log), config.leaderElection, log)
       : undefined;
     const h = this.host;
-    this.hostCaches = {
-      configMaps: hostObjects(h, 'ConfigMap', {}, log),
-      // Service-account tokens are host credentials, never mirrored: not even watched.
-      secrets: hostObjects(h, 'Secret', { fieldSelector: 'type!=kubernetes.io/service-account-token' }, log),
-    };
-    this.exportConsent = new ExportConsent(namespaceInformer(h, 'host-namespaces', undefined, log), config.exportNamespaces);
-    this.hostServices = hostServices(h, log);
-    this.hostEndpointSlices = config.reflectHostEndpoints ? hostEndpointSlices(h, log) : undefined;
+    this.hostReflection = new SharedReflection(h, { exportNamespaces: config.exportNamespaces, endpoints: config.reflectHostEndpoints }, log);
     this.hostClaims = hostClaims(h, log);
     this.hostVolumes = hostVolumes(h, log);
     const cp = config.clusterProfiles;
@@ -225,16 +208,12 @@ export class Manager implements NodeDirectory {
   get hostName(): string | undefined { return this.#hostName; }
 
   start(): void {
-    this.hostCaches.configMaps.start();
-    this.hostCaches.secrets.start();
-    this.hostServices.start();
-    this.hostEndpointSlices?.start();
+    this.hostReflection.start();
     this.hostClaims.start();
     this.hostVolumes.start();
     void (async () => {
       this.#hostName = this.config.hostName ?? await hostClusterID(this.host, this.#log, () => this.#stopped);
       this.#log.info({ hostName: this.#hostName, configured: this.config.hostName !== undefined }, 'host identity');
-      this.exportConsent.start();
       this.leadership?.start();
       for (const m of this.members) void this.#startMember(m, 0);
       this.profiles?.start();
@@ -313,13 +292,8 @@ export class Manager implements NodeDirectory {
         ? { available: true, message: `offloaded pods reach the host API server at ${hostApi.endpoint.host}:${hostApi.endpoint.port}` }
         : { available: false, message: `offloaded pods get the member's ServiceAccount tokens: ${hostApi.unavailable ?? ''}` },
     }, cluster, log, { watchSilenceMs: silence, ...this.#opts.node });
-    const mirror = new ObjectMirror(cluster, mirrorTargets(cluster, log), this.hostCaches, log);
-    const exporter = new ExportReflector(m.config.name, exportSides(cluster, host, log), this.exportConsent, log);
-    const services = new ServiceReflector(cluster, serviceTarget(cluster, log), this.hostServices,
-      hostServiceWarnings(host, m.config.nodeName), log,
-      { endpoints: this.hostEndpointSlices && { hostSlices: this.hostEndpointSlices, copies: endpointSliceTarget(cluster, log) } });
-    const serviceExports = new ServiceExporter({ name: m.config.name, owner: cluster.owner }, services.copies,
-      serviceExportApi(cluster, log), log);
+    // The mirror, Services and exports, over the shared host watches; their host writes go through the member's writer.
+    const reflection = new MemberReflection(cluster, this.hostReflection.forMember(host, m.config, log), log);
     // The member's volumes make the mapped namespace as the pod provider does (one MemberNamespaces for both), and
     // gate its delegates.
     const namespaces = new MemberNamespaces(cluster);
@@ -327,14 +301,15 @@ export class Manager implements NodeDirectory {
       (ns, hostNs): Promise<void> => namespaces.ensure(ns, hostNs), this.hostClaims, log);
     const storage = new VolumeController(hostStorageApi(host, { claims: this.hostClaims, volumes: this.hostVolumes }, m.config.nodeName),
       volumes, { member: m.config.name, nodeName: m.config.nodeName, ...m.config.storage }, log);
-    const provider = new MemberPodProvider(cluster, mirror, log, { nodeName: m.config.nodeName, hostIP: this.config.nodeIP, volumes,
-      namespaces, apiAccess: { mode: access.mode, host: hostApi, tokens: { maxAgeMs: this.config.hostTokenMaxAgeMs, ...this.#opts.tokens } } });
+    const provider = new MemberPodProvider(cluster, reflection.mirror, log, { nodeName: m.config.nodeName, hostIP: this.config.nodeIP,
+      volumes, namespaces,
+      apiAccess: { mode: access.mode, host: hostApi, tokens: { maxAgeMs: this.config.hostTokenMaxAgeMs, ...this.#opts.tokens } } });
     const pods = m.pods = new PodController(host, provider, log, {
       nodeName: m.config.nodeName, member: m.config.name, workers: this.config.podSyncWorkers, watchSilenceMs: silence,
       proxies: m.proxies,
     });
     m.runtime = new MemberRuntime(cluster, pods.proxies, { log: log.child({ component: 'kubelet-api' }) });
-    m.parts = [node, mirror, services, serviceExports, exporter, volumes, storage, ...provider.tokens ? [provider.tokens] : [], pods];
+    m.parts = [node, reflection, volumes, storage, ...provider.tokens ? [provider.tokens] : [], pods];
     // The node registers, or shows this replica's address, whatever happens next.
     node.start();
     const over = (): boolean => this.#stopped || m.term !== term;
@@ -410,12 +385,8 @@ export class Manager implements NodeDirectory {
       this.#stopWriters(m);
       this.#stopMemberCaches(m);
     }
-    this.hostCaches.configMaps.stop();
-    this.hostCaches.secrets.stop();
-    this.hostServices.stop();
-    this.hostEndpointSlices?.stop();
+    this.hostReflection.stop();
     this.hostClaims.stop();
     this.hostVolumes.stop();
-    this.exportConsent.stop();
   }
 }

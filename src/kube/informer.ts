@@ -35,6 +35,14 @@ export function splitKey(key: string): { namespace: string; name: string } {
   return i < 0 ? { namespace: '', name: key } : { namespace: key.slice(0, i), name: key.slice(i + 1) };
 }
 
+/** What a reader uses of an informer's store: the latest object per key, its changes, and when it is complete. */
+export interface Cache<T> {
+  get(key: string): T | undefined;
+  list(): T[];
+  readonly events$: Observable<StoreEvent<T>>;
+  waitSynced(): Promise<void>;
+}
+
 export interface InformerOptions<T extends KubernetesObject = KubernetesObject> {
   /**
    * Which keys the store keeps (default: every key). Objects of other keys are neither stored nor reported, as if

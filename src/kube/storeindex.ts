@@ -2,18 +2,18 @@
 // looks up instead of going over the whole store.
 import type { Subscription } from 'rxjs';
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { objectKey, type Informer } from './informer.ts';
+import { objectKey, type Cache } from './informer.ts';
 import { RefIndex } from '../util/refindex.ts';
 
 export class StoreIndex<T extends KubernetesObject> {
-  #informer: Informer<T>;
+  #informer: Cache<T>;
   #indexOf: (obj: T) => string | undefined;
   /** Each object's key refers to its index value. */
   #refs = new RefIndex();
   #sub: Subscription | undefined;
 
   /** `indexOf`: the value an object is found under (undefined: not indexed). */
-  constructor(informer: Informer<T>, indexOf: (obj: T) => string | undefined) {
+  constructor(informer: Cache<T>, indexOf: (obj: T) => string | undefined) {
     this.#informer = informer;
     this.#indexOf = indexOf;
   }

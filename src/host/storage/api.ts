@@ -1,10 +1,9 @@
 // The host API calls of the volume controllers: the host's claims and clusterlet's volumes (one watch of each, shared
 // by every member), and the writes one member's controller makes (its StorageClass, its volumes, its claims' status,
 // events), through that member's fenced host client.
-import type { Observable } from 'rxjs';
 import type { V1PersistentVolume, V1PersistentVolumeClaim, V1StorageClass } from '@kubernetes/client-node';
 import { PATCH, queryOf, type ClusterClient } from '../../kube/client.ts';
-import { Informer, type StoreEvent } from '../../kube/informer.ts';
+import { Informer, type Cache } from '../../kube/informer.ts';
 import { listWatch, type ListPage } from '../../kube/listwatch.ts';
 import { ignoreNotFound } from '../../kube/errors.ts';
 import { writeOwnEvent, type EventSubject } from '../../kube/events.ts';
@@ -29,14 +28,6 @@ export function hostVolumes(host: ClusterClient, log: Logger): Informer<V1Persis
     path: VOLUMES, model: 'V1PersistentVolume', resource: 'persistentvolumes', labelSelector: MEMBER_LABEL,
     list: (p) => host.request<ListPage<V1PersistentVolume>>('GET', `${VOLUMES}${queryOf({ ...p })}`),
   }, { log }));
-}
-
-/** What a controller reads of a shared cache. */
-export interface Cache<T> {
-  get(key: string): T | undefined;
-  list(): T[];
-  readonly events$: Observable<StoreEvent<T>>;
-  waitSynced(): Promise<void>;
 }
 
 /** What one member's volume controller reads and writes on the host. */

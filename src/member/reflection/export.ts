@@ -2,20 +2,21 @@
 // member namespace with the label clusterlet.io/export=true appear in the matching host namespace, follow their
 // updates, and go when they go — if that host namespace accepts exports (ExportConsent). A host object of that
 // name that clusterlet did not create is never touched. A policy over one Reflector per kind, keyed by member
-// object (`<memberNamespace>/<name>`).
-import { filter, map, type Observable, type Subscription } from 'rxjs';
+// object (`<memberNamespace>/<name>`). The host's half (the consent, where the copies go) is the member's
+// ReflectionHost (provider/reflection.ts).
+import type { Subscription } from 'rxjs';
 import type { KubernetesObject, V1ConfigMap, V1Namespace, V1Secret } from '@kubernetes/client-node';
 import type { MemberCluster } from '../cluster.ts';
-import type { ClusterClient } from '../../kube/client.ts';
 import { Informer, splitKey } from '../../kube/informer.ts';
-import { listWatch } from '../../kube/listwatch.ts';
+import { namespaceInformer, watchKind, type ObjectOf, type Target } from '../../kube/kinds.ts';
 import { toKubeError } from '../../kube/errors.ts';
 import {
   ACCEPT_EXPORTS_ANNOTATION, EXPORTED_FROM_ANNOTATION, EXPORT_LABEL, MEMBER_LABEL, ORIGIN_LABEL, PROXY_NAMESPACE_ANNOTATION,
 } from '../../forge/keys.ts';
 import { forgeExported, mirrorMatches } from '../../forge/refs.ts';
 import { nameOf } from '../../forge/meta.ts';
-import { Reflector, target, watchKind, type Applied, type ObjectOf, type Target } from './reflector.ts';
+import type { ExportConsent, ExportTargets } from '../../provider/reflection.ts';
+import { Reflector, type Applied } from './reflector.ts';
 import type { Logger } from '../../log.ts';
 
 type Exported = V1ConfigMap | V1Secret;
@@ -28,70 +29,26 @@ function memberKeyOf(copy: KubernetesObject): string | undefined {
   return memberNs ? `${memberNs}/${copy.metadata?.name}` : undefined;
 }
 
-/**
- * Whether a host namespace accepts exports: it exists, is not being deleted, and is named in the allow-list
- * or annotated clusterlet.io/accept-exports: "true". Without either, members cannot write into it.
- */
-export function exportAllowed(namespace: V1Namespace | undefined, allowList: ReadonlySet<string>): boolean {
-  const meta = namespace?.metadata;
-  if (!meta?.name || meta.deletionTimestamp) return false;
-  return allowList.has(meta.name) || meta.annotations?.[ACCEPT_EXPORTS_ANNOTATION] === 'true';
-}
-
-/** A cluster's namespaces (those matching `labelSelector`). */
-export function namespaceInformer(client: ClusterClient, name: string, labelSelector: string | undefined, log: Logger): Informer<V1Namespace> {
-  return new Informer(name, listWatch<V1Namespace>(client, {
-    path: '/api/v1/namespaces', model: 'V1Namespace', resource: 'namespaces', labelSelector, list: (p) => client.core.listNamespace(p),
-  }, { log }));
-}
-
-/**
- * Which host namespaces accept exports (exportAllowed), from one watch of the host's namespaces that every
- * member's ExportReflector shares; its owner starts and stops it.
- */
-export class ExportConsent {
-  #namespaces: Informer<V1Namespace>;
-  #allow: ReadonlySet<string>;
-  #changes: Observable<string>;
-
-  constructor(hostNamespaces: Informer<V1Namespace>, allowList: readonly string[]) {
-    const allow = new Set(allowList);
-    this.#allow = allow;
-    this.#namespaces = hostNamespaces;
-    this.#changes = this.#namespaces.events$.pipe(
-      filter((ev) => exportAllowed(ev.old, allow) !== (ev.type !== 'DELETED' && exportAllowed(ev.object, allow))),
-      map((ev) => ev.key),
-    );
-  }
-
-  /** The names of host namespaces whose consent was given or withdrawn (or that came or went with it). */
-  get changes$(): Observable<string> { return this.#changes; }
-  waitSynced(): Promise<void> { return this.#namespaces.waitSynced(); }
-  accepts(hostNamespace: string): boolean { return exportAllowed(this.#namespaces.get(hostNamespace), this.#allow); }
-  start(): void { this.#namespaces.start(); }
-  stop(): void { this.#namespaces.stop(); }
-}
-
 /** What an exporter reads and writes. */
 export interface ExportSides {
   /** Member objects labelled for export (not copies of host objects), per kind. */
   sources: { [K in Kind]: Informer<ObjectOf<K>> };
   /** The host copies, labelled for this member, per kind. */
-  targets: { [K in Kind]: Target<ObjectOf<K>> };
+  targets: ExportTargets;
   /** Offloaded member namespaces: the ones clusterlet created, which name their host namespace. */
   namespaces: Informer<V1Namespace>;
 }
 
-export function exportSides(member: MemberCluster, host: ClusterClient, log: Logger): ExportSides {
+/** The member's sides (its labelled objects, its offloaded namespaces), and the host copies in `targets`. */
+export function exportSides(member: MemberCluster, targets: ExportTargets, log: Logger): ExportSides {
   const m = member.client;
   const exported = { labelSelector: `${EXPORT_LABEL}=true,!${ORIGIN_LABEL}` };
-  const copies = `${MEMBER_LABEL}=${member.config.name}`;
   return {
     sources: {
       ConfigMap: new Informer(`${m.name}-export-configmaps`, watchKind(m, 'ConfigMap', exported, log)),
       Secret: new Informer(`${m.name}-export-secrets`, watchKind(m, 'Secret', exported, log)),
     },
-    targets: { ConfigMap: target(host, 'ConfigMap', copies, log), Secret: target(host, 'Secret', copies, log) },
+    targets,
     namespaces: namespaceInformer(m, 'member-namespaces', `${ORIGIN_LABEL}=${member.hostName}`, log),
   };
 }

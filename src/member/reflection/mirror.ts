@@ -1,7 +1,8 @@
 // Host → member reflection of the ConfigMaps, Secrets and ServiceAccounts offloaded pods use: a policy over one
 // Reflector per kind. Keys are in host coordinates: `<Kind>/<hostNamespace>/<name>`. A copy exists while a delegate
 // of this node refers to it (counted from the delegates' own specs, so the count survives restarts) or a delegate
-// that refers to it is being created; it is removed once none does.
+// that refers to it is being created; it is removed once none does. The host objects come from the host's caches
+// (HostCaches, provider/reflection.ts), which keep only what some member's mirror wants.
 import { Subject, type Observable, type Subscription } from 'rxjs';
 import { LRUCache } from 'lru-cache';
 import { upTo } from '../../util/lru.ts';
@@ -18,8 +19,9 @@ import { delegateOf, fromHost, ownedBy } from '../../forge/owner.ts';
 import { nameOf, namespacedName, objectId } from '../../forge/meta.ts';
 import { RefIndex } from '../../util/refindex.ts';
 import { objectKey } from '../../kube/informer.ts';
-import { Reflector, target, type ObjectOf, type Target, type UpdateRule } from './reflector.ts';
-import type { HostObjects } from './hostcache.ts';
+import { target, type ObjectOf, type Target } from '../../kube/kinds.ts';
+import type { HostCaches, HostObjectCache } from '../../provider/reflection.ts';
+import { Reflector, type UpdateRule } from './reflector.ts';
 import type { Logger } from '../../log.ts';
 
 export interface Notice { type: 'Normal' | 'Warning'; reason: string; message: string }
@@ -33,11 +35,6 @@ export interface Notice { type: 'Normal' | 'Warning'; reason: string; message: s
  */
 export function notFoundReason(ref: Pick<ObjectRef, 'kind' | 'optional'>): string {
   return `${ref.optional ? 'Optional' : 'Mandatory'}${ref.kind}NotFound`;
-}
-
-export interface HostCaches {
-  configMaps: HostObjects<V1ConfigMap>;
-  secrets: HostObjects<V1Secret>;
 }
 
 /** What the mirror uses of its member: every pod there, the owner of what it writes, the name and namespace mapping. */
@@ -267,7 +264,7 @@ export class ObjectMirror {
   }
 
   /** The host cache of a mirror key's kind, and the key there; none for ServiceAccounts (only their name matters). */
-  #hostEntry(key: string): { cache: HostObjects<V1ConfigMap | V1Secret>; key: string } | undefined {
+  #hostEntry(key: string): { cache: HostObjectCache<V1ConfigMap | V1Secret>; key: string } | undefined {
     const { kind, hostNamespace, name } = parseKey(key);
     return kind === 'ServiceAccount' ? undefined : { cache: this.#hostObjects(kind), key: `${hostNamespace}/${name}` };
   }
@@ -282,8 +279,8 @@ export class ObjectMirror {
     h?.cache.release(h.key);
   }
 
-  #hostObjects(kind: Copied): HostObjects<V1ConfigMap | V1Secret> {
-    return (kind === 'ConfigMap' ? this.#hosts.configMaps : this.#hosts.secrets) as HostObjects<V1ConfigMap | V1Secret>;
+  #hostObjects(kind: Copied): HostObjectCache<V1ConfigMap | V1Secret> {
+    return (kind === 'ConfigMap' ? this.#hosts.configMaps : this.#hosts.secrets) as HostObjectCache<V1ConfigMap | V1Secret>;
   }
 
   #reflector(kind: RefKind): Reflector<Mirrored> {

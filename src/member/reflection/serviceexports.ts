@@ -10,11 +10,12 @@ import type { MemberCluster } from '../cluster.ts';
 import type { ClusterClient } from '../../kube/client.ts';
 import { ignoreNotFound } from '../../kube/errors.ts';
 import { objectKey, splitKey, type Informer } from '../../kube/informer.ts';
+import { target, type Target } from '../../kube/kinds.ts';
 import { ORIGIN_LABEL } from '../../forge/keys.ts';
 import { fromHost, ownedBy, type Owner } from '../../forge/owner.ts';
 import { forgeServiceExport, MCS_GROUP_VERSION, serviceExportMatches, type ServiceExport } from '../../forge/serviceexport.ts';
 import type { HandlerResult } from '../../util/workqueue.ts';
-import { Reflector, target, type Target } from './reflector.ts';
+import { Reflector } from './reflector.ts';
 import type { Logger } from '../../log.ts';
 
 /** The member's Multi-Cluster Services API, as the exporter uses it. */

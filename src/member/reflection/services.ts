@@ -8,14 +8,14 @@
 // Optionally (--reflect-host-endpoints), the host's EndpointSlices of each Service whose copy this node owns are
 // copied next to it (forge/endpointslice.ts: managed by clusterlet.io, so the member's EndpointSlice controller
 // leaves them alone), less the endpoints the member lists itself (its delegates): a second Reflector, same keys.
+// The host's Services, EndpointSlices and the Warnings come through the member's ReflectionHost (provider/reflection.ts).
 import type { Subscription } from 'rxjs';
 import type { V1EndpointSlice, V1Pod, V1Service } from '@kubernetes/client-node';
 import type { MemberCluster } from '../cluster.ts';
 import type { MemberConfig } from '../../config.ts';
 import { memberNamespace } from '../../forge/namespace.ts';
-import type { ClusterClient } from '../../kube/client.ts';
-import { writeOwnEvent, type EventSubject } from '../../kube/events.ts';
-import { Informer, splitKey, type StoreEvent } from '../../kube/informer.ts';
+import { splitKey, type Cache, type Informer, type StoreEvent } from '../../kube/informer.ts';
+import { target, type Target } from '../../kube/kinds.ts';
 import { byNamespace, StoreIndex } from '../../kube/storeindex.ts';
 import { forgeMemberService, memberServiceMatches, needsRecreate, reflectable, selects } from '../../forge/service.ts';
 import { NODE_LABEL, ORIGIN_LABEL, PROXY_NAMESPACE_ANNOTATION } from '../../forge/keys.ts';
@@ -26,7 +26,8 @@ import {
   endpointSliceMatches, forgeMemberEndpointSlice, MANAGED_BY, MANAGED_BY_LABEL, SERVICE_NAME_LABEL,
 } from '../../forge/endpointslice.ts';
 import type { HandlerResult } from '../../util/workqueue.ts';
-import { Reflector, target, watchKind, type Target } from './reflector.ts';
+import type { ServiceWarning } from '../../provider/reflection.ts';
+import { Reflector } from './reflector.ts';
 import type { Logger } from '../../log.ts';
 
 /** The reason of the Warning on a host Service whose name is taken in the member by a Service not clusterlet's. */
@@ -35,22 +36,9 @@ export const CONFLICT_REASON = 'MemberServiceConflict';
 /** What the reflector uses of its member: every pod there, this node's delegates, the owner, name and mapping. */
 export type ServiceMember = Pick<MemberCluster, 'pods' | 'delegates' | 'owner'> & { config: Pick<MemberConfig, 'name' | 'namespaceMapping'> };
 
-/** Writes a Warning about a host Service. */
-export type ServiceWarning = (about: EventSubject, ev: { type: 'Warning'; reason: string; message: string }) => Promise<void>;
-
-/** Every Service of the host: one watch that every member's ServiceReflector shares; its owner starts and stops it. */
-export function hostServices(host: ClusterClient, log: Logger): Informer<V1Service> {
-  return new Informer('host-services', watchKind(host, 'Service', {}, log));
-}
-
 /** The member's copies: the Services labelled with the host's identity. */
 export function serviceTarget(member: MemberCluster, log: Logger): Target<V1Service> {
   return target(member.client, 'Service', `${ORIGIN_LABEL}=${member.hostName}`, log);
-}
-
-/** Every EndpointSlice of the host that belongs to a Service: one watch every member's ServiceReflector shares. */
-export function hostEndpointSlices(host: ClusterClient, log: Logger): Informer<V1EndpointSlice> {
-  return new Informer('host-endpointslices', watchKind(host, 'EndpointSlice', { labelSelector: SERVICE_NAME_LABEL }, log));
 }
 
 /** The member's copies of host EndpointSlices: labelled with the host's identity and managed by clusterlet. */
@@ -58,15 +46,10 @@ export function endpointSliceTarget(member: MemberCluster, log: Logger): Target<
   return target(member.client, 'EndpointSlice', `${ORIGIN_LABEL}=${member.hostName},${MANAGED_BY_LABEL}=${MANAGED_BY}`, log);
 }
 
-/** The host-side endpoints part: the host's slices, and where their copies go. */
+/** The endpoints part: the host's slices, and where their copies go. */
 export interface HostEndpoints {
-  hostSlices: Informer<V1EndpointSlice>;
+  hostSlices: Cache<V1EndpointSlice>;
   copies: Target<V1EndpointSlice>;
-}
-
-/** Warnings on host Services, written by the host client as virtual node `node`'s (source component clusterlet). */
-export function hostServiceWarnings(host: ClusterClient, node: string): ServiceWarning {
-  return (about, ev) => writeOwnEvent(host, about, node, ev);
 }
 
 /** The host Service key (`<namespace>/<service>`) a slice belongs to, by its namespace and service-name label. */
@@ -85,7 +68,7 @@ const hostKeyOfSlice = (copy: V1EndpointSlice): string | undefined => hostKeyOfC
 
 /** The endpoints part: the host's slices and their member copies, each by the Service (its namespace's) they belong to. */
 interface SliceReflection {
-  hostSlices: Informer<V1EndpointSlice>;
+  hostSlices: Cache<V1EndpointSlice>;
   reflector: Reflector<V1EndpointSlice>;
   hostSlicesOf: StoreIndex<V1EndpointSlice>;
   copiesOf: StoreIndex<V1EndpointSlice>;
@@ -100,7 +83,7 @@ export interface ServiceReflectorOptions {
 
 export class ServiceReflector {
   #member: ServiceMember;
-  #hosts: Informer<V1Service>;
+  #hosts: Cache<V1Service>;
   #warn: ServiceWarning;
   #log: Logger;
   #recheckMs: number;
@@ -113,7 +96,7 @@ export class ServiceReflector {
   #conflicts = new Map<string, string>();
   #subs: Subscription[] = [];
 
-  constructor(member: ServiceMember, copies: Target<V1Service>, hosts: Informer<V1Service>, warn: ServiceWarning, log: Logger,
+  constructor(member: ServiceMember, copies: Target<V1Service>, hosts: Cache<V1Service>, warn: ServiceWarning, log: Logger,
     opts: ServiceReflectorOptions = {}) {
     this.#member = member;
     this.#hosts = hosts;

@@ -7,7 +7,7 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import { KubeError, ignoreNotFound } from '../../../src/kube/errors.ts';
 import { Informer, objectKey } from '../../../src/kube/informer.ts';
 import type { ListWatchEvent } from '../../../src/kube/listwatch.ts';
-import type { Target } from '../../../src/member/reflection/reflector.ts';
+import type { Target } from '../../../src/kube/kinds.ts';
 
 type Obj = KubernetesObject & { data?: unknown; binaryData?: unknown; immutable?: boolean };
 type Change = { kind: string; type: 'ADDED' | 'MODIFIED' | 'DELETED'; object: Obj };

@@ -1,7 +1,8 @@
 // Service reflection over fake host and member APIs: a virtual node's ServiceReflector with its member pods and
 // delegate index, started in the order the fakes need, and its delegates put in the member as the provider makes them.
 import type { V1Pod, V1Service } from '@kubernetes/client-node';
-import { ServiceReflector, type ServiceReflectorOptions, type ServiceWarning } from '../../../src/member/reflection/services.ts';
+import { ServiceReflector, type ServiceReflectorOptions } from '../../../src/member/reflection/services.ts';
+import type { ServiceWarning } from '../../../src/provider/reflection.ts';
 import { DelegateIndex } from '../../../src/member/delegates.ts';
 import { forgeDelegatePod } from '../../../src/forge/pod.ts';
 import type { Informer } from '../../../src/kube/informer.ts';

@@ -10,7 +10,7 @@ import { MemberPodProvider, type MemberPodProviderOptions, type ProviderMember }
 import type { ProbeResult } from '../../../src/member/cluster.ts';
 import { DelegateIndex } from '../../../src/member/delegates.ts';
 import { ObjectMirror, mirrorSelector } from '../../../src/member/reflection/mirror.ts';
-import { HostObjects } from '../../../src/member/reflection/hostcache.ts';
+import { HostObjects } from '../../../src/host/reflection/caches.ts';
 import type { MemberConfig } from '../../../src/config.ts';
 import { checkMemberNamespace } from '../../../src/forge/namespace.ts';
 import { forgeDelegatePod } from '../../../src/forge/pod.ts';

@@ -1,35 +1,13 @@
-// Member → host exports: which host namespaces accept them (the allow-list or the namespace's own annotation,
-// nothing else), and the ExportReflector against fake member and host APIs.
+// Member → host exports: the ExportReflector against fake member and host APIs, with the host's consent read from
+// the fake host's namespaces.
 import { describe, it, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import type { V1ConfigMap, V1Namespace } from '@kubernetes/client-node';
-import { ExportConsent, ExportReflector, exportAllowed } from '../../../../src/member/reflection/export.ts';
+import type { V1ConfigMap } from '@kubernetes/client-node';
+import { ExportReflector } from '../../../../src/member/reflection/export.ts';
+import { HostExportConsent } from '../../../../src/host/reflection/exports.ts';
 import { createLogger } from '../../../../src/log.ts';
 import { FakeObjects, labelled } from '../../fakes/objects.ts';
 import { eventually, settle } from '../../fakes/wait.ts';
-
-const ns = (name: string, annotations?: Record<string, string>, deleting = false): V1Namespace =>
-  ({ metadata: { name, annotations, ...(deleting ? { deletionTimestamp: new Date() } : {}) } });
-
-describe('exportAllowed', () => {
-  const none = new Set<string>();
-  const listed = new Set(['results']);
-  const cases: [string, V1Namespace | undefined, ReadonlySet<string>, boolean][] = [
-    ['no annotation, empty allow-list', ns('results'), none, false],
-    ['annotated "true"', ns('results', { 'clusterlet.io/accept-exports': 'true' }), none, true],
-    ['annotated with another value', ns('results', { 'clusterlet.io/accept-exports': 'yes' }), none, false],
-    ['annotated "false"', ns('results', { 'clusterlet.io/accept-exports': 'false' }), none, false],
-    ['an unrelated annotation', ns('results', { 'clusterlet.io/export': 'true' }), none, false],
-    ['in the allow-list', ns('results'), listed, true],
-    ['in the allow-list, annotated "false" (the list wins)', ns('results', { 'clusterlet.io/accept-exports': 'false' }), listed, true],
-    ['another namespace is in the allow-list', ns('other'), listed, false],
-    ['an unknown namespace, even if listed', undefined, listed, false],
-    ['a namespace being deleted', ns('results', { 'clusterlet.io/accept-exports': 'true' }, true), listed, false],
-  ];
-  for (const [what, namespace, allow, want] of cases) {
-    it(`${want ? 'accepts' : 'refuses'}: ${what}`, () => assert.equal(exportAllowed(namespace, allow), want));
-  }
-});
 
 const HOST = 'host-1';
 const NS = 'results';
@@ -46,7 +24,7 @@ function exports(opts: { allow?: string[]; annotations?: Record<string, string> 
   host.put('Namespace', { metadata: { name: NS, annotations: opts.annotations } });
   member.put('Namespace', { metadata: { name: NS, labels: { 'clusterlet.io/origin': HOST },
     annotations: { 'clusterlet.io/proxy-namespace': NS } } });
-  const consent = new ExportConsent(host.informer('Namespace'), opts.allow ?? []);
+  const consent = new HostExportConsent(host.informer('Namespace'), opts.allow ?? []);
   const exported = labelled('clusterlet.io/export=true,!clusterlet.io/origin');
   const copies = labelled('clusterlet.io/member=m1');
   const exporter = new ExportReflector('m1', {

@@ -4,8 +4,9 @@
 import { describe, it, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import type { KubernetesObject, V1ConfigMap, V1Pod, V1PodSpec, V1Secret } from '@kubernetes/client-node';
-import { ObjectMirror, type HostCaches, type MirrorOptions, type Prepared } from '../../../../src/member/reflection/mirror.ts';
-import { HostObjects } from '../../../../src/member/reflection/hostcache.ts';
+import { ObjectMirror, type MirrorOptions, type Prepared } from '../../../../src/member/reflection/mirror.ts';
+import { HostObjects } from '../../../../src/host/reflection/caches.ts';
+import type { HostCaches } from '../../../../src/provider/reflection.ts';
 import { rejection } from '../../../../src/member/pod/provider.ts';
 import { forgeDelegatePod } from '../../../../src/forge/pod.ts';
 import type { Informer } from '../../../../src/kube/informer.ts';
@@ -35,14 +36,13 @@ afterEach(() => { for (const s of stops.splice(0).reverse()) s(); });
 function world() {
   const host = new FakeObjects();
   const member = new FakeObjects();
-  const caches: HostCaches = {
-    configMaps: new HostObjects('host-cm', host.watch('ConfigMap'), (ns, name) => host.read('ConfigMap', ns, name)),
-    secrets: new HostObjects('host-secrets', host.watch('Secret', (s) => (s as V1Secret).type !== SA_TOKEN),
-      (ns, name) => host.read('Secret', ns, name)),
-  };
-  caches.configMaps.start();
-  caches.secrets.start();
-  stops.push(() => { caches.configMaps.stop(); caches.secrets.stop(); });
+  const configMaps = new HostObjects<V1ConfigMap>('host-cm', host.watch('ConfigMap'), (ns, name) => host.read('ConfigMap', ns, name));
+  const secrets = new HostObjects<V1Secret>('host-secrets', host.watch('Secret', (s) => (s as V1Secret).type !== SA_TOKEN),
+    (ns, name) => host.read('Secret', ns, name));
+  const caches: HostCaches = { configMaps, secrets };
+  configMaps.start();
+  secrets.start();
+  stops.push(() => { configMaps.stop(); secrets.stop(); });
 
   /** The mirror of virtual node `nodeName`; `run` does what the provider does to create a delegate. */
   function node(nodeName: string, opts: MirrorOptions = {}, { startMirror = true } = {}) {

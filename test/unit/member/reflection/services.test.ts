@@ -4,7 +4,8 @@
 import { describe, it, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1EndpointSlice, V1Service, V1ServiceSpec } from '@kubernetes/client-node';
-import { CONFLICT_REASON, type ServiceWarning } from '../../../../src/member/reflection/services.ts';
+import { CONFLICT_REASON } from '../../../../src/member/reflection/services.ts';
+import type { ServiceWarning } from '../../../../src/provider/reflection.ts';
 import type { EventSubject } from '../../../../src/kube/events.ts';
 import { FakeObjects, labelled } from '../../fakes/objects.ts';
 import { HOST, MNS, NS, putDelegate, startServiceNode } from '../../fakes/services.ts';

@@ -1,16 +1,18 @@
 // Host objects of one kind (ConfigMaps or Secrets) shared by every member, of which only those some member wants
 // are kept: one cluster-wide watch, and nothing unrelated held in memory (a Helm release Secret nobody offloads
-// never stays here). An Informer narrowed to the keys with interest, and the interest counted per key.
+// never stays here). An Informer narrowed to the keys with interest, and the interest counted per key: the mirror's
+// HostObjectCache (provider/reflection.ts).
 import type { Observable } from 'rxjs';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { Informer, splitKey, type StoreEvent } from '../../kube/informer.ts';
 import type { ListWatchEvent } from '../../kube/listwatch.ts';
 import { ignoreNotFound } from '../../kube/errors.ts';
 import type { ClusterClient } from '../../kube/client.ts';
-import { KINDS, watchKind, type Kind, type ObjectOf, type Selectors } from './reflector.ts';
+import { KINDS, watchKind, type Kind, type ObjectOf, type Selectors } from '../../kube/kinds.ts';
+import type { HostObjectCache } from '../../provider/reflection.ts';
 import type { Logger } from '../../log.ts';
 
-export class HostObjects<T extends KubernetesObject> {
+export class HostObjects<T extends KubernetesObject> implements HostObjectCache<T> {
   #informer: Informer<T>;
   #read: (namespace: string, name: string) => Promise<T>;
   /** key → how many interested parties. */

@@ -2,7 +2,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1ConfigMap } from '@kubernetes/client-node';
-import { HostObjects } from '../../../../src/member/reflection/hostcache.ts';
+import { HostObjects } from '../../../../src/host/reflection/caches.ts';
 import type { StoreEvent } from '../../../../src/kube/informer.ts';
 import { FakeObjects } from '../../fakes/objects.ts';
 

@@ -18,6 +18,11 @@ import { isReady, podsSpec } from '../test/support/objects.ts';
 import { forNamespace, ms, type E2EContext } from './scenarios.ts';
 
 export interface ContainerStoryOptions {
+  /**
+   * clusterlet gives offloaded pods host API access (docs/api-access.md: a hostAPI.server the member's pods reach):
+   * a container of a delegate lists its host namespace's pods with its mounted token.
+   */
+  hostApi?: boolean;
   /** `namespace/release` of clusterlet's Helm release and the helm binary: enables the upgrade scenario. */
   helmRelease?: { helm: string; chart: string; namespace: string; release: string; upgradeTag: string };
 }
@@ -275,6 +280,41 @@ export function registerContainerStory(context: () => E2EContext, opts: Containe
       }
       const t = await kubectl(ctx, ['logs', '-n', namespace, 'ticker', '--tail=1']);
       if (t.code !== 0 || !/tick \d+/.test(t.stdout)) throw new Error(`kubectl logs after the upgrade: ${t.stdout}${t.stderr}`);
+    });
+  }
+
+  if (opts.hostApi) {
+    it('real containers: a container lists its host namespace\'s pods with its mounted token, as its host ServiceAccount', async () => {
+      const ctx = context();
+      // ServiceAccount "lister" of the host namespace may list its pods: a host Role, nothing in the member.
+      for (const args of [['create', 'serviceaccount', 'lister'], ['create', 'role', 'pod-lister', '--verb=list', '--resource=pods'],
+        ['create', 'rolebinding', 'lister', '--role=pod-lister', `--serviceaccount=${namespace}:lister`]]) {
+        const r = await kubectl(ctx, ['-n', namespace, ...args]);
+        if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
+      }
+      await create(pod('api', { command: ['sh', '-c', 'trap "exit 0" TERM; while true; do sleep 1 & wait $!; done'] },
+        { serviceAccountName: 'lister' }));
+      await running('api');
+      // In-cluster clients read these: the env the kubelet sets, the token, CA and namespace files. Static busybox's
+      // wget speaks TLS but verifies no certificate (hence --no-check-certificate); clients with the CA file do.
+      const sa = '/var/run/secrets/kubernetes.io/serviceaccount';
+      const script = `ns=$(cat ${sa}/namespace); grep -q "BEGIN CERTIFICATE" ${sa}/ca.crt || exit 5; `
+        + 'wget -q -O - --no-check-certificate --header "Authorization: Bearer $(cat ' + sa + '/token)" '
+        + '"https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT/api/v1/namespaces/$ns/pods"';
+      const r = await kubectl(ctx, ['exec', '-n', namespace, 'api', '--', 'sh', '-c', script]);
+      if (r.code !== 0) throw new Error(`the request from the container failed (${r.code}): ${r.stdout.slice(0, 500)} ${r.stderr}`);
+      const list = JSON.parse(r.stdout) as { kind?: string; items?: V1Pod[] };
+      const names = (list.items ?? []).map((p) => p.metadata?.name).sort();
+      // The host's pods: bound to the virtual node, which only the host has.
+      if (list.kind !== 'PodList' || !names.includes('ticker') || !names.includes('api')
+        || !(list.items ?? []).every((p) => p.spec?.nodeName === ctx.opts.nodeName)) {
+        throw new Error(`want the host namespace's pods, on ${ctx.opts.nodeName}; got ${r.stdout.slice(0, 500)}`);
+      }
+      // The same token may do nothing else there.
+      const denied = await kubectl(ctx, ['exec', '-n', namespace, 'api', '--', 'sh', '-c',
+        `wget -q -O - --no-check-certificate --header "Authorization: Bearer $(cat ${sa}/token)" `
+        + '"https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT/api/v1/namespaces/$(cat ' + sa + '/namespace)/secrets"']);
+      if (denied.code === 0) throw new Error(`listing Secrets with the lister's token worked: ${denied.stdout.slice(0, 300)}`);
     });
   }
 

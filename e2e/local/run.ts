@@ -82,6 +82,8 @@ try {
 replicaCount: 2
 nodeSelector:
   kubernetes.io/hostname: ${HOST_REAL_NODE}
+hostAPI:
+  server: ${h.host.podServer}
 `);
   await sh(helm, ['--kubeconfig', h.host.kubeconfig, 'install', RELEASE, join(ROOT, 'charts/clusterlet'), '--namespace', NAMESPACE,
     '--values', values, '--wait', '--timeout', '180s'], env).catch(async (err: Error) => {
@@ -104,7 +106,7 @@ nodeSelector:
       stdio: 'inherit', cwd: ROOT,
       env: { ...env, E2E_HOST_KUBECONFIG: h.host.kubeconfig, E2E_MEMBER_KUBECONFIG: h.member.kubeconfig,
         E2E_KUBECTL: bin.kubectl, E2E_EXPECT_LOGS: '1', E2E_REAL_NODES: '1', E2E_HELM: helm,
-        E2E_RELEASE: `${NAMESPACE}/${RELEASE}`, E2E_UPGRADE_TAG: UPGRADE_TAG },
+        E2E_RELEASE: `${NAMESPACE}/${RELEASE}`, E2E_UPGRADE_TAG: UPGRADE_TAG, E2E_HOST_API: '1' },
     });
     child.on('exit', (c) => resolve(c ?? 1));
   });

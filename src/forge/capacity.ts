@@ -74,11 +74,20 @@ export function podCounts(
   isOurs: (p: V1Pod) => boolean = isAnyDelegate,
   usableNodes?: ReadonlySet<string>,
 ): boolean {
+  return countedOn(pod, isOurs, usableNodes) !== undefined;
+}
+
+/** The node whose capacity the pod uses, when it counts (see `podCounts`); else undefined. */
+export function countedOn(
+  pod: V1Pod,
+  isOurs: (p: V1Pod) => boolean = isAnyDelegate,
+  usableNodes?: ReadonlySet<string>,
+): string | undefined {
   const phase = pod.status?.phase;
-  if (phase === 'Succeeded' || phase === 'Failed') return false;
+  if (phase === 'Succeeded' || phase === 'Failed') return undefined;
   const nodeName = pod.spec?.nodeName;
-  if (!nodeName || (usableNodes && !usableNodes.has(nodeName))) return false;
-  return !isOurs(pod);
+  if (!nodeName || (usableNodes && !usableNodes.has(nodeName))) return undefined;
+  return isOurs(pod) ? undefined : nodeName;
 }
 
 export interface AggregateCapacity {
@@ -94,7 +103,8 @@ export type RequestsByNode = ReadonlyMap<string, ReadonlyMap<string, bigint>>;
 export function requestsByNode(pods: V1Pod[], isOurs: (p: V1Pod) => boolean = isAnyDelegate): Map<string, Map<string, bigint>> {
   const usage = new Map<string, Map<string, bigint>>();
   for (const pod of pods) {
-    if (podCounts(pod, isOurs)) addRequests(usage, pod.spec!.nodeName!, podRequests(pod), 1n);
+    const node = countedOn(pod, isOurs);
+    if (node !== undefined) addRequests(usage, node, podRequests(pod), 1n);
   }
   return usage;
 }

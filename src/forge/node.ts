@@ -1,5 +1,5 @@
 // The virtual node, forged from what its provider reports. Pure functions: node state in, node parts out.
-import type { V1Node, V1NodeCondition, V1NodeStatus, V1Taint } from '@kubernetes/client-node';
+import type { V1Node, V1NodeCondition, V1NodeStatus, V1NodeSystemInfo, V1Taint } from '@kubernetes/client-node';
 import {
   HOSTNAME_LABEL, MANAGED_LABELS_ANNOTATION, MEMBER_LABEL, ROLE_LABEL, VIRTUAL_NODE_ROLE, VIRTUAL_NODE_TAINT_EFFECT, VIRTUAL_NODE_TAINT_KEY,
   VIRTUAL_NODE_TAINT_VALUE, VIRTUAL_NODE_TYPE, VIRTUAL_NODE_TYPE_LABEL,
@@ -123,13 +123,16 @@ export function forgeNodeConditions(ctx: NodeContext, state: NodeState): V1NodeC
   ];
 }
 
+/** A node status as forgeNodeStatus makes it: with the node's system info. */
+export type DesiredNodeStatus = V1NodeStatus & { nodeInfo: V1NodeSystemInfo };
+
 /**
  * The node status without timestamps. Capacity and allocatable keep their last known values while the
  * member does not answer, so a blip does not make the scheduler see an empty node; and, until the member's
  * caches are synced, the values `known` on the node (a restart's: those a previous process wrote), so a restart
  * does not either (nor the API server's resize admission, which reads the node's allocatable).
  */
-export function forgeNodeStatus(ctx: NodeContext, state: NodeState, known?: V1NodeStatus): V1NodeStatus {
+export function forgeNodeStatus(ctx: NodeContext, state: NodeState, known?: V1NodeStatus): DesiredNodeStatus {
   const keep = !state.synced && known?.capacity !== undefined;
   const capacity = { ...(keep ? known.capacity : state.capacity) };
   const allocatable = { ...(keep ? known.allocatable ?? known.capacity : state.allocatable) };
@@ -171,7 +174,7 @@ const sortedEntries = (m: Record<string, string> | undefined): string =>
   JSON.stringify(Object.entries(m ?? {}).sort(([a], [b]) => byCodeUnits(a, b)));
 
 /** Whether `current` already shows `desired` (timestamps ignored, order of conditions ignored). */
-export function nodeStatusMatches(desired: V1NodeStatus, current: V1NodeStatus | undefined): boolean {
+export function nodeStatusMatches(desired: DesiredNodeStatus, current: V1NodeStatus | undefined): boolean {
   if (!current) return false;
   if (sortedEntries(desired.capacity) !== sortedEntries(current.capacity)) return false;
   if (sortedEntries(desired.allocatable) !== sortedEntries(current.allocatable)) return false;
@@ -184,7 +187,7 @@ export function nodeStatusMatches(desired: V1NodeStatus, current: V1NodeStatus |
   if (desired.daemonEndpoints?.kubeletEndpoint?.Port !== current.daemonEndpoints?.kubeletEndpoint?.Port) return false;
   // An API server without NodeDeclaredFeatures drops the field: its absence is no difference to write again.
   if (current.declaredFeatures && current.declaredFeatures.join() !== desired.declaredFeatures?.join()) return false;
-  const ni = desired.nodeInfo!;
+  const ni = desired.nodeInfo;
   const ci = current.nodeInfo;
   return !!ci && ni.kubeletVersion === ci.kubeletVersion && ni.architecture === ci.architecture
     && ni.operatingSystem === ci.operatingSystem && ni.containerRuntimeVersion === ci.containerRuntimeVersion

@@ -20,7 +20,7 @@ const OPEN_ARRAY = 0x5b, CLOSE_ARRAY = 0x5d, OPEN_OBJECT = 0x7b, CLOSE_OBJECT = 
 /** The index just after the string whose opening quote is just before `i`, or -1 if it does not end before `end`. */
 function stringEnd(b: Buffer, i: number, end: number): number {
   while (i < end) {
-    const d = b[i++]!;
+    const d = b[i++];
     if (d === BACKSLASH) i++;
     else if (d === QUOTE) return i;
   }
@@ -35,7 +35,7 @@ function stringEnd(b: Buffer, i: number, end: number): number {
 function closeOf(b: Buffer, from: number, end: number, closer: number): number {
   let depth = 1;
   for (let i = from; i < end;) {
-    const c = b[i++]!;
+    const c = b[i++];
     if (c === QUOTE) {
       if ((i = stringEnd(b, i, end)) < 0) return -1;
     } else if (c === OPEN_ARRAY || c === OPEN_OBJECT) depth++;
@@ -124,10 +124,10 @@ function pod(line: Buffer, meta: number, known: KnownSpec | undefined): unknown 
   const specFrom = metaEnd + END_METADATA.length - 1;
   try {
     const specTo = known ? line.indexOf(THEN_STATUS, specFrom) + 1 : 0;
-    if (specTo <= 0) return parseOf([line.subarray(0, managed), line.subarray(metaEnd)]);
+    if (!known || specTo <= 0) return parseOf([line.subarray(0, managed), line.subarray(metaEnd)]);
     const ev = parseOf([line.subarray(0, managed), line.subarray(metaEnd, specFrom), ZERO, line.subarray(specTo)]) as Parsed;
     if (!ev?.object) return undefined;
-    setSpec(ev.object, line.subarray(specFrom, specTo), known!);
+    setSpec(ev.object, line.subarray(specFrom, specTo), known);
     return ev;
   } catch {
     return undefined;

@@ -227,11 +227,11 @@ class Conn {
           break;
         }
         case 'length':
-          at = this.#bodyBytes(cur.body!, buf, at);
+          at = this.#bodyBytes(cur, buf, at);
           if (this.#left === 0) this.#finish(cur, at === buf.length);
           break;
         case 'toClose':
-          cur.body!.push(at === 0 ? buf : buf.subarray(at));
+          bodyOf(cur).push(at === 0 ? buf : buf.subarray(at));
           at = buf.length;
           break;
         case 'chunkSize': {
@@ -248,7 +248,7 @@ class Conn {
           break;
         }
         case 'chunkData':
-          at = this.#bodyBytes(cur.body!, buf, at);
+          at = this.#bodyBytes(cur, buf, at);
           if (this.#left === 0) { this.#state = 'chunkEnd'; this.#left = 2; }
           break;
         case 'chunkEnd':
@@ -270,10 +270,10 @@ class Conn {
     }
   }
 
-  /** Up to #left bytes of `buf` from `at` go to `body`; returns where they stopped. */
-  #bodyBytes(body: H1Body, buf: Buffer, at: number): number {
+  /** Up to #left bytes of `buf` from `at` go to the body of `cur`; returns where they stopped. */
+  #bodyBytes(cur: Current, buf: Buffer, at: number): number {
     const n = Math.min(this.#left, buf.length - at);
-    body.push(buf.subarray(at, at + n));
+    bodyOf(cur).push(buf.subarray(at, at + n));
     this.#left -= n;
     return at + n;
   }
@@ -286,16 +286,17 @@ class Conn {
   /** Takes the head of the answer to `cur`; true when the answer has no body (it is complete). */
   #head(cur: Current, text: string): boolean {
     const lines = text.split('\r\n');
-    const m = /^HTTP\/1\.([01]) (\d{3})/.exec(lines[0] ?? '');
-    if (!m) throw new Error(`not an HTTP/1.1 response: ${JSON.stringify((lines[0] ?? '').slice(0, 40))}`);
+    // The status line; the header lines are left.
+    const statusLine = lines.shift() ?? '';
+    const m = /^HTTP\/1\.([01]) (\d{3})/.exec(statusLine);
+    if (!m) throw new Error(`not an HTTP/1.1 response: ${JSON.stringify(statusLine.slice(0, 40))}`);
     const status = Number(m[2]);
     if (status >= 100 && status < 200) return false; // informational: the real answer follows
     let length = -1;
     let chunked = false;
     let contentType = '';
     this.#keepAlive = m[1] === '1';
-    for (let i = 1; i < lines.length; i++) {
-      const line = lines[i]!;
+    for (const line of lines) {
       const colon = line.indexOf(':');
       if (colon < 0) continue;
       const name = line.slice(0, colon).trim().toLowerCase();
@@ -341,7 +342,7 @@ class Conn {
     // The reader sees the end before the connection serves anyone else: whatever it does then touches only its own.
     let ended = false;
     try {
-      cur.body!.end();
+      bodyOf(cur).end();
       ended = true;
     } finally {
       // A reader that threw is not to be trusted with the connection's next answer either.
@@ -363,6 +364,12 @@ class Conn {
     if (cur.body) cur.body.fail(err);
     else cur.x.reject(err);
   }
+}
+
+/** The body of `cur`, which has one from its head on: the states that read body bytes come after it. */
+function bodyOf(cur: Current): H1Body {
+  if (!cur.body) throw new Error('response body bytes before the response head');
+  return cur.body;
 }
 
 function abortedExchange(): Error {
@@ -420,7 +427,7 @@ export class H1Pool {
     // What would end a line of the head early (a token with a trailing newline, say) is refused, as node:http does.
     let unsafe = UNSAFE.test(r.path);
     for (const k in r.headers) {
-      const v = r.headers[k]!;
+      const v = r.headers[k];
       unsafe ||= UNSAFE.test(k) || UNSAFE.test(v);
       head += `${k}: ${v}\r\n`;
     }
@@ -508,8 +515,10 @@ export class H1Pool {
     if (this.#waiting.length > 0) {
       const next = reusable ? c : this.#take();
       if (next) {
-        const w = this.#waiting.shift()!;
-        this.#opts.onWaited?.(performance.now() - w.waitingSince!, w.r.priority ?? 'normal');
+        const w = this.#waiting.shift();
+        // The request counted, queued with the time it began to wait.
+        if (w?.waitingSince === undefined) throw new Error('H1Pool: a request counted as waiting is not there');
+        this.#opts.onWaited?.(performance.now() - w.waitingSince, w.r.priority ?? 'normal');
         next.send(w);
         return;
       }

@@ -7,49 +7,55 @@
  * `low`: what may come late (events); `normal`: the rest. */
 export type Priority = 'high' | 'normal' | 'low';
 
-const LANE: Record<Priority, number> = { high: 0, normal: 1, low: 2 };
+const LANE = { high: 0, normal: 1, low: 2 } as const satisfies Record<Priority, number>;
+type Lane = (typeof LANE)[Priority];
 
 /** Items served from a more urgent lane in a row, while a less urgent one waits, before one of those goes. */
 export const PASS_LIMIT = 8;
 
-interface Entry<T> { item: T; seq: number }
+interface Entry<T> { item: T; seq: number; lane: Lane }
 
 /** Items waiting in lanes, the most urgent lane served first (see PASS_LIMIT). */
 export class Lanes<T> {
-  #lanes: Entry<T>[][] = [[], [], []];
+  /** One lane per priority, by LANE. */
+  #lanes: [Entry<T>[], Entry<T>[], Entry<T>[]] = [[], [], []];
   #seq = 0;
   /** Items served in a row from a lane while a less urgent one waited. */
   #passed = 0;
 
-  get length(): number { return this.#lanes[0]!.length + this.#lanes[1]!.length + this.#lanes[2]!.length; }
+  get length(): number { return this.#lanes[0].length + this.#lanes[1].length + this.#lanes[2].length; }
 
   push(item: T, priority: Priority = 'normal'): void {
-    this.#lanes[LANE[priority]]!.push({ item, seq: this.#seq++ });
+    const lane = LANE[priority];
+    this.#lanes[lane].push({ item, seq: this.#seq++, lane });
   }
 
   /** The first item of the most urgent lane that has one, or, every PASS_LIMIT + 1 items, the oldest of the others. */
   shift(): T | undefined {
-    const first = this.#lanes.findIndex((l) => l.length > 0);
-    if (first < 0) return undefined;
-    // The lane, below the first, whose head has waited longest.
-    let behind = -1;
-    for (let i = first + 1; i < this.#lanes.length; i++) {
-      const head = this.#lanes[i]![0];
-      if (head && (behind < 0 || head.seq < this.#lanes[behind]![0]!.seq)) behind = i;
+    // The first item of the most urgent lane that has one, and the one that has waited longest of the lanes below.
+    let first: Entry<T> | undefined;
+    let behind: Entry<T> | undefined;
+    for (const lane of this.#lanes) {
+      const head = lane[0];
+      if (!head) continue;
+      if (!first) first = head;
+      else if (!behind || head.seq < behind.seq) behind = head;
     }
-    let from = first;
-    if (behind < 0) {
+    if (!first) return undefined;
+    let taken = first;
+    if (!behind) {
       this.#passed = 0;
     } else if (++this.#passed > PASS_LIMIT) {
       this.#passed = 0;
-      from = behind;
+      taken = behind;
     }
-    return this.#lanes[from]!.shift()!.item;
+    this.#lanes[taken.lane].shift();
+    return taken.item;
   }
 
   /** Removes `item` (an aborted request); whether it was there. */
   remove(item: T, priority: Priority = 'normal'): boolean {
-    const lane = this.#lanes[LANE[priority]]!;
+    const lane = this.#lanes[LANE[priority]];
     const i = lane.findIndex((e) => e.item === item);
     if (i < 0) return false;
     lane.splice(i, 1);

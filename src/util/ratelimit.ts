@@ -40,9 +40,11 @@ export class TokenBucket {
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       this.#refill();
-      while (this.#waiters.length && this.#tokens >= 1) {
+      while (this.#tokens >= 1) {
+        const next = this.#waiters.shift();
+        if (!next) break;
         this.#tokens -= 1;
-        this.#waiters.shift()!();
+        next();
       }
       if (this.#waiters.length) this.#schedule();
     }, wait);

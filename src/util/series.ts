@@ -38,6 +38,9 @@ abstract class Series<L extends string, S extends { labels: Record<string, strin
   readonly aggregator = 'sum' as const;
   /** The series, found by their label values one label after the other (labelNames' order): no key string to build. */
   #tree = new Map<unknown, unknown>();
+  /** The labels whose values lead to a series' map (all but the last), and the last, whose value finds it there. */
+  readonly #path: readonly L[];
+  readonly #lastName: L | undefined;
   /** The same series, for exposition. */
   protected series = new Set<S>();
 
@@ -45,26 +48,32 @@ abstract class Series<L extends string, S extends { labels: Record<string, strin
     this.name = opts.name;
     this.help = opts.help;
     this.labelNames = opts.labelNames;
+    this.#path = opts.labelNames.slice(0, -1);
+    this.#lastName = opts.labelNames.at(-1);
     // prom-client's registry takes any object with its metrics' get() shape.
     for (const r of opts.registers) r.registerMetric(this as never);
   }
 
   protected abstract create(labels: Record<string, string | number>): S;
 
-  /**
-   * The map that holds the series of these labels' values, keyed by the last label's value: made on the way when `make`,
-   * else undefined where there is none.
-   */
-  #leaf(labels: LabelValues<L>, make: boolean): Map<unknown, unknown> | undefined {
-    const names = this.labelNames;
+  /** The map that holds the series of these labels' values, keyed by the last label's value; made on the way. */
+  #leaf(labels: LabelValues<L>): Map<unknown, unknown> {
     let m = this.#tree;
-    for (let i = 0; i < names.length - 1; i++) {
-      const k = valueOf(labels[names[i]!]);
+    for (const name of this.#path) {
+      const k = valueOf(labels[name]);
       let next = m.get(k) as Map<unknown, unknown> | undefined;
-      if (!next) {
-        if (!make) return undefined;
-        m.set(k, next = new Map());
-      }
+      if (!next) m.set(k, next = new Map());
+      m = next;
+    }
+    return m;
+  }
+
+  /** The same map, if it is there (nothing made). */
+  #leafIfAny(labels: LabelValues<L>): Map<unknown, unknown> | undefined {
+    let m = this.#tree;
+    for (const name of this.#path) {
+      const next = m.get(valueOf(labels[name])) as Map<unknown, unknown> | undefined;
+      if (!next) return undefined;
       m = next;
     }
     return m;
@@ -72,13 +81,12 @@ abstract class Series<L extends string, S extends { labels: Record<string, strin
 
   /** The last label's value: the key of the series in its #leaf map. */
   #last(labels: LabelValues<L>): string | undefined {
-    const names = this.labelNames;
-    return names.length ? valueOf(labels[names[names.length - 1]!]) : undefined;
+    return this.#lastName === undefined ? undefined : valueOf(labels[this.#lastName]);
   }
 
   /** The series of these labels, made if new. */
   protected at(labels: LabelValues<L>): S {
-    const m = this.#leaf(labels, true)!;
+    const m = this.#leaf(labels);
     const v = this.#last(labels);
     let s = m.get(v) as S | undefined;
     if (!s) {
@@ -90,11 +98,12 @@ abstract class Series<L extends string, S extends { labels: Record<string, strin
 
   /** Drops the series of exactly these labels (as prom-client's remove). */
   remove(labels: LabelValues<L>): void {
-    const m = this.#leaf(labels, false);
+    const m = this.#leafIfAny(labels);
+    if (!m) return;
     const v = this.#last(labels);
-    const s = m?.get(v) as S | undefined;
+    const s = m.get(v) as S | undefined;
     if (!s) return;
-    m!.delete(v);
+    m.delete(v);
     this.series.delete(s);
   }
 
@@ -144,13 +153,11 @@ export class HotHistogram<L extends string> extends Series<L, HistogramSeries> {
   observe(labels: LabelValues<L>, value: number): void {
     if (!Number.isFinite(value)) throw new TypeError(`${this.name}: not a valid number: ${value}`);
     const s = this.at(labels);
+    // The first bucket whose bound the value is within; above the last, only +Inf (the count) has it.
     const bounds = this.upperBounds;
-    for (let i = 0; i < bounds.length; i++) {
-      if (value <= bounds[i]!) {
-        s.buckets[i]!++;
-        break;
-      }
-    }
+    let i = 0;
+    while (i < bounds.length && value > bounds[i]) i++;
+    if (i < bounds.length) s.buckets[i]++;
     s.sum += value;
     s.count++;
   }
@@ -170,9 +177,10 @@ export class HotHistogram<L extends string> extends Series<L, HistogramSeries> {
     const bucket = `${this.name}_bucket`;
     for (const s of this.series.values()) {
       let acc = 0;
-      for (let i = 0; i < this.upperBounds.length; i++) {
-        acc += s.buckets[i]!;
-        values.push({ labels: { le: this.upperBounds[i]!, ...s.labels }, value: acc, metricName: bucket });
+      let i = 0;
+      for (const le of this.upperBounds) {
+        acc += s.buckets[i++];
+        values.push({ labels: { le, ...s.labels }, value: acc, metricName: bucket });
       }
       values.push({ labels: { le: '+Inf', ...s.labels }, value: s.count, metricName: bucket });
       values.push({ labels: { ...s.labels }, value: s.sum, metricName: `${this.name}_sum` });

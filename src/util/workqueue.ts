@@ -228,9 +228,8 @@ export class WorkQueue {
   }
 
   #pump(): void {
-    while (this.#handler) {
-      const entry = this.#heap.peek();
-      if (!entry) break;
+    const handler = this.#handler;
+    for (let entry = this.#heap.peek(); handler && entry; entry = this.#heap.peek()) {
       const urgent = this.#isUrgent(entry.priority);
       if (!this.#hasWorkerFor(urgent)) break;
       this.#heap.pop();
@@ -239,7 +238,7 @@ export class WorkQueue {
       metrics.queueWait.observe({ queue: this.name, priority: this.#waitLabel(entry.priority) }, (performance.now() - entry.since) / 1000);
       this.#processing.set(entry.key, entry.priority);
       if (urgent) this.#urgentRunning++;
-      void this.#run(entry.key, entry.priority);
+      void this.#run(handler, entry.key, entry.priority);
     }
     if (this.#isIdle()) {
       for (const w of this.#idleWaiters.splice(0)) w();
@@ -257,10 +256,10 @@ export class WorkQueue {
     return urgent || this.#processing.size - this.#urgentRunning < this.#workers;
   }
 
-  async #run(key: string, priority: Priority): Promise<void> {
+  async #run(handler: Handler, key: string, priority: Priority): Promise<void> {
     const end = metrics.syncLatency.startTimer({ queue: this.name });
     try {
-      const res = await this.#handler!(key);
+      const res = await handler(key);
       this.#failures.delete(key);
       if (res?.requeueAfterMs !== undefined) this.addAfter(key, res.requeueAfterMs, priority);
     } catch (err) {
@@ -294,13 +293,16 @@ class EntryHeap {
 
   push(e: Entry): void {
     const a = this.#a;
-    let i = a.push(e) - 1;
+    // Up from the new last place: each parent that `e` goes before moves down into the hole, then `e` fills it.
+    let i = a.length;
     while (i > 0) {
       const parent = (i - 1) >> 1;
-      if (!before(a[i]!, a[parent]!)) break;
-      [a[i], a[parent]] = [a[parent]!, a[i]!];
+      const p = a[parent];
+      if (!before(e, p)) break;
+      a[i] = p;
       i = parent;
     }
+    a[i] = e;
   }
 
   peek(): Entry | undefined { return this.#a[0]; }
@@ -310,17 +312,21 @@ class EntryHeap {
     const top = a[0];
     const last = a.pop();
     if (a.length === 0 || !last) return top;
-    a[0] = last;
-    for (let i = 0; ;) {
-      const l = 2 * i + 1;
-      const r = l + 1;
-      let best = i;
-      if (l < a.length && before(a[l]!, a[best]!)) best = l;
-      if (r < a.length && before(a[r]!, a[best]!)) best = r;
-      if (best === i) break;
-      [a[i], a[best]] = [a[best]!, a[i]!];
-      i = best;
+    // Down from the root for `last`: the better child moves up into the hole while it goes before `last`.
+    const n = a.length;
+    let i = 0;
+    for (let l = 1; l < n; l = 2 * i + 1) {
+      let c = l;
+      let child = a[l];
+      if (l + 1 < n) {
+        const right = a[l + 1];
+        if (before(right, child)) { c = l + 1; child = right; }
+      }
+      if (!before(child, last)) break;
+      a[i] = child;
+      i = c;
     }
+    a[i] = last;
     return top;
   }
 }

@@ -8,7 +8,13 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { VirtualNode } from './nodes.ts';
 import { byCodeUnits } from '../../util/order.ts';
 
-export function podList(node: VirtualNode, running: boolean): { apiVersion: string; kind: string; metadata: object; items: V1Pod[] } {
+/** What a pod list reads of a node: its host pods, and those its back end runs. */
+export interface PodListSource {
+  proxies: Pick<VirtualNode['proxies'], 'list'>;
+  running: VirtualNode['running'];
+}
+
+export function podList(node: PodListSource, running: boolean): { apiVersion: string; kind: string; metadata: object; items: V1Pod[] } {
   const pods = (running ? node.running() : node.proxies.list())
     .filter((p) => !running || (p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed'))
     .sort((a, b) => byCodeUnits(`${a.metadata?.namespace}/${a.metadata?.name}`, `${b.metadata?.namespace}/${b.metadata?.name}`));

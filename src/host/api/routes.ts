@@ -8,9 +8,13 @@ export type Route =
   | { kind: 'pods' | 'runningpods' | 'statsSummary' | 'metricsResource' | 'healthz' };
 
 export type PodRoute = Extract<Route, { pod: string }>;
+/** The routes about the node as a whole. */
+export type NodeRoute = Exclude<Route, PodRoute>;
+/** The routes that upgrade the connection to a stream. */
+export type StreamRoute = Extract<Route, { kind: 'exec' | 'attach' | 'portForward' }>;
 
 export function isPodRoute(r: Route): r is PodRoute { return 'pod' in r; }
-export function isStreamRoute(r: Route): r is Extract<Route, { kind: 'exec' | 'attach' | 'portForward' }> {
+export function isStreamRoute(r: Route): r is StreamRoute {
   return r.kind === 'exec' || r.kind === 'attach' || r.kind === 'portForward';
 }
 

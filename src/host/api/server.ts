@@ -15,7 +15,7 @@ import type { Auth, UserInfo } from './auth.ts';
 import { forwardedNode, nodeFor, resolvePod, type NodeDirectory, type ResolvedPod, type VirtualNode } from './nodes.ts';
 import { serveContainerLogs } from './logs.ts';
 import { podList, sendJSON } from './pods.ts';
-import { isPodRoute, isStreamRoute, route, type Route } from './routes.ts';
+import { isPodRoute, isStreamRoute, route, type NodeRoute, type PodRoute, type StreamRoute } from './routes.ts';
 import type { ClientCA, ServingCertificate } from './tls.ts';
 
 /** Node-level usage (stats.ts). */
@@ -26,8 +26,7 @@ export interface NodeStats {
 
 /** exec, attach and port-forward (streams.ts), on an upgraded connection. */
 export interface StreamHandlers {
-  handle(kind: 'exec' | 'attach' | 'portForward', req: IncomingMessage, socket: Duplex, head: Buffer,
-    target: ResolvedPod, container: string | undefined): Promise<void>;
+  handle(route: StreamRoute, req: IncomingMessage, socket: Duplex, head: Buffer, target: ResolvedPod): Promise<void>;
 }
 
 export interface KubeletServerOptions {
@@ -44,6 +43,11 @@ export interface KubeletServerOptions {
   streams?: StreamHandlers;
   log: Logger;
 }
+
+/** An admitted request: what it asks for and the node it is about, and for a pod's route the pod. */
+type Admitted =
+  | { route: PodRoute; node: VirtualNode; pod: ResolvedPod }
+  | { route: NodeRoute; node: VirtualNode };
 
 export class KubeletServer {
   #opts: KubeletServerOptions;
@@ -134,35 +138,35 @@ export class KubeletServer {
   }
 
   /** Authenticates, routes, finds the node and authorises. */
-  async #admit(req: IncomingMessage): Promise<{ route: Route; node: VirtualNode; pod?: ResolvedPod; user?: UserInfo }> {
+  async #admit(req: IncomingMessage): Promise<Admitted> {
     const o = this.#opts;
     const path = new URL(req.url ?? '/', 'https://kubelet').pathname;
     const user = o.auth ? await o.auth.authenticate(req, this.#handshakeCA.get(connectionKey(req.socket))) : undefined;
     const r = route(req.method, path);
     const hint = forwardedNode(req.headers['x-forwarded-uri']);
-    let node: VirtualNode;
-    let pod: ResolvedPod | undefined;
+    let admitted: Admitted;
     if (isPodRoute(r)) {
+      let pod: ResolvedPod;
       try {
         pod = resolvePod(o.dir, r.namespace, r.pod, { hint, uid: 'uid' in r ? r.uid : undefined });
       } catch (err) {
         // Whether a pod exists is told only to callers who may ask the node(s) it could be on.
-        if (user && o.auth) await this.#authorizeAny(user, req.method, path, hint);
+        if (user && o.auth) await this.#authorizeAny(o.auth, user, req.method, path, hint);
         throw err;
       }
-      node = pod.node;
+      admitted = { route: r, node: pod.node, pod };
     } else {
-      node = nodeFor(o.dir, hint, req.socket.localPort);
+      admitted = { route: r, node: nodeFor(o.dir, hint, req.socket.localPort) };
     }
-    if (user && o.auth) await o.auth.authorize(user, req.method, path, node.name);
-    return { route: r, node, pod, user };
+    if (user && o.auth) await o.auth.authorize(user, req.method, path, admitted.node.name);
+    return admitted;
   }
 
-  async #authorizeAny(user: UserInfo, method: string | undefined, path: string, hint: string | undefined): Promise<void> {
+  async #authorizeAny(auth: Auth, user: UserInfo, method: string | undefined, path: string, hint: string | undefined): Promise<void> {
     const names = hint ? [hint] : this.#opts.dir.nodes().map((n) => n.name);
     let last: unknown = new ApiError('Forbidden', 'Forbidden');
     for (const name of names) {
-      try { await this.#opts.auth!.authorize(user, method, path, name); return; } catch (err) { last = err; }
+      try { await auth.authorize(user, method, path, name); return; } catch (err) { last = err; }
     }
     throw last;
   }
@@ -170,32 +174,14 @@ export class KubeletServer {
   async #onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
     let endpoint = 'unknown';
     try {
-      const { route: r, node, pod } = await this.#admit(req);
-      endpoint = r.kind;
-      if (isStreamRoute(r)) throw new ApiError('BadRequest', `${r.kind} needs an upgrade to SPDY/3.1 or WebSocket (Connection: Upgrade)`);
-      switch (r.kind) {
-        case 'containerLogs':
-          await serveContainerLogs(req, res, pod!, r.container, this.#opts.log);
-          break;
-        case 'pods':
-        case 'runningpods':
-          sendJSON(res, podList(node, r.kind === 'runningpods'));
-          break;
-        case 'statsSummary':
-          if (!this.#opts.stats) throw new ApiError('NotFound', 'stats are not available');
-          sendJSON(res, await this.#opts.stats.summary(node));
-          break;
-        case 'metricsResource': {
-          if (!this.#opts.stats) throw new ApiError('NotFound', 'metrics are not available');
-          const text = await this.#opts.stats.resourceMetrics(node);
-          res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
-          res.end(text);
-          break;
-        }
-        case 'healthz':
-          res.writeHead(200, { 'Content-Type': 'text/plain' });
-          res.end('ok');
-          break;
+      const a = await this.#admit(req);
+      endpoint = a.route.kind;
+      if (!('pod' in a)) {
+        await this.#serveNode(a.route, a.node, res);
+      } else if (isStreamRoute(a.route)) {
+        throw new ApiError('BadRequest', `${a.route.kind} needs an upgrade to SPDY/3.1 or WebSocket (Connection: Upgrade)`);
+      } else {
+        await serveContainerLogs(req, res, a.pod, a.route.container, this.#opts.log);
       }
       metrics.kubeletApiRequests.inc({ endpoint, code: String(res.statusCode) });
     } catch (err) {
@@ -209,16 +195,41 @@ export class KubeletServer {
     }
   }
 
+  /** Answers a request about the node as a whole. */
+  async #serveNode(r: NodeRoute, node: VirtualNode, res: ServerResponse): Promise<void> {
+    switch (r.kind) {
+      case 'pods':
+      case 'runningpods':
+        sendJSON(res, podList(node, r.kind === 'runningpods'));
+        break;
+      case 'statsSummary':
+        if (!this.#opts.stats) throw new ApiError('NotFound', 'stats are not available');
+        sendJSON(res, await this.#opts.stats.summary(node));
+        break;
+      case 'metricsResource': {
+        if (!this.#opts.stats) throw new ApiError('NotFound', 'metrics are not available');
+        const text = await this.#opts.stats.resourceMetrics(node);
+        res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
+        res.end(text);
+        break;
+      }
+      case 'healthz':
+        res.writeHead(200, { 'Content-Type': 'text/plain' });
+        res.end('ok');
+        break;
+    }
+  }
+
   async #onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     let endpoint = 'unknown';
     socket.on('error', () => socket.destroy());
     try {
-      const { route: r, pod } = await this.#admit(req);
-      endpoint = r.kind;
-      if (!isStreamRoute(r)) throw new ApiError('BadRequest', `${req.url} does not upgrade`);
-      if (!this.#opts.streams) throw new ApiError('NotFound', `${r.kind} is not available`);
+      const a = await this.#admit(req);
+      endpoint = a.route.kind;
+      if (!('pod' in a) || !isStreamRoute(a.route)) throw new ApiError('BadRequest', `${req.url} does not upgrade`);
+      if (!this.#opts.streams) throw new ApiError('NotFound', `${a.route.kind} is not available`);
       metrics.kubeletApiRequests.inc({ endpoint, code: '101' });
-      await this.#opts.streams.handle(r.kind, req, socket, head, pod!, 'container' in r ? r.container : undefined);
+      await this.#opts.streams.handle(a.route, req, socket, head, a.pod);
     } catch (err) {
       const e = toApiError(err);
       metrics.kubeletApiRequests.inc({ endpoint, code: String(e.status) });

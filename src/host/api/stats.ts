@@ -56,14 +56,18 @@ export function summaryOf(nodeName: string, startTime: number, u: MeasuredNodeUs
 /** The kubelet's /metrics/resource families, with timestamps as it gives them. */
 export function resourceMetricsOf(u: MeasuredNodeUsage): string {
   const containers = u.pods.flatMap((p) => p.containers.map((c) => ({ p, c, labels: { container: c.name, namespace: p.namespace, pod: p.name } })));
+  const startTimes: Family['samples'] = [];
+  for (const { p, c, labels } of containers) {
+    const start = c.startTime ?? p.startTime;
+    if (start !== undefined) startTimes.push({ labels, value: start / 1000, timestamp: c.timestamp });
+  }
   const families: Family[] = [
     { name: 'container_cpu_usage_seconds_total', help: '[STABLE] Cumulative cpu time consumed by the container in core-seconds', type: 'counter',
       samples: containers.map(({ c, labels }) => ({ labels, value: c.cpuSeconds, timestamp: c.timestamp })) },
     { name: 'container_memory_working_set_bytes', help: '[STABLE] Current working set of the container in bytes', type: 'gauge',
       samples: containers.map(({ c, labels }) => ({ labels, value: c.memoryWorkingSetBytes, timestamp: c.timestamp })) },
     { name: 'container_start_time_seconds', help: '[STABLE] Start time of the container since unix epoch in seconds', type: 'gauge',
-      samples: containers.filter(({ p, c }) => (c.startTime ?? p.startTime) !== undefined)
-        .map(({ p, c, labels }) => ({ labels, value: (c.startTime ?? p.startTime)! / 1000, timestamp: c.timestamp })) },
+      samples: startTimes },
     { name: 'node_cpu_usage_seconds_total', help: '[STABLE] Cumulative cpu time consumed by the node in core-seconds', type: 'counter',
       samples: [{ value: u.cpuSeconds, timestamp: u.timestamp }] },
     { name: 'node_memory_working_set_bytes', help: '[STABLE] Current working set of the node in bytes', type: 'gauge',

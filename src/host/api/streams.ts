@@ -3,10 +3,10 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '../../log.ts';
-import type { RemoteCommandKind } from '../../provider/runtime.ts';
 import { servePortForward, servePortForwardWebSocket } from './portforward.ts';
 import type { ResolvedPod } from './nodes.ts';
 import { serveRemoteCommand, serveRemoteCommandWebSocket } from './remotecommand.ts';
+import type { StreamRoute } from './routes.ts';
 import type { StreamHandlers } from './server.ts';
 import { isWebSocketRequest } from './websocket.ts';
 
@@ -15,13 +15,12 @@ export class PodStreams implements StreamHandlers {
 
   constructor(log: Logger) { this.#log = log; }
 
-  async handle(kind: RemoteCommandKind | 'portForward', req: IncomingMessage, socket: Duplex, head: Buffer,
-    target: ResolvedPod, container: string | undefined): Promise<void> {
+  async handle(route: StreamRoute, req: IncomingMessage, socket: Duplex, head: Buffer, target: ResolvedPod): Promise<void> {
     const ws = isWebSocketRequest(req);
-    switch (kind) {
+    switch (route.kind) {
       case 'exec':
       case 'attach':
-        return (ws ? serveRemoteCommandWebSocket : serveRemoteCommand)(kind, req, socket, head, target, container!, this.#log);
+        return (ws ? serveRemoteCommandWebSocket : serveRemoteCommand)(route.kind, req, socket, head, target, route.container, this.#log);
       case 'portForward':
         return (ws ? servePortForwardWebSocket : servePortForward)(req, socket, head, target, this.#log);
     }

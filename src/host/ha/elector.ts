@@ -190,16 +190,19 @@ export class LeaseElector {
   }
 
   async #renew(): Promise<void> {
+    // A leader won by a write: the Lease as that write (or the latest renewal) left it.
+    const mine = this.#mine;
+    if (!mine) throw new Error(`lease ${this.name}: leading without a Lease written`);
     const now = this.#now();
     const seen = this.#observed?.lease;
     const taker = seen?.spec?.holderIdentity;
-    if (seen && taker && taker !== this.#opts.identity && this.#mine && olderThan(this.#mine, seen)) {
+    if (seen && taker && taker !== this.#opts.identity && olderThan(mine, seen)) {
       this.#set(false, 'lost', `taken by ${taker}`);
       return;
     }
     // Renewed once per retry period (a poke from a cache event in between writes nothing).
     if (now - this.#renewedAt < this.#opts.retryPeriodMs * 0.9) return;
-    await this.#write(this.#mine!, now, 'renew');
+    await this.#write(mine, now, 'renew');
   }
 
   async #acquire(): Promise<void> {

@@ -37,7 +37,11 @@ export function hostLeaseApi(host: ClusterClient, namespace: string): LeaseApi {
   return {
     read: (name) => ignoreNotFound(() => host.coordination.readNamespacedLease({ name, namespace }, HIGH)),
     create: (lease) => host.coordination.createNamespacedLease({ namespace, body: lease }, HIGH),
-    replace: (lease) => host.coordination.replaceNamespacedLease({ name: lease.metadata!.name!, namespace, body: lease }, HIGH),
+    replace: (lease) => {
+      const name = lease.metadata?.name;
+      if (!name) return Promise.reject(new Error('a Lease to replace needs its name'));
+      return host.coordination.replaceNamespacedLease({ name, namespace, body: lease }, HIGH);
+    },
   };
 }
 
@@ -172,11 +176,17 @@ export class Leadership {
   /** Live replicas, this one included: presence Leases held and renewed within their duration, as seen here. */
   replicas(): number { return 1 + this.#others().length; }
 
-  /** The other live replicas' presence Leases: held, and changed within their duration as seen here. */
-  #others(): V1Lease[] {
+  /** The other live replicas, by their presence Leases: held, and changed within their duration as seen here. */
+  #others(): { id: string; presence: V1Lease }[] {
     const now = this.#now();
-    return [...this.#replicas].filter(([name, s]) => name !== this.#presence.name && s.lease.spec?.holderIdentity
-      && now < s.at + (s.lease.spec.leaseDurationSeconds ?? 0) * 1000).map(([, s]) => s.lease);
+    const live: { id: string; presence: V1Lease }[] = [];
+    for (const [name, s] of this.#replicas) {
+      const id = s.lease.spec?.holderIdentity;
+      if (name !== this.#presence.name && id && now < s.at + (s.lease.spec?.leaseDurationSeconds ?? 0) * 1000) {
+        live.push({ id, presence: s.lease });
+      }
+    }
+    return live;
   }
 
   share(): number { return Math.ceil(this.#members.size / this.replicas()); }
@@ -214,8 +224,7 @@ export class Leadership {
     const now = this.#now();
     const holders = new Map<string, number>();
     for (const m of this.#members.values()) holders.set(m.elector.holder, (holders.get(m.elector.holder) ?? 0) + 1);
-    for (const presence of this.#others()) {
-      const id = presence.spec!.holderIdentity!;
+    for (const { id, presence } of this.#others()) {
       if ((holders.get(id) ?? 0) >= share) continue;
       const ready = new Set((presence.metadata?.annotations?.[READY_MEMBERS_ANNOTATION] ?? '').split(',').filter(Boolean));
       const give = [...this.#members].find(([member, m]) => m.elector.leading && ready.has(member));

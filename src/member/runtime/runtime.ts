@@ -9,10 +9,10 @@ import type {
 } from '../../provider/runtime.ts';
 import type { MemberCluster } from '../cluster.ts';
 import { memberGet, memberSpdyUpgrade, memberWebSocket } from './api.ts';
-import { MemberUsage, type MemberUsageOptions, type ProxyLookup } from './usage.ts';
+import { MemberUsage, type MemberUsageOptions, type ProxyLookup, type UsageCluster } from './usage.ts';
 
-/** What the runtime uses of the member. */
-export type RuntimeCluster = Pick<MemberCluster, 'config' | 'client' | 'nodes' | 'delegates' | 'owner'>;
+/** What the runtime uses of the member: its name (in errors), and what its usage reads. */
+export type RuntimeCluster = UsageCluster & { readonly config: Pick<MemberCluster['config'], 'name'> };
 
 export class MemberRuntime implements PodRuntime {
   #cluster: RuntimeCluster;
@@ -49,8 +49,10 @@ export class MemberRuntime implements PodRuntime {
 
   /** The member API path of a subresource of the proxy's delegate; NotFound while it has none. */
   #podPath(namespace: string, name: string, uid: string, subresource: string, query?: URLSearchParams): string {
-    const d = this.#delegate(namespace, name, uid);
-    const path = `/api/v1/namespaces/${encodeURIComponent(d.metadata!.namespace!)}/pods/${encodeURIComponent(d.metadata!.name!)}/${subresource}`;
+    const meta = this.#delegate(namespace, name, uid).metadata;
+    // A pod from the member's API has both.
+    if (!meta?.namespace || !meta.name) throw new Error(`member ${this.#cluster.config.name}: the delegate of pod ${namespace}/${name} has no namespace or name`);
+    const path = `/api/v1/namespaces/${encodeURIComponent(meta.namespace)}/pods/${encodeURIComponent(meta.name)}/${subresource}`;
     return query ? `${path}?${query}` : path;
   }
 

@@ -5,6 +5,7 @@ import { NANO } from '../../../src/forge/quantity.ts';
 import { ORIGIN_LABEL, PROXY_UID_LABEL } from '../../../src/forge/keys.ts';
 import {
   aggregateCapacity,
+  countedOn,
   nodeIsUsable,
   nodeSystemInfo,
   podCounts,
@@ -156,7 +157,7 @@ describe('podRequests', () => {
   });
 });
 
-describe('podCounts', () => {
+describe('podCounts, countedOn', () => {
   const usable = new Set(['n1']);
   const cases: [string, V1Pod, boolean][] = [
     ['a running pod on a usable node', pod('p', [], { nodeName: 'n1' }), true],
@@ -167,10 +168,16 @@ describe('podCounts', () => {
     ['a Failed pod', pod('p', [], { nodeName: 'n1', phase: 'Failed' }), false],
     ['a delegate', pod('p', [], { nodeName: 'n1', labels: { [ORIGIN_LABEL]: 'host', [PROXY_UID_LABEL]: 'u' } }), false],
   ];
-  for (const [what, value, expected] of cases) it(what, () => assert.equal(podCounts(value, undefined, usable), expected));
+  for (const [what, value, expected] of cases) {
+    it(what, () => {
+      assert.equal(podCounts(value, undefined, usable), expected);
+      assert.equal(countedOn(value, undefined, usable), expected ? 'n1' : undefined, 'the node it counts on');
+    });
+  }
 
   it('takes a custom delegate test', () => {
     assert.equal(podCounts(pod('p', [], { nodeName: 'n1' }), () => true, usable), false);
+    assert.equal(countedOn(pod('p', [], { nodeName: 'n1' }), () => true, usable), undefined);
   });
 });
 

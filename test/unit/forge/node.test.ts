@@ -16,7 +16,7 @@ import {
   stampConditions,
   virtualNodeTaint,
 } from '../../../src/forge/node.ts';
-import type { NodeContext, NodeState } from '../../../src/forge/node.ts';
+import type { DesiredNodeStatus, NodeContext, NodeState } from '../../../src/forge/node.ts';
 
 const T0 = new Date('2026-03-01T10:00:00Z');
 const T1 = new Date('2026-03-01T10:00:10Z');
@@ -323,7 +323,7 @@ describe('stampConditions', () => {
 });
 
 describe('nodeStatusMatches', () => {
-  const desired = (): V1NodeStatus => forgeNodeStatus(context(), state());
+  const desired = (): DesiredNodeStatus => forgeNodeStatus(context(), state());
   const current = (): V1NodeStatus => {
     const s = forgeNodeStatus(context(), state());
     s.conditions = stampConditions(s.conditions ?? [], undefined, T0);

@@ -7,8 +7,8 @@ import { once } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer as createHttpsServer, type Server } from 'node:https';
 import type { Duplex } from 'node:stream';
-import { Subject } from 'rxjs';
-import type { V1Pod } from '@kubernetes/client-node';
+import { NEVER, Subject } from 'rxjs';
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { pino } from 'pino';
 import { NODE_LABEL, ORIGIN_LABEL, PROXY_NAME_ANNOTATION, PROXY_NAMESPACE_ANNOTATION, PROXY_UID_LABEL } from '../../../src/forge/keys.ts';
@@ -147,8 +147,10 @@ describe('the member runtime against a fake member', () => {
     users: [{ name: 'u', user: { token: 't' } }], contexts: [{ name: 'm', context: { cluster: 'm', user: 'u' } }],
   }), { source: 'test', baseDir: '.' }), { cluster: 'm', qps: 1000, burst: 1000 });
   const cluster = (server: string): RuntimeCluster => ({
-    config: { name: 'm' }, client: client(server), owner: OWNER, delegates: index, nodes: { get: () => undefined },
-  } as unknown as RuntimeCluster);
+    config: { name: 'm' }, client: client(server), owner: OWNER, delegates: index,
+    // No member node known: each is scraped at the kubelet's default path.
+    nodes: new Informer<V1Node>('member-nodes', NEVER),
+  });
 
   const status = (res: ServerResponse, code: number, message: string): void => {
     res.writeHead(code, { 'Content-Type': 'application/json' });

@@ -5,8 +5,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import type { V1Pod } from '@kubernetes/client-node';
-import { podList, sendJSON } from '../../../../src/host/api/pods.ts';
-import type { VirtualNode } from '../../../../src/host/api/nodes.ts';
+import { podList, sendJSON, type PodListSource } from '../../../../src/host/api/pods.ts';
 
 const pod = (ns: string, name: string, phase: string): V1Pod => ({
   metadata: { namespace: ns, name, uid: `host-${ns}-${name}`, creationTimestamp: new Date('2026-01-02T03:04:05.678Z') }, status: { phase },
@@ -15,11 +14,11 @@ const running = pod('b', 'x', 'Running');
 const finished = pod('a', 'y', 'Succeeded');
 /** Pending without a delegate: a mandatory ConfigMap is missing. */
 const waiting = pod('a', 'x', 'Pending');
-const node = {
+const node: PodListSource = {
   proxies: { list: () => [running, finished, waiting] },
   // The back end runs `running` and still has the finished pod's delegate.
   running: () => [finished, running],
-} as unknown as VirtualNode;
+};
 
 const ids = (l: { items: V1Pod[] }): string[] => l.items.map((p) => `${p.metadata?.namespace}/${p.metadata?.name}/${p.metadata?.uid}`);
 

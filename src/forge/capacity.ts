@@ -1,18 +1,29 @@
 // Capacity of the virtual node: pure functions over a member cluster's nodes and pods.
 // See docs/CONVENTIONS.md, "Capacity".
 
-import type { V1Container, V1ContainerStatus, V1Node, V1Pod } from '@kubernetes/client-node';
+import type { V1Container, V1ContainerStatus, V1Node, V1Pod, V1Taint } from '@kubernetes/client-node';
 import { NANO, add, clampZero, formatQuantity, parseQuantity, quantity } from './quantity.ts';
 import type { Quantity } from './quantity.ts';
 
 import { MEMBER_LABEL } from './keys.ts';
 import { isAnyDelegate } from './owner.ts';
 const UNSCHEDULABLE_TAINT = 'node.kubernetes.io/unschedulable';
-const TOPOLOGY_LABELS = [
+/**
+ * Labels the virtual node shows when every usable member node has the same value: topology, instance type and GPU
+ * model, so that a pod selecting one of them binds to the virtual node exactly when every member node would do.
+ */
+const SHARED_LABELS = [
   'topology.kubernetes.io/region',
   'topology.kubernetes.io/zone',
   'failure-domain.beta.kubernetes.io/region',
   'failure-domain.beta.kubernetes.io/zone',
+  'node.kubernetes.io/instance-type',
+  'beta.kubernetes.io/instance-type',
+  'nvidia.com/gpu.product',
+  'nvidia.com/gpu.family',
+  'nvidia.com/gpu.memory',
+  'cloud.google.com/gke-accelerator',
+  'k8s.amazonaws.com/accelerator',
 ];
 
 type ResourceList = { [name: string]: string } | undefined;
@@ -155,17 +166,37 @@ export function aggregateCapacityFromRequests(nodes: V1Node[], usage: RequestsBy
   return { capacity: toRecord(capacity), allocatable: toRecord(allocatable), nodeCount: usable.length };
 }
 
-/** Topology labels whose value is the same on every usable node; empty when there is none. */
-export function sharedTopologyLabels(nodes: V1Node[]): Record<string, string> {
+/** The shared labels (SHARED_LABELS) whose value is the same on every usable node; empty when there is none. */
+export function sharedNodeLabels(nodes: V1Node[]): Record<string, string> {
   const usable = nodes.filter(nodeIsUsable);
   const shared: Record<string, string> = {};
   if (usable.length === 0) return shared;
-  for (const key of TOPOLOGY_LABELS) {
+  for (const key of SHARED_LABELS) {
     const values = new Set(usable.map((n) => n.metadata?.labels?.[key]));
     const [value] = values;
     if (values.size === 1 && value !== undefined) shared[key] = value;
   }
   return shared;
+}
+
+/** Taint keys the host's own controllers and virtual kubelets own: never copied from member nodes. */
+const OWN_TAINT_PREFIXES = ['node.kubernetes.io/', 'node.cloudprovider.kubernetes.io/', 'virtual-kubelet.io/'];
+
+/**
+ * The NoSchedule and NoExecute taints every usable node carries (same key, value and effect), so that a pod that
+ * tolerates none of the member's dedicated nodes does not bind to the virtual node; the node-lifecycle and cloud
+ * provider taints are the host's own business and never copied. Sorted by key, effect.
+ */
+export function sharedTaints(nodes: V1Node[]): V1Taint[] {
+  const usable = nodes.filter(nodeIsUsable);
+  const [first, ...rest] = usable;
+  if (!first) return [];
+  const id = (t: V1Taint): string => `${t.key}=${t.value ?? ''}:${t.effect}`;
+  const candidates = (first.spec?.taints ?? []).filter((t) => (t.effect === 'NoSchedule' || t.effect === 'NoExecute')
+    && !OWN_TAINT_PREFIXES.some((p) => t.key.startsWith(p)));
+  const shared = candidates.filter((t) => rest.every((n) => (n.spec?.taints ?? []).some((o) => id(o) === id(t))));
+  return shared.map((t) => ({ key: t.key, ...(t.value ? { value: t.value } : {}), effect: t.effect }))
+    .sort((a, b) => (a.key === b.key ? (a.effect < b.effect ? -1 : 1) : a.key < b.key ? -1 : 1));
 }
 
 export interface NodeSystemInfo {

@@ -40,6 +40,9 @@ export const HOSTNAME_LABEL = 'kubernetes.io/hostname';
 
 // On the virtual node: the label keys clusterlet set, so it can remove the ones that no longer apply.
 export const MANAGED_LABELS_ANNOTATION = 'clusterlet.io/managed-labels';
+// On the virtual node: the member taints clusterlet copied onto it (key:effect, comma-separated), so it can remove
+// the ones the member nodes no longer share.
+export const MANAGED_TAINTS_ANNOTATION = 'clusterlet.io/managed-taints';
 
 // The proxy's condition saying whether its delegate could be created in the member (False: why not).
 export const OFFLOADED_CONDITION = 'clusterlet.io/Offloaded';

@@ -1,7 +1,7 @@
 // The virtual node, forged from what its provider reports. Pure functions: node state in, node parts out.
 import type { V1Node, V1NodeCondition, V1NodeStatus, V1NodeSystemInfo, V1Taint } from '@kubernetes/client-node';
 import {
-  HOSTNAME_LABEL, MANAGED_LABELS_ANNOTATION, MEMBER_LABEL, ROLE_LABEL, VIRTUAL_NODE_ROLE, VIRTUAL_NODE_TAINT_EFFECT, VIRTUAL_NODE_TAINT_KEY,
+  HOSTNAME_LABEL, MANAGED_LABELS_ANNOTATION, MANAGED_TAINTS_ANNOTATION, MEMBER_LABEL, ROLE_LABEL, VIRTUAL_NODE_ROLE, VIRTUAL_NODE_TAINT_EFFECT, VIRTUAL_NODE_TAINT_KEY,
   VIRTUAL_NODE_TAINT_VALUE, VIRTUAL_NODE_TYPE, VIRTUAL_NODE_TYPE_LABEL,
 } from './keys.ts';
 import { VERSION } from '../version.ts';
@@ -22,6 +22,8 @@ export interface NodeState {
   capacity: Record<string, string>;
   allocatable: Record<string, string>;
   topologyLabels: Record<string, string>;
+  /** The NoSchedule/NoExecute taints every usable member node carries (forge/capacity.ts sharedTaints). */
+  taints?: V1Taint[];
   operatingSystem: string;
   architecture: string;
   /** The member API server's version (shown as the container runtime version). */
@@ -75,22 +77,38 @@ export function forgeNodeLabels(ctx: NodeContext, state: NodeState): Record<stri
   };
 }
 
-/** Our taints: the virtual-node taint and the configured ones. */
-export function forgeNodeTaints(ctx: NodeContext): V1Taint[] {
-  return [virtualNodeTaint(), ...ctx.taints];
+/** Our taints: the virtual-node taint, the configured ones, and those every member node carries (the configured win). */
+export function forgeNodeTaints(ctx: NodeContext, state?: Pick<NodeState, 'taints'>): V1Taint[] {
+  const own = [virtualNodeTaint(), ...ctx.taints];
+  const ids = new Set(own.map(taintId));
+  return [...own, ...(state?.taints ?? []).filter((t) => !ids.has(taintId(t)))];
 }
 
 const taintId = (t: V1Taint): string => `${t.key}:${t.effect}`;
 
+/** The MANAGED_TAINTS_ANNOTATION value that records the member taints copied onto the node: key:effect, sorted. */
+export function managedTaintsValue(state: Pick<NodeState, 'taints'>): string {
+  return (state.taints ?? []).map(taintId).sort().join(',');
+}
+
+/** The member taints a node's MANAGED_TAINTS_ANNOTATION records as copied by clusterlet (key:effect). */
+export function managedTaintIds(node: V1Node): Set<string> {
+  return new Set((node.metadata?.annotations?.[MANAGED_TAINTS_ANNOTATION] ?? '').split(',').filter(Boolean));
+}
+
 /**
- * The node's taints with ours in place and everyone else's kept (the node-lifecycle controller's
- * not-ready/unreachable taints in particular). Undefined when nothing needs to change.
+ * The node's taints with ours in place, those clusterlet copied earlier and no longer wants (`previouslyOurs`, by
+ * key:effect) gone, and everyone else's kept (the node-lifecycle controller's not-ready/unreachable taints in
+ * particular). Undefined when nothing needs to change.
  */
-export function mergeTaints(current: V1Taint[] | undefined, ours: V1Taint[]): V1Taint[] | undefined {
+export function mergeTaints(current: V1Taint[] | undefined, ours: V1Taint[], previouslyOurs: ReadonlySet<string> = new Set()):
+  V1Taint[] | undefined {
   const cur = current ?? [];
+  const wanted = new Set(ours.map(taintId));
+  const stale = cur.filter((c) => previouslyOurs.has(taintId(c)) && !wanted.has(taintId(c)));
   const missing = ours.filter((o) => !cur.some((c) => taintId(c) === taintId(o) && (c.value ?? '') === (o.value ?? '')));
-  if (missing.length === 0) return undefined;
-  const replaced = new Set(missing.map(taintId));
+  if (missing.length === 0 && stale.length === 0) return undefined;
+  const replaced = new Set([...missing.map(taintId), ...stale.map(taintId)]);
   return [...cur.filter((c) => !replaced.has(taintId(c))), ...missing];
 }
 
@@ -220,8 +238,10 @@ export function forgeNewNode(ctx: NodeContext, state: NodeState, now: Date): V1N
   const labels = forgeNodeLabels(ctx, state);
   return {
     apiVersion: 'v1', kind: 'Node',
-    metadata: { name: ctx.nodeName, labels, annotations: { [MANAGED_LABELS_ANNOTATION]: managedLabelsValue(labels) } },
-    spec: { taints: forgeNodeTaints(ctx) },
+    metadata: { name: ctx.nodeName, labels, annotations: {
+      [MANAGED_LABELS_ANNOTATION]: managedLabelsValue(labels), [MANAGED_TAINTS_ANNOTATION]: managedTaintsValue(state),
+    } },
+    spec: { taints: forgeNodeTaints(ctx, state) },
     status,
   };
 }

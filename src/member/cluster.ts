@@ -15,8 +15,9 @@ import { PodRequests } from './requests.ts';
 import { DelegateIndex } from './delegates.ts';
 import { toKubeError } from '../kube/errors.ts';
 
-import { aggregateCapacityFromRequests, nodeIsUsable, nodeSystemInfo, sharedTopologyLabels } from '../forge/capacity.ts';
+import { aggregateCapacityFromRequests, nodeIsUsable, nodeSystemInfo, sharedNodeLabels, sharedTaints } from '../forge/capacity.ts';
 import { ownedBy, type Owner } from '../forge/owner.ts';
+import { memberFit, type FitAnswer } from '../forge/fit.ts';
 import type { NodeProvider, NodeState } from '../provider/node.ts';
 import type { Logger } from '../log.ts';
 import { metrics } from '../metrics.ts';
@@ -59,6 +60,10 @@ export class MemberCluster implements NodeProvider {
   #version = new BehaviorSubject<string | undefined>(undefined);
   /** Requests of the member's own pods per node, kept from the pod informer's events. */
   #usage: PodRequests;
+  /** Requests of every pod bound to a member node, this node's delegates too: what the member's scheduler counts. */
+  #bound: PodRequests;
+  /** Room may have appeared on a member node: its nodes changed, or a pod came, went or changed its requests. */
+  readonly room$: Observable<void>;
   #subs: Subscription[] = [];
   #reachable = false;
 
@@ -108,6 +113,10 @@ export class MemberCluster implements NodeProvider {
     // Kept from the first event on (the informer emits each listed pod), whoever subscribes to state$ and when.
     const usageChanged$ = this.pods.events$.pipe(filter((e) => this.#usage.apply(e)), share());
     this.#subs.push(usageChanged$.subscribe());
+    this.#bound = new PodRequests(() => undefined, () => false);
+    const boundChanged$ = this.pods.events$.pipe(filter((e) => this.#bound.apply(e)), share());
+    this.#subs.push(boundChanged$.subscribe());
+    this.room$ = merge(this.nodes.events$, boundChanged$).pipe(auditTime(this.#opts.coalesceMs), map(() => undefined), share());
     const synced$ = from(Promise.all([this.nodes.waitSynced(), this.pods.waitSynced()]));
     const capacity$ = merge(this.nodes.events$, usageChanged$, synced$)
       .pipe(
@@ -150,6 +159,11 @@ export class MemberCluster implements NodeProvider {
     }));
   }
 
+  /** Where the delegate `pod` fits among the member's nodes, as its scheduler counts (forge/fit.ts). */
+  fit(pod: V1Pod): FitAnswer {
+    return memberFit(pod, this.nodes.list(), this.#bound.byNode);
+  }
+
   /** Whether the member answers (the latest probe result, threshold applied). */
   get reachable(): boolean { return this.#reachable; }
 
@@ -167,7 +181,8 @@ export class MemberCluster implements NodeProvider {
     const info = nodeSystemInfo(nodes);
     return {
       synced: true, readyNodes: usable.length, capacity: agg.capacity, allocatable: agg.allocatable,
-      topologyLabels: sharedTopologyLabels(nodes), operatingSystem: info.operatingSystem, architecture: info.architecture,
+      topologyLabels: sharedNodeLabels(nodes), taints: sharedTaints(nodes), operatingSystem: info.operatingSystem,
+      architecture: info.architecture,
     };
   }
 

@@ -103,6 +103,32 @@ describe('virtual node (one member)', () => {
     await waitNode(host, node, (n) => same(n.status?.capacity?.cpu, '56'), 'cpu 56 after uncordon');
   });
 
+  it('a taint every member node carries is on the virtual node; once one node drops it, it goes, others\' taints stay', async () => {
+    const usable = (await member.core.listNode()).items.filter((n) => !n.spec?.unschedulable && n.metadata?.labels?.['clusterlet.io/member'] === undefined);
+    const names = usable.map((n) => n.metadata!.name!);
+    const dedicated = { key: 'example.com/dedicated', value: 'batch', effect: 'NoSchedule' };
+    const setTaints = (name: string, extra: typeof dedicated[]) => {
+      const current = usable.find((n) => n.metadata?.name === name)?.spec?.taints ?? [];
+      return member.core.patchNode({ name, body: { spec: { taints: [...current, ...extra] } } }, merge);
+    };
+    // Someone else's taint on the virtual node is not clusterlet's to remove.
+    await host.core.patchNode({ name: node, body: { spec: { taints: [...(await host.core.readNode({ name: node })).spec?.taints ?? [],
+      { key: 'example.com/maintenance', effect: 'NoSchedule' }] } } }, merge);
+    try {
+      for (const n of names) await setTaints(n, [dedicated]);
+      await waitNode(host, node, (n) => n.spec?.taints?.some((t) => t.key === dedicated.key && t.value === 'batch') === true,
+        'the shared member taint on the virtual node', 30_000);
+      await setTaints(names[0], []);
+      const after = await waitNode(host, node, (n) => !n.spec?.taints?.some((t) => t.key === dedicated.key), 'the taint removed', 30_000);
+      assert.ok(after.spec?.taints?.some((t) => t.key === 'example.com/maintenance'), 'the other taint stays');
+      assert.ok(after.spec?.taints?.some((t) => t.key === 'virtual-kubelet.io/provider'));
+    } finally {
+      for (const n of names) await setTaints(n, []);
+      const v = await host.core.readNode({ name: node });
+      await host.core.patchNode({ name: node, body: { spec: { taints: (v.spec?.taints ?? []).filter((t) => t.key !== 'example.com/maintenance') } } }, merge);
+    }
+  });
+
   it('a member pod with requests lowers allocatable by exactly its requests, and gives it back when it completes', async (t) => {
     const ns = await namespaces(t, 'cap', [member]);
     const before = (await waitNode(host, node, isReady, 'Ready')).status!.allocatable!;

@@ -6,7 +6,8 @@ import {
   client, clusterID, clusterletArgs, deleteNamespaceAndWait, harness, namespaces, startClusterlet, withSuiteClusterlet,
 } from '../support/env.ts';
 import { deletionGraces, waitUntil } from '../support/wait.ts';
-import { condition, deployment, isReady, podSpec, podsSpec, waitVirtualNodeSchedulable } from '../support/objects.ts';
+import { condition, deployment, eventSpec, isReady, podSpec, podsSpec, waitVirtualNodeSchedulable } from '../support/objects.ts';
+import { fakeNode } from '../harness/cluster.ts';
 import { PATCH, type ClusterClient } from '../../src/kube/client.ts';
 
 const NODE = 'clusterlet-member';
@@ -86,15 +87,41 @@ describe('pod offloading', () => {
 
   it('events: a delegate the member cannot schedule shows FailedScheduling on the proxy', async (t) => {
     const ns = await namespaces(t, 'events', [host]);
-    // The host scheduler would not place it (the virtual node does not advertise the resource): bind it directly.
-    await host.core.createNamespacedPod({ namespace: ns, body: podSpec('greedy', {
+    // It fits a member node by its requests, but asks for a pod that no member node runs (pod affinity, which the
+    // fit check leaves to the member's scheduler).
+    const greedy = offloaded('greedy', ns);
+    greedy.spec!.affinity = { podAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [
+      { labelSelector: { matchLabels: { app: 'nowhere' } }, topologyKey: 'kubernetes.io/hostname' }] } };
+    await host.core.createNamespacedPod({ namespace: ns, body: greedy });
+    await waitUntil(host, eventSpec(host, ns),
+      (evs) => evs.some((e) => e.involvedObject?.name === 'greedy' && e.reason === 'FailedScheduling'), 60_000, 'FailedScheduling event');
+  });
+
+  it('a pod no member node has room for is not offloaded (NoMemberNodeFits, the largest free slot), and is once a node has room', async (t) => {
+    const ns = await namespaces(t, 'fit', [host]);
+    // The virtual node advertises no example.com/gpu (no member node has it): bound directly, as a user binding to it would.
+    await host.core.createNamespacedPod({ namespace: ns, body: podSpec('big', {
       namespace: ns, tolerate: true, nodeName: NODE,
-      resources: { requests: { cpu: '1', 'example.com/unobtainium': '1' }, limits: { 'example.com/unobtainium': '1' } },
+      resources: { requests: { cpu: '1', 'example.com/gpu': '2' }, limits: { 'example.com/gpu': '2' } },
     }) });
-    await waitUntil(host, {
-      path: `/api/v1/namespaces/${ns}/events`, model: 'CoreV1Event', resource: 'events',
-      list: (p) => host.core.listNamespacedEvent({ namespace: ns, ...p }),
-    }, (evs) => evs.some((e) => e.involvedObject?.name === 'greedy' && e.reason === 'FailedScheduling'), 60_000, 'FailedScheduling event');
+    const [proxy] = await waitUntil(host, podsSpec(host, ns), (ps) => condition(ps[0], 'clusterlet.io/Offloaded')?.reason === 'NoMemberNodeFits',
+      30_000, 'Offloaded=False NoMemberNodeFits');
+    const offloadedCond = condition(proxy, 'clusterlet.io/Offloaded');
+    assert.equal(offloadedCond?.status, 'False');
+    assert.match(offloadedCond?.message ?? '', /no Ready member node of member member has room for its requests \(cpu 1, example\.com\/gpu 2\); the most one of the \d+ it may run on has free is cpu \d+\S*, example\.com\/gpu 0\. It is offloaded once one has room/);
+    await waitUntil(host, eventSpec(host, ns), (evs) => evs.some((e) => e.involvedObject?.name === 'big' && e.type === 'Warning'
+      && e.reason === 'NoMemberNodeFits'), 30_000, 'a NoMemberNodeFits Warning');
+    assert.deepEqual((await member.core.listPodForAllNamespaces({ labelSelector: `clusterlet.io/proxy-uid=${proxy.metadata?.uid}` })).items, [],
+      'no delegate Pending in the member');
+
+    // A member node with room comes: the pod is offloaded within seconds, onto it.
+    const gpuNode = `gpu-${ns}`.slice(0, 63);
+    await member.core.createNode({ body: fakeNode({ name: gpuNode, capacity: { cpu: '8', memory: '32Gi', pods: '110', 'example.com/gpu': '4' } }) });
+    t.after(() => member.core.deleteNode({ name: gpuNode }).then(() => undefined, () => undefined));
+    const [d] = await waitUntil(member, podsSpec(member, ns), (ps) => ps.length === 1 && ps[0].spec?.nodeName === gpuNode, 30_000,
+      'the delegate bound to the new node');
+    assert.equal(d.metadata?.name, 'big');
+    await waitUntil(host, podsSpec(host, ns), (ps) => condition(ps[0], 'clusterlet.io/Offloaded')?.status === 'True', 30_000, 'Offloaded=True');
   });
 
   it('graceful delete waits for the delegate; force delete still removes it', async (t) => {

@@ -11,10 +11,10 @@ import { toKubeError } from '../../kube/errors.ts';
 import { WorkQueue } from '../../util/workqueue.ts';
 import {
   forgeNewNode, forgeNodeLabels, forgeNodeStatus, forgeNodeTaints, labelPatch, managedLabelKeys, managedLabelsValue,
-  mergeTaints, nodeStatusMatches, stampConditions, type NodeContext,
+  managedTaintIds, managedTaintsValue, mergeTaints, nodeStatusMatches, stampConditions, type NodeContext,
 } from '../../forge/node.ts';
 import type { NodeProvider, NodeState } from '../../provider/node.ts';
-import { MANAGED_LABELS_ANNOTATION } from '../../forge/keys.ts';
+import { MANAGED_LABELS_ANNOTATION, MANAGED_TAINTS_ANNOTATION } from '../../forge/keys.ts';
 import { microTime } from '../../forge/objects.ts';
 import type { Logger } from '../../log.ts';
 
@@ -148,12 +148,15 @@ export class NodeController {
   async #patchMeta(node: V1Node, state: NodeState): Promise<V1Node> {
     const labels = forgeNodeLabels(this.#ctx, state);
     const lp = labelPatch(labels, node.metadata?.labels, managedLabelKeys(node));
-    const taints = mergeTaints(node.spec?.taints, forgeNodeTaints(this.#ctx));
+    const taints = mergeTaints(node.spec?.taints, forgeNodeTaints(this.#ctx, state), managedTaintIds(node));
     const managedValue = managedLabelsValue(labels);
-    const annChanged = node.metadata?.annotations?.[MANAGED_LABELS_ANNOTATION] !== managedValue;
+    const managedTaints = managedTaintsValue(state);
+    const annotations = node.metadata?.annotations;
+    const annChanged = annotations?.[MANAGED_LABELS_ANNOTATION] !== managedValue
+      || (annotations?.[MANAGED_TAINTS_ANNOTATION] ?? '') !== managedTaints;
     if (!lp && !taints && !annChanged) return node;
     const body: Record<string, unknown> = {
-      metadata: { labels: lp ?? {}, annotations: { [MANAGED_LABELS_ANNOTATION]: managedValue } },
+      metadata: { labels: lp ?? {}, annotations: { [MANAGED_LABELS_ANNOTATION]: managedValue, [MANAGED_TAINTS_ANNOTATION]: managedTaints } },
       ...(taints ? { spec: { taints } } : {}),
     };
     return this.#wrote(node, await this.#host.core.patchNode({ name: this.nodeName, body }, strategic));

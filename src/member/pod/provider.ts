@@ -26,6 +26,7 @@ import { Resizes } from './resize.ts';
 import { DelegateTokens, type DelegateTokensOptions } from './tokens.ts';
 import { accessModeOf, tokenSecretName, type ApiAccessMode, type DelegateApiAccess } from '../../forge/apiaccess.ts';
 import type { HostApiAccess } from '../../provider/tokens.ts';
+import { noFitMessage, type FitAnswer } from '../../forge/fit.ts';
 
 export interface MemberPodProviderOptions {
   nodeName: string;
@@ -47,6 +48,12 @@ export interface MemberPodProviderOptions {
    * for host mode. Without it, every delegate gets the member's token (member mode).
    */
   apiAccess?: { mode: ApiAccessMode; host: HostApiAccess; tokens?: DelegateTokensOptions };
+  /**
+   * Where a delegate fits among the member's nodes (MemberCluster.fit), and when room may have appeared: a delegate
+   * that fits no member node is not created (NoMemberNodeFits) but tried again then. Without it, every delegate is
+   * created and the member's scheduler says what it can.
+   */
+  fit?: { fit(pod: V1Pod): FitAnswer; room$: Observable<void> };
 }
 
 /** What the provider uses of its member cluster (narrowed so that unit tests can stand in for one). */
@@ -59,6 +66,9 @@ export type ProviderMember = Pick<MemberCluster,
  */
 const APPEARANCE_WAIT_MS = 120_000;
 
+/** How long a delegate that fits nowhere is woken by room in the member (see #unfit). */
+const UNFIT_WAKE_MS = 600_000;
+
 export class MemberPodProvider implements PodProvider {
   readonly podChanges$: Observable<PodChange>;
   readonly podEvents$: Observable<PodEvent>;
@@ -67,7 +77,13 @@ export class MemberPodProvider implements PodProvider {
   #member: ProviderMember;
   /** The host tokens of host-mode delegates: started and stopped with the provider's other writers. */
   readonly tokens: DelegateTokens | undefined;
-  #opts: Required<Omit<MemberPodProviderOptions, 'volumes' | 'namespaces' | 'apiAccess'>>;
+  #opts: Required<Omit<MemberPodProviderOptions, 'volumes' | 'namespaces' | 'apiAccess' | 'fit'>>;
+  #fit: MemberPodProviderOptions['fit'];
+  /**
+   * Proxies whose delegate fit no member node, by host key, and since when: synced again when room may have appeared.
+   * One waiting longer than UNFIT_WAKE_MS is left to the controller's retries (a proxy deleted meanwhile is forgotten).
+   */
+  #unfit = new Map<string, number>();
   #apiAccess: MemberPodProviderOptions['apiAccess'];
   #volumes: MemberPodProviderOptions['volumes'];
   #log: Logger;
@@ -80,7 +96,8 @@ export class MemberPodProvider implements PodProvider {
     this.#member = member;
     this.#mirror = mirror;
     this.#log = log;
-    const { volumes, namespaces, apiAccess, ...rest } = opts;
+    const { volumes, namespaces, apiAccess, fit, ...rest } = opts;
+    this.#fit = fit;
     this.#opts = { eventReplayWindowMs: 120_000, appearanceWaitMs: APPEARANCE_WAIT_MS, ...rest };
     this.#apiAccess = apiAccess;
     this.tokens = apiAccess && new DelegateTokens(member, apiAccess.host, log, {
@@ -96,7 +113,8 @@ export class MemberPodProvider implements PodProvider {
     this.podChanges$ = merge(
       delegateChanges$.pipe(map(({ c, creation }): PodChange =>
         ({ key: c.hostKey, lifecycle: c.lifecycle, ...(isOwnAppearance(c, creation) ? { created: true } : {}) }))),
-      mirror.wake$.pipe(map((key) => ({ key, lifecycle: true }))), this.#resizes.changes$);
+      mirror.wake$.pipe(map((key) => ({ key, lifecycle: true }))), this.#resizes.changes$,
+      (fit?.room$ ?? EMPTY).pipe(mergeMap(() => from(this.#unfitKeys())), map((key) => ({ key, lifecycle: true }))));
     // The member answers (at start, or again): everything is synced again (see PodNotifier.resync$). Status is not
     // written before the first probe answers, so the first answer counts too.
     const reachable$ = member.probe$.pipe(map((p) => p.reachable), distinctUntilChanged());
@@ -157,6 +175,8 @@ export class MemberPodProvider implements PodProvider {
     if (noVolume) throw noVolume;
     await this.#namespaces.ensure(ns, hostNamespace);
     const access = this.#accessOf(proxy);
+    const body = forgeDelegatePod(proxy, { ...this.#ctxBase, memberNamespace: ns, restarts: opts.restarts, apiAccess: access.apiAccess });
+    this.#checkFit(`${hostNamespace}/${name}`, body);
     // What the pod refers to goes first, so the delegate finds it when it starts: its host tokens too.
     if (access.apiAccess.mode === 'host') await this.tokens?.write(proxy, ns);
     const prepared = await this.#mirror.prepare(proxy, ns);
@@ -165,7 +185,6 @@ export class MemberPodProvider implements PodProvider {
       prepared.release(false);
       throw rejected;
     }
-    const body = forgeDelegatePod(proxy, { ...this.#ctxBase, memberNamespace: ns, restarts: opts.restarts, apiAccess: access.apiAccess });
     // A new delegate has the proxy's resources: a refusal about its predecessor is over.
     this.#resizes.drop(`${hostNamespace}/${name}`);
     let created = false;
@@ -222,6 +241,26 @@ export class MemberPodProvider implements PodProvider {
         message: `the delegate has the member's ServiceAccount token, not the host's: ${cfg.host.unavailable ?? 'no host API endpoint'}` } };
     }
     return { apiAccess: { mode: 'host', secretName: tokenSecretName(namespacedName(proxy).name), endpoint } };
+  }
+
+  /**
+   * A delegate that fits no Ready member node would stay Pending in the member: refused instead, with the largest free
+   * slot in the reason, and tried again when room may have appeared (room$).
+   */
+  #checkFit(hostKey: string, body: V1Pod): void {
+    const answer = this.#fit?.fit(body);
+    if (!answer || answer.fits) {
+      this.#unfit.delete(hostKey);
+      return;
+    }
+    if (!this.#unfit.has(hostKey)) this.#unfit.set(hostKey, Date.now());
+    throw new PodRejectedError('NoMemberNodeFits', noFitMessage(this.#member.config.name, answer));
+  }
+
+  #unfitKeys(): string[] {
+    const since = Date.now() - UNFIT_WAKE_MS;
+    for (const [key, at] of this.#unfit) if (at < since) this.#unfit.delete(key);
+    return [...this.#unfit.keys()];
   }
 
   creating(namespace: string, name: string): boolean {
@@ -290,6 +329,7 @@ export class MemberPodProvider implements PodProvider {
 
   async deletePod(namespace: string, name: string, gracePeriodSeconds?: number): Promise<void> {
     this.#resizes.drop(`${namespace}/${name}`);
+    this.#unfit.delete(`${namespace}/${name}`);
     const d = this.#delegate(namespace, name);
     const ns = d?.metadata?.namespace;
     const dName = d?.metadata?.name;

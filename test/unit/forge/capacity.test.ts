@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { V1Container, V1Node, V1Pod, V1PodSpec } from '@kubernetes/client-node';
+import type { V1Container, V1Node, V1Pod, V1PodSpec, V1Taint } from '@kubernetes/client-node';
 import { NANO } from '../../../src/forge/quantity.ts';
 import { ORIGIN_LABEL, PROXY_UID_LABEL } from '../../../src/forge/keys.ts';
 import {
@@ -10,7 +10,8 @@ import {
   nodeSystemInfo,
   podCounts,
   podRequests,
-  sharedTopologyLabels,
+  sharedNodeLabels,
+  sharedTaints,
 } from '../../../src/forge/capacity.ts';
 
 type Resources = Record<string, string>;
@@ -261,7 +262,7 @@ describe('aggregateCapacity', () => {
   });
 });
 
-describe('sharedTopologyLabels', () => {
+describe('sharedNodeLabels', () => {
   const region = 'topology.kubernetes.io/region';
   const zone = 'topology.kubernetes.io/zone';
   const legacyZone = 'failure-domain.beta.kubernetes.io/zone';
@@ -272,15 +273,51 @@ describe('sharedTopologyLabels', () => {
       node('b', { labels: { [region]: 'eu', [zone]: 'eu-b', [legacyZone]: 'eu-a', other: 'x' } }),
       node('c', { ready: false, labels: { [region]: 'us', [zone]: 'us-a' } }),
     ];
-    assert.deepEqual(sharedTopologyLabels(nodes), { [region]: 'eu', [legacyZone]: 'eu-a' });
+    assert.deepEqual(sharedNodeLabels(nodes), { [region]: 'eu', [legacyZone]: 'eu-a' });
   });
 
   it('drops a label missing on one node', () => {
-    assert.deepEqual(sharedTopologyLabels([node('a', { labels: { [zone]: 'z' } }), node('b')]), {});
+    assert.deepEqual(sharedNodeLabels([node('a', { labels: { [zone]: 'z' } }), node('b')]), {});
+  });
+
+  it('instance type and GPU model too, when every usable node has the same', () => {
+    const it1 = 'node.kubernetes.io/instance-type';
+    const gpu = 'nvidia.com/gpu.product';
+    const nodes = [
+      node('a', { labels: { [it1]: 'p4d.24xlarge', [gpu]: 'A100-SXM4-40GB' } }),
+      node('b', { labels: { [it1]: 'p4d.24xlarge', [gpu]: 'A100-SXM4-40GB' } }),
+      node('c', { ready: false, labels: { [it1]: 'm5.large' } }),
+    ];
+    assert.deepEqual(sharedNodeLabels(nodes), { [it1]: 'p4d.24xlarge', [gpu]: 'A100-SXM4-40GB' });
+    assert.deepEqual(sharedNodeLabels([...nodes, node('d', { labels: { [it1]: 'p4d.24xlarge', [gpu]: 'H100' } })]), { [it1]: 'p4d.24xlarge' });
   });
 
   it('is empty without usable nodes', () => {
-    assert.deepEqual(sharedTopologyLabels([node('a', { ready: false, labels: { [zone]: 'z' } })]), {});
+    assert.deepEqual(sharedNodeLabels([node('a', { ready: false, labels: { [zone]: 'z' } })]), {});
+  });
+});
+
+describe('sharedTaints', () => {
+  const withTaints = (name: string, taints: V1Taint[], ready = true): V1Node => {
+    const n = node(name, { ready });
+    n.spec = { taints };
+    return n;
+  };
+  const gpu: V1Taint = { key: 'nvidia.com/gpu', value: 'present', effect: 'NoSchedule' };
+  const spot: V1Taint = { key: 'example.com/spot', effect: 'NoExecute' };
+
+  it('the NoSchedule/NoExecute taints every usable node carries, sorted; not PreferNoSchedule, not the host\'s own', () => {
+    const nodes = [
+      withTaints('a', [spot, gpu, { key: 'soft', effect: 'PreferNoSchedule' }, { key: 'node.kubernetes.io/disk-pressure', effect: 'NoSchedule' }]),
+      withTaints('b', [gpu, spot, { key: 'soft', effect: 'PreferNoSchedule' }, { key: 'node.kubernetes.io/disk-pressure', effect: 'NoSchedule' }]),
+      withTaints('c', [], false),
+    ];
+    assert.deepEqual(sharedTaints(nodes), [spot, gpu]);
+  });
+
+  it('a taint one node lacks, or carries with another value, is not shared', () => {
+    assert.deepEqual(sharedTaints([withTaints('a', [gpu, spot]), withTaints('b', [{ ...gpu, value: 'other' }])]), []);
+    assert.deepEqual(sharedTaints([]), []);
   });
 });
 

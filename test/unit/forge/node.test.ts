@@ -12,6 +12,8 @@ import {
   labelPatch,
   managedLabelKeys,
   mergeTaints,
+  managedTaintIds,
+  managedTaintsValue,
   nodeStatusMatches,
   stampConditions,
   virtualNodeTaint,
@@ -91,6 +93,25 @@ describe('forgeNodeTaints', () => {
   it('appends the configured taints', () => {
     const gpu: V1Taint = { key: 'example.com/gpu', value: 'true', effect: 'NoExecute' };
     assert.deepEqual(forgeNodeTaints(context({ taints: [gpu] })), [OUR_TAINT, gpu]);
+  });
+
+  it('then the taints every member node shares; a configured one of the same key and effect wins', () => {
+    const gpu: V1Taint = { key: 'nvidia.com/gpu', effect: 'NoSchedule' };
+    const dedicated: V1Taint = { key: 'dedicated', value: 'ml', effect: 'NoSchedule' };
+    assert.deepEqual(forgeNodeTaints(context({ taints: [{ ...dedicated, value: 'ours' }] }), { taints: [gpu, dedicated] }),
+      [OUR_TAINT, { ...dedicated, value: 'ours' }, gpu]);
+  });
+});
+
+describe('member taints on the virtual node: copied while shared, removed once not', () => {
+  const gpu: V1Taint = { key: 'nvidia.com/gpu', effect: 'NoSchedule' };
+  it('removes a taint clusterlet copied earlier and no longer wants; leaves one it did not copy', () => {
+    const userTaint: V1Taint = { key: 'example.com/maintenance', effect: 'NoSchedule' };
+    assert.deepEqual(mergeTaints([OUR_TAINT, gpu, userTaint, UNREACHABLE], [OUR_TAINT], new Set(['nvidia.com/gpu:NoSchedule'])),
+      [OUR_TAINT, userTaint, UNREACHABLE]);
+    assert.equal(mergeTaints([OUR_TAINT, userTaint], [OUR_TAINT], new Set(['nvidia.com/gpu:NoSchedule'])), undefined);
+    assert.deepEqual(managedTaintIds(forgeNewNode(context(), state({ taints: [gpu] }), new Date())), new Set(['nvidia.com/gpu:NoSchedule']));
+    assert.equal(managedTaintsValue(state({ taints: [gpu, { key: 'a', effect: 'NoExecute' }] })), 'a:NoExecute,nvidia.com/gpu:NoSchedule');
   });
 });
 

@@ -22,7 +22,8 @@ import type { PodChange, PodEvent } from '../../../src/provider/pod.ts';
 import { createLogger } from '../../../src/log.ts';
 import { FakeObjects, labelled } from '../fakes/objects.ts';
 import { FakeMember } from '../fakes/member.ts';
-import { eventually } from '../fakes/wait.ts';
+import { eventually, settle } from '../fakes/wait.ts';
+import type { FitAnswer } from '../../../src/forge/fit.ts';
 import { DelegateTokens } from '../../../src/member/pod/tokens.ts';
 import type { IssuedToken, TokenRequestFor } from '../../../src/provider/tokens.ts';
 import { tokenMount, tokenVolume } from '../forge/fixtures.ts';
@@ -774,5 +775,28 @@ describe('MemberPodProvider: API access of delegates (host, member, none)', () =
     await eventually('the due token refreshed', () => decoded(secretOf(member, 'job'), 'token-kube-api-access-7xk2p-0') === 'token-2');
     await eventually('the orphan removed', () => secretOf(member, 'gone') === undefined);
     assert.equal(hostApi.requests.at(-1)?.pod.uid, 'uid-job', 'bound to the same proxy, read from the Secret');
+  });
+});
+
+describe('MemberPodProvider: a delegate that fits no member node', () => {
+  it('is refused with NoMemberNodeFits (retried), not created; room in the member wakes the proxy, which then runs', async () => {
+    const room$ = new Subject<void>();
+    let answer: FitAnswer = { fits: false, candidates: 3, requests: { cpu: '40' }, largestFree: { cpu: '15' } };
+    const seen: V1Pod[] = [];
+    const { provider, changes, memberPod } = world({ fit: { fit: (p) => { seen.push(p); return answer; }, room$ } });
+    const big = proxy('big', { containers: [{ name: 'app', image: 'app:1', resources: { requests: { cpu: '40' } } }] });
+    await assert.rejects(provider.createPod(big), (err: unknown) => err instanceof PodRejectedError && err.reason === 'NoMemberNodeFits'
+      && err.retry && /member m1 has room for its requests \(cpu 40\).*free is cpu 15/.test(err.message));
+    assert.equal(memberPod('h-shop', 'big'), undefined);
+    assert.equal(seen[0]?.metadata?.namespace, 'h-shop', 'judged as the delegate it would create');
+    room$.next();
+    await eventually('the proxy woken', () => changes.some((c) => c.key === 'shop/big' && c.lifecycle));
+    answer = { fits: true, node: 'n1' };
+    await provider.createPod(big);
+    assert.ok(memberPod('h-shop', 'big'));
+    changes.length = 0;
+    room$.next();
+    await settle();
+    assert.deepEqual(changes.filter((c) => c.key === 'shop/big'), [], 'no longer waiting for room');
   });
 });

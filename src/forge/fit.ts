@@ -1,0 +1,91 @@
+// Whether a delegate fits on one member node, as the member's scheduler counts it: a usable node that its node
+// selector, required node affinity and tolerations admit, with each requested resource's allocatable minus the
+// requests of the pods bound there at least what it asks. Pure; the member's nodes and per-node requests come in.
+import type { V1Node, V1NodeSelectorRequirement, V1Pod, V1Taint, V1Toleration } from '@kubernetes/client-node';
+import { nodeIsUsable, podRequests, type RequestsByNode } from './capacity.ts';
+import { formatQuantity, parseQuantity, quantity, type QuantityFormat } from './quantity.ts';
+
+/** A fit, or why none: the pod's requests and the most one admitting node has free of each (canonical quantities). */
+export type FitAnswer =
+  | { fits: true; node: string }
+  | { fits: false; requests: Record<string, string>; largestFree: Record<string, string>; candidates: number };
+
+/**
+ * Where `pod` (the delegate as it will be created) fits among `nodes`, `used` being the requests per node of every
+ * pod bound there (delegates too). Resources it does not request are not looked at.
+ */
+export function memberFit(pod: V1Pod, nodes: V1Node[], used: RequestsByNode): FitAnswer {
+  const requests = [...podRequests(pod)].filter(([, nanos]) => nanos > 0n);
+  const largest = new Map<string, bigint>();
+  const formats = new Map<string, QuantityFormat>();
+  let candidates = 0;
+  for (const node of nodes) {
+    if (!nodeIsUsable(node) || !admits(node, pod)) continue;
+    candidates++;
+    const name = node.metadata?.name ?? '';
+    const allocatable = node.status?.allocatable ?? node.status?.capacity ?? {};
+    const onNode = used.get(name);
+    let fits = true;
+    for (const [resource, want] of requests) {
+      const text = allocatable[resource];
+      const q = text === undefined ? undefined : parseQuantity(text);
+      if (q && !formats.has(resource)) formats.set(resource, q.format);
+      const free = (q?.nanos ?? 0n) - (onNode?.get(resource) ?? 0n);
+      if (free > (largest.get(resource) ?? -1n)) largest.set(resource, free);
+      if (free < want) fits = false;
+    }
+    if (fits) return { fits: true, node: name };
+  }
+  const show = (resource: string, nanos: bigint): string =>
+    formatQuantity(quantity(nanos < 0n ? 0n : nanos, formats.get(resource) ?? (resource === 'memory' ? 'BinarySI' : 'DecimalSI')));
+  // The pod count says something only when it is what is short.
+  const shown = requests.filter(([r, n]) => r !== 'pods' || (largest.get(r) ?? 0n) < n);
+  return {
+    fits: false, candidates,
+    requests: Object.fromEntries(shown.map(([r, n]) => [r, show(r, n)])),
+    largestFree: Object.fromEntries(shown.map(([r]) => [r, show(r, largest.get(r) ?? 0n)])),
+  };
+}
+
+/** The one-line reason a proxy shows when its delegate fits no member node, and what a user can do. */
+export function noFitMessage(member: string, a: Extract<FitAnswer, { fits: false }>): string {
+  const list = (r: Record<string, string>): string => Object.entries(r).map(([k, v]) => `${k} ${v}`).join(', ');
+  const where = a.candidates === 0
+    ? `no Ready member node of member ${member} admits it (its node selector, required node affinity or tolerations)`
+    : `no Ready member node of member ${member} has room for its requests (${list(a.requests)}); the most one of the `
+      + `${a.candidates} it may run on has free is ${list(a.largestFree)}`;
+  return `${where}. It is offloaded once one has room: lower its requests, or add member nodes (the member's autoscaler)`;
+}
+
+/** Whether the node's labels and taints let the pod on, as the scheduler's NodeAffinity and TaintToleration judge. */
+function admits(node: V1Node, pod: V1Pod): boolean {
+  const labels = node.metadata?.labels ?? {};
+  const spec = pod.spec;
+  for (const [k, v] of Object.entries(spec?.nodeSelector ?? {})) if (labels[k] !== v) return false;
+  const terms = spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
+  if (terms && terms.length > 0 && !terms.some((t) => (t.matchExpressions ?? []).every((r) => matches(r, labels))
+    && (t.matchFields ?? []).every((r) => matches(r, { 'metadata.name': node.metadata?.name ?? '' })))) return false;
+  const tolerations = spec?.tolerations ?? [];
+  return (node.spec?.taints ?? []).every((t) => (t.effect !== 'NoSchedule' && t.effect !== 'NoExecute')
+    || tolerations.some((tol) => tolerates(tol, t)));
+}
+
+function matches(r: V1NodeSelectorRequirement, labels: Record<string, string>): boolean {
+  const v = labels[r.key];
+  const values = r.values ?? [];
+  switch (r.operator) {
+    case 'In': return v !== undefined && values.includes(v);
+    case 'NotIn': return v === undefined || !values.includes(v);
+    case 'Exists': return v !== undefined;
+    case 'DoesNotExist': return v === undefined;
+    case 'Gt': return v !== undefined && Number(v) > Number(values[0]);
+    case 'Lt': return v !== undefined && Number(v) < Number(values[0]);
+    default: return true;
+  }
+}
+
+function tolerates(tol: V1Toleration, taint: V1Taint): boolean {
+  if (tol.effect && tol.effect !== taint.effect) return false;
+  if (tol.operator === 'Exists') return !tol.key || tol.key === taint.key;
+  return tol.key === taint.key && (tol.value ?? '') === (taint.value ?? '');
+}

@@ -9,8 +9,11 @@ import { MEMBER_LABEL } from './forge/keys.ts';
 import { ClusterClient } from './kube/client.ts';
 import { type ClusterAccess, inClusterAccess, loadKubeconfigFile } from './kube/kubeconfig.ts';
 import { MemberCluster, type MemberOptions, type ProbeResult } from './member/cluster.ts';
-import { followMemberAccess, memberAccessSource, type AccessSource, type AccessWatcher } from './member/credentials.ts';
-import { memberConflict, ProfileReconciler, hostProfileApi, type MemberState, type ProfileMembers } from './member/profiles.ts';
+import { fileSource, followMemberAccess, type AccessWatcher } from './member/credentials.ts';
+import type { AccessSource } from './provider/access.ts';
+import { secretSource } from './host/credentials.ts';
+import { memberConflict, ProfileReconciler, type MemberState, type ProfileMembers } from './host/profiles/reconciler.ts';
+import { hostProfileApi } from './host/profiles/api.ts';
 import { NodeController, type NodeControllerOptions } from './host/node/controller.ts';
 import { MemberPodProvider } from './member/pod/provider.ts';
 import { MemberNamespaces } from './member/pod/namespaces.ts';
@@ -70,8 +73,6 @@ export interface MemberParts {
   leading?: Subscription;
   /** This replica's election for the member (undefined with --leader-elect=false). */
   elector?: LeaseElector;
-  /** The host client the member's writers use: fenced by the member's leadership (the shared one without election). */
-  hostWriter?: ClusterClient;
   /** Set while the member could not be set up (e.g. its kubeconfig Secret is missing); retried. */
   setupError?: string;
   /** Re-reads the kubeconfig file or Secret and moves the member's client to new credentials. */
@@ -228,7 +229,11 @@ export class Manager implements NodeDirectory {
     if (this.#stopped || m.removed) return;
     const log = this.#log.child({ member: m.config.name });
     try {
-      const access = await this.#memberAccess(m);
+      // Members start once the host's identity is known (start()).
+      const hostName = this.#hostName;
+      if (hostName === undefined) throw new Error('the host identity is not known yet');
+      const source = this.#accessSource(m);
+      const access = m.access ?? await source.read();
       await this.#checkNodeName(m.config.nodeName);
       if (m.removed) return;
       // Writes for the member, to it and to the host, go out only while this replica surely leads it.
@@ -236,23 +241,24 @@ export class Manager implements NodeDirectory {
         ? () => (m.elector?.mayWrite() ? undefined : `this replica does not lead member ${m.config.name}`) : undefined;
       const client = new ClusterClient(access, { cluster: m.config.name, qps: m.config.qps, burst: m.config.burst, fence,
         http2: this.config.apiProtocol === 'http2' });
-      m.hostWriter = fence ? this.host.fenced(fence) : this.host;
+      // The host client the member's writers use: fenced by the member's leadership (the shared one without election).
+      const hostWriter = fence ? this.host.fenced(fence) : this.host;
       const silence = this.config.watchSilenceSeconds * 1000;
-      const cluster = m.cluster = new MemberCluster(m.config, client, this.#hostName!, log,
+      const cluster = m.cluster = new MemberCluster(m.config, client, hostName, log,
         { watchSilenceMs: silence, probeIntervalMs: this.config.probePeriodSeconds * 1000,
           probeFailureThreshold: this.config.probeFailureThreshold, ...this.#opts.member });
       m.proxies = proxyInformer(this.host, m.config.nodeName, log, silence);
       // A rewritten kubeconfig (file or Secret) is used from then on, without a restart.
-      m.credentials = followMemberAccess(m.config, this.host, client, log, {}, m.source);
+      m.credentials = followMemberAccess(source, client, log);
       m.setupError = undefined;
       // A ClusterProfile member's reachability is shown on its profile.
       if (m.source) m.probeSub = cluster.probe$.subscribe((p) => { m.probe = p; });
       cluster.start();
       m.proxies.start();
-      if (!this.leadership) { this.#lead(m, log); return; }
+      if (!this.leadership) { this.#lead(m, cluster, hostWriter, log); return; }
       // Added once set up: ready to lead it from then on.
       const elector = m.elector = this.leadership.add(m.config.name, () => true);
-      m.leading = elector.leading$.subscribe((leading) => { if (leading) this.#lead(m, log); else this.#unlead(m, log); });
+      m.leading = elector.leading$.subscribe((leading) => { if (leading) this.#lead(m, cluster, hostWriter, log); else this.#unlead(m, log); });
     } catch (err) {
       m.setupError = (err as Error).message;
       const delay = Math.min(60_000, 1000 * 2 ** attempt);
@@ -276,10 +282,11 @@ export class Manager implements NodeDirectory {
     }
   }
 
-  /** This replica leads the member: its node, reflectors and pod controller start, from the warm caches. */
-  #lead(m: MemberParts, log: Logger): void {
-    const cluster = m.cluster!;
-    const host = m.hostWriter!;
+  /**
+   * This replica leads the member: its node, reflectors and pod controller start, from the warm caches (`cluster`) and
+   * with the member's host writer (`host`).
+   */
+  #lead(m: MemberParts, cluster: MemberCluster, host: ClusterClient, log: Logger): void {
     const term = ++m.term;
     const silence = this.config.watchSilenceSeconds * 1000;
     const access = m.config.apiAccess ?? { mode: 'host' };
@@ -343,9 +350,13 @@ export class Manager implements NodeDirectory {
     return true;
   }
 
-  /** From the file, the Secret in the host cluster, or the ClusterProfile's access provider. */
-  async #memberAccess(m: MemberParts): Promise<ClusterAccess> {
-    return m.access ?? (m.source ?? memberAccessSource(m.config, this.host)).read();
+  /** Where the member's kubeconfig comes from: its ClusterProfile's access provider, its file, or its Secret in the host. */
+  #accessSource(m: MemberParts): AccessSource {
+    if (m.source) return m.source;
+    if (m.config.kubeconfig !== undefined) return fileSource(m.config.kubeconfig);
+    if (m.config.kubeconfigSecret) return secretSource(this.host, m.config.kubeconfigSecret);
+    // Configuration gives every static member one of the two (config.ts), and every profile member a source.
+    throw new Error(`member "${m.config.name}" has no kubeconfig, kubeconfig Secret or ClusterProfile`);
   }
 
   /** The virtual nodes whose member and pod controller run, for the kubelet API. */

@@ -1,59 +1,23 @@
-// A member's kubeconfig, followed while clusterlet runs: the file or host Secret it came from is read again
-// when it changes, and the member's one ClusterClient is switched to the new access (server, CA, client
-// certificate, token) without a restart. A change that cannot be used is reported and the last good access kept:
-// a runtime rotation never stops clusterlet.
+// A member's kubeconfig, followed while clusterlet runs: its source (a file, or a host Secret or ClusterProfile
+// through provider/access.ts) is read again when it changes, and the member's one ClusterClient is switched to the
+// new access (server, CA, client certificate, token) without a restart. A change that cannot be used is reported
+// and the last good access kept: a runtime rotation never stops clusterlet.
 import { watch, type FSWatcher } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
-import type { MemberConfig, SecretRef } from '../config.ts';
 import type { ClusterClient } from '../kube/client.ts';
-import { type ClusterAccess, loadKubeconfigFile, parseKubeconfig } from '../kube/kubeconfig.ts';
+import { type ClusterAccess, loadKubeconfigFile } from '../kube/kubeconfig.ts';
 import type { Logger } from '../log.ts';
+import type { AccessSource } from '../provider/access.ts';
 
 /** How often the source is read again without a file event: Secrets, files a kubeconfig names, missed events. */
 export const ACCESS_CHECK_MS = 10_000;
 /** File events come in bursts (truncate then write; a Secret volume's symlink swap): read once they settle. */
 const SETTLE_MS = 200;
 
-export interface AccessSource {
-  /** For messages: the file, or the Secret and key. */
-  readonly name: string;
-  /** Reads and parses it now; rejects with a message naming the source and the field when it cannot be used. */
-  read(): Promise<ClusterAccess>;
-  /** For a file: its absolute path, whose directory is watched for changes. */
-  readonly file?: string;
-}
-
+/** A kubeconfig file, as a member's access source. */
 export function fileSource(path: string): AccessSource {
   const file = resolve(path);
   return { name: file, file, read: async () => loadKubeconfigFile(file) };
-}
-
-/** What reading a kubeconfig Secret uses of the host API. */
-export type SecretReader = { core: Pick<ClusterClient['core'], 'readNamespacedSecret'> };
-
-/** The text under `ref.key` of a host Secret; rejects naming the Secret when it cannot be read or lacks the key. */
-export async function readSecretText(host: SecretReader, ref: SecretRef): Promise<string> {
-  const where = `Secret ${ref.namespace}/${ref.name}`;
-  const secret = await host.core.readNamespacedSecret({ name: ref.name, namespace: ref.namespace }).catch((err: unknown) => {
-    throw new Error(`${where}: ${(err as Error).message}`);
-  });
-  const data = secret.data?.[ref.key];
-  if (!data) throw new Error(`${where} has no key "${ref.key}"`);
-  return Buffer.from(data, 'base64').toString('utf8');
-}
-
-export function secretSource(host: SecretReader, ref: SecretRef): AccessSource {
-  const name = `Secret ${ref.namespace}/${ref.name} key ${ref.key}`;
-  return {
-    name,
-    // File paths in a kubeconfig from a Secret resolve against the working directory.
-    read: async () => parseKubeconfig(await readSecretText(host, ref), { source: name, baseDir: process.cwd() }),
-  };
-}
-
-/** Where a member's kubeconfig comes from: its file, or its Secret in the host. */
-export function memberAccessSource(m: MemberConfig, host: SecretReader): AccessSource {
-  return m.kubeconfig !== undefined ? fileSource(m.kubeconfig) : secretSource(host, m.kubeconfigSecret!);
 }
 
 export interface AccessHandlers {
@@ -147,23 +111,23 @@ export class AccessWatcher {
         clearTimeout(this.#settle);
         this.#settle = setTimeout(() => void this.check(), this.#settleMs).unref();
       });
-      this.#fsWatcher.on('error', (err) => this.#watchFailed(err));
+      this.#fsWatcher.on('error', (err) => this.#watchFailed(file, err));
     } catch (err) {
-      this.#watchFailed(err as Error);
+      this.#watchFailed(file, err as Error);
     }
   }
 
-  #watchFailed(err: Error): void {
+  #watchFailed(file: string, err: Error): void {
     this.#fsWatcher?.close();
     this.#fsWatcher = undefined;
-    this.#handlers.unwatched(new Error(`cannot watch ${dirname(this.source.file!)} (${err.message}); `
+    this.#handlers.unwatched(new Error(`cannot watch ${dirname(file)} (${err.message}); `
       + `reading ${this.source.name} every ${this.#intervalMs / 1000} s instead`));
   }
 }
 
-/** Follows a member's kubeconfig (or `source`: a ClusterProfile's access) and moves its client to each new access; `stop()` it with the member. */
-export function followMemberAccess(m: MemberConfig, host: SecretReader, client: ClusterClient, log: Logger,
-  opts: AccessWatcherOptions = {}, source: AccessSource = memberAccessSource(m, host)): AccessWatcher {
+/** Follows a member's kubeconfig `source` and moves its client to each new access; `stop()` it with the member. */
+export function followMemberAccess(source: AccessSource, client: Pick<ClusterClient, 'access' | 'setAccess'>, log: Logger,
+  opts: AccessWatcherOptions = {}): AccessWatcher {
   return new AccessWatcher(source, client.access, {
     changed(access) {
       client.setAccess(access);

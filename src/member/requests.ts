@@ -3,7 +3,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { isAnyDelegate } from '../forge/owner.ts';
 import { sameValue } from '../forge/objects.ts';
-import { addRequests, podCounts, podRequests, resizeStatus, type RequestsByNode } from '../forge/capacity.ts';
+import { addRequests, countedOn, podCounts, podRequests, resizeStatus, type RequestsByNode } from '../forge/capacity.ts';
 import type { StoreEvent } from '../kube/informer.ts';
 
 interface Contribution {
@@ -49,9 +49,10 @@ export class PodRequests {
   }
 
   #contribution(key: string, pod: V1Pod): Contribution | undefined {
-    if (!podCounts(pod, this.#isOurs)) return undefined;
+    const node = countedOn(pod, this.#isOurs);
+    if (node === undefined) return undefined;
     try {
-      return { node: pod.spec!.nodeName!, requests: podRequests(pod) };
+      return { node, requests: podRequests(pod) };
     } catch (err) {
       this.#onInvalid(key, err as Error);
       return undefined;

@@ -17,7 +17,7 @@ import { waitUntil } from '../support/wait.ts';
 import { freePort, pollUntil } from '../harness/net.ts';
 import type { ClusterClient } from '../../src/kube/client.ts';
 import { ignoreNotFound } from '../../src/kube/errors.ts';
-import type { ClusterProfile } from '../../src/member/clusterprofile.ts';
+import type { ClusterProfile } from '../../src/host/profiles/api.ts';
 
 const NS = 'clusterlet';
 const PROFILES = `/apis/multicluster.x-k8s.io/v1alpha1/namespaces/${NS}/clusterprofiles`;

@@ -2,6 +2,9 @@
 // forge/, kube/ and util/ know nothing of the layers above them; manager.ts alone wires host and member
 // together, and only cli.ts imports it. Relative imports and re-exports of every src/**/*.ts are read with
 // TypeScript's own pre-processor, so comments, strings and multi-line import lists cannot fool it.
+// Beside it, one rule the imports cannot show (member/ uses ClusterClient for the member's own client): member/
+// never takes a host client, as a parameter, field or variable named host… typed with ClusterClient; what it needs
+// of the host comes through provider/.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -43,11 +46,33 @@ function importsIn(file: string, text: string): Import[] {
     .map((f) => ({ from: file, to: posix.normalize(posix.join(posix.dirname(file), f.fileName)) }));
 }
 
-function srcImports(): Import[] {
-  const files = readdirSync(`${ROOT}src`, { recursive: true, encoding: 'utf8' })
+function srcFiles(): string[] {
+  return readdirSync(`${ROOT}src`, { recursive: true, encoding: 'utf8' })
     .filter((f) => f.endsWith('.ts'))
     .map((f) => `src/${f.split(/[\\/]/).join('/')}`);
-  return files.flatMap((f) => importsIn(f, readFileSync(`${ROOT}${f}`, 'utf8')));
+}
+
+function srcImports(): Import[] {
+  return srcFiles().flatMap((f) => importsIn(f, readFileSync(`${ROOT}${f}`, 'utf8')));
+}
+
+/**
+ * The host clients a file declares, as "file: name": parameters, fields and variables named `host` or `host…`
+ * (`hostClient`, `#host`; not `hostname`) whose type annotation names ClusterClient (`Pick<ClusterClient, 'core'>`
+ * too). By the words written: a type alias of a host client's calls under another name is not seen.
+ */
+function hostClientsIn(file: string, text: string): string[] {
+  const sf = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+  const found: string[] = [];
+  const visit = (node: ts.Node): void => {
+    if ((ts.isParameter(node) || ts.isPropertyDeclaration(node) || ts.isPropertySignature(node) || ts.isVariableDeclaration(node))
+      && node.type && /^#?host(?![a-z])/.test(node.name.getText(sf)) && /\bClusterClient\b/.test(node.type.getText(sf))) {
+      found.push(`${file}: ${node.name.getText(sf)}`);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(sf);
+  return found;
 }
 
 describe('dependency rule of src/', () => {
@@ -55,6 +80,11 @@ describe('dependency rule of src/', () => {
 
   it('no import crosses the seam: host/ and member/ meet only in provider/, manager.ts wires them', () => {
     assert.deepEqual(found, [], 'imports that break the dependency rule (file -> target)');
+  });
+
+  it('member/ never holds a host client: what it needs of the host is a port in provider/', () => {
+    const clients = srcFiles().filter(inAny('member/')).flatMap((f) => hostClientsIn(f, readFileSync(`${ROOT}${f}`, 'utf8')));
+    assert.deepEqual(clients, [], 'host clients declared under src/member/ (file: name)');
   });
 });
 
@@ -102,6 +132,22 @@ describe('dependency rule checker', () => {
       'src/provider/pod.ts -> src/config.ts',
       'src/provider/pod.ts -> src/member/cluster.ts',
       'src/util/backoff.ts -> src/host/identity.ts',
+    ]);
+  });
+
+  it('finds host clients by name and type, whatever the declaration, and lets the member\'s client and host values through', () => {
+    const text = [
+      "import type { ClusterClient } from '../kube/client.ts';",
+      'export function f(host: ClusterClient, client: ClusterClient, hostName: string, hostname: ClusterClient): void {}',
+      "export interface Ctx { host: Pick<ClusterClient, 'core'>; hostKey: string; hostSlices: Cache<V1EndpointSlice> }",
+      'class C { #host: ClusterClient; #hostClient?: ClusterClient[\'core\']; member: ClusterClient }',
+      'const hostApi: ClusterClient | undefined = undefined;',
+      'const host = other;',
+      '// host: ClusterClient',
+    ].join('\n');
+    assert.deepEqual(hostClientsIn('src/member/x.ts', text), [
+      'src/member/x.ts: host', 'src/member/x.ts: host', 'src/member/x.ts: #host', 'src/member/x.ts: #hostClient',
+      'src/member/x.ts: hostApi',
     ]);
   });
 

@@ -1,4 +1,4 @@
-// Fakes for the ClusterProfile reconciler (src/member/profiles.ts): the host's profiles as a hand-fed watch, the
+// Fakes for the ClusterProfile reconciler (src/host/profiles/reconciler.ts): the host's profiles as a hand-fed watch, the
 // status patches it sends, and the manager's member set it starts and stops members in.
 import { Subject } from 'rxjs';
 import type { V1Secret } from '@kubernetes/client-node';
@@ -6,9 +6,10 @@ import type { ClusterProfileSource, MemberConfig } from '../../../src/config.ts'
 import { Informer } from '../../../src/kube/informer.ts';
 import type { ListWatchEvent } from '../../../src/kube/listwatch.ts';
 import { KubeError } from '../../../src/kube/errors.ts';
-import type { ClusterProfile, Condition } from '../../../src/member/clusterprofile.ts';
-import type { AccessSource } from '../../../src/member/credentials.ts';
-import { memberConflict, type MemberState, type ProfileApi, type ProfileMembers } from '../../../src/member/profiles.ts';
+import type { SecretReader } from '../../../src/host/credentials.ts';
+import type { ClusterProfile, Condition, ProfileApi } from '../../../src/host/profiles/api.ts';
+import { memberConflict, type MemberState, type ProfileMembers } from '../../../src/host/profiles/reconciler.ts';
+import type { AccessSource } from '../../../src/provider/access.ts';
 
 export const NS = 'fleet';
 
@@ -43,7 +44,7 @@ export function kubeconfigText(token: string): string {
 }
 
 /** The host's core API as the built-in Secret reader uses it: Secrets by namespace/name. */
-export function fakeSecrets(secrets: Record<string, Record<string, string>>): ProfileApi['host'] {
+export function fakeSecrets(secrets: Record<string, Record<string, string>>): SecretReader {
   return {
     core: {
       readNamespacedSecret: async ({ namespace, name }: { namespace: string; name: string }): Promise<V1Secret> => {
@@ -51,7 +52,7 @@ export function fakeSecrets(secrets: Record<string, Record<string, string>>): Pr
         if (!data) throw new KubeError('NotFound', 404, 'NotFound', `secrets "${name}" not found`);
         return { data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')])) };
       },
-    } as unknown as ProfileApi['host']['core'],
+    },
   };
 }
 
@@ -63,11 +64,11 @@ export class FakeProfileApi implements ProfileApi {
   /** The error the next patch fails with, if any. */
   failNext: Error | undefined;
 
-  async patchConditions(p: ClusterProfile, conditions: Condition[]): Promise<void> {
+  async patchConditions(name: string, _resourceVersion: string, conditions: Condition[]): Promise<void> {
     const err = this.failNext;
     this.failNext = undefined;
     if (err) throw err;
-    this.patches.push({ name: p.metadata!.name!, conditions });
+    this.patches.push({ name, conditions });
   }
 
   /** Our condition in the last patch of that profile. */

@@ -6,12 +6,11 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import type { V1Secret } from '@kubernetes/client-node';
-import {
-  AccessWatcher, fileSource, followMemberAccess, secretSource, type AccessHandlers, type AccessSource, type SecretReader,
-} from '../../../src/member/credentials.ts';
+import { AccessWatcher, fileSource, followMemberAccess, type AccessHandlers } from '../../../src/member/credentials.ts';
+import { secretSource, type SecretReader } from '../../../src/host/credentials.ts';
+import type { AccessSource } from '../../../src/provider/access.ts';
 import { ClusterClient } from '../../../src/kube/client.ts';
 import { loadKubeconfigFile, type ClusterAccess } from '../../../src/kube/kubeconfig.ts';
-import type { MemberConfig } from '../../../src/config.ts';
 
 let dir: string;
 before(() => { dir = mkdtempSync(join(tmpdir(), 'clusterlet-credentials-')); });
@@ -182,8 +181,7 @@ describe('followMemberAccess', { timeout: 10_000 }, () => {
     const lines: { msg: string; source?: string; err?: string }[] = [];
     const log = pino({ level: 'info' }, new Writable({ write(chunk: Buffer, _enc, done) { lines.push(JSON.parse(chunk.toString())); done(); } }));
     const client = new ClusterClient(loadKubeconfigFile(file), { cluster: 'm', qps: 10, burst: 10 });
-    const member = { name: 'm', kubeconfig: file } as MemberConfig;
-    const w = followMemberAccess(member, { core: { readNamespacedSecret: () => Promise.reject(new Error('no Secret here')) } }, client, log, EVENTS_ONLY);
+    const w = followMemberAccess(fileSource(file), client, log, EVENTS_ONLY);
     t.after(() => w.stop());
 
     writeFileSync(file, kubeconfig('new', { server: 'https://10.0.0.1:6443' }));

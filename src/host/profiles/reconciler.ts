@@ -4,18 +4,15 @@
 // (ProfileMembers); this reconciler only decides which, and says so on the profiles.
 import { isDeepStrictEqual } from 'node:util';
 import type { Subscription } from 'rxjs';
-import { OFFLOADING_CONDITION } from '../forge/keys.ts';
-import { ConfigError, profileMemberConfig, type ClusterProfileSource, type MemberConfig } from '../config.ts';
-import { queryOf, type ClusterClient } from '../kube/client.ts';
-import { toKubeError } from '../kube/errors.ts';
-import { Informer, splitKey } from '../kube/informer.ts';
-import { listWatch } from '../kube/listwatch.ts';
-import type { Logger } from '../log.ts';
-import { WorkQueue } from '../util/workqueue.ts';
-import {
-  CLUSTER_PROFILE_API, ProfileAccessError, chooseAccessProvider, profileAccessSource, type ClusterProfile, type Condition,
-} from './clusterprofile.ts';
-import type { AccessSource } from './credentials.ts';
+import { OFFLOADING_CONDITION } from '../../forge/keys.ts';
+import { ConfigError, profileMemberConfig, type ClusterProfileSource, type MemberConfig } from '../../config.ts';
+import { toKubeError } from '../../kube/errors.ts';
+import { splitKey } from '../../kube/informer.ts';
+import type { Logger } from '../../log.ts';
+import type { AccessSource } from '../../provider/access.ts';
+import { WorkQueue } from '../../util/workqueue.ts';
+import { ProfileAccessError, chooseAccessProvider, profileAccessSource } from './access.ts';
+import type { ClusterProfile, Condition, ProfileApi } from './api.ts';
 
 /** A member as the manager runs it, for the profile's condition. */
 export type MemberState =
@@ -93,32 +90,6 @@ export function conditionsWith(profile: ClusterProfile, v: Verdict, now: Date): 
   return old ? current.map((c) => (c === old ? next : c)) : [...current, next];
 }
 
-/** The host's ClusterProfiles, as the reconciler uses them. */
-export interface ProfileApi {
-  informer: Informer<ClusterProfile>;
-  /** Merge-patches status.conditions, with the resourceVersion read (a conflict is retried on the next pass). */
-  patchConditions(profile: ClusterProfile, conditions: Condition[]): Promise<void>;
-  /** Host access for the built-in kubeconfig Secret reader. */
-  host: Pick<ClusterClient, 'core'>;
-}
-
-export function hostProfileApi(host: ClusterClient, source: ClusterProfileSource, log: Logger, silenceMs: number): ProfileApi {
-  const path = `${CLUSTER_PROFILE_API}/namespaces/${source.namespace}/clusterprofiles`;
-  const informer = new Informer<ClusterProfile>('clusterprofiles', listWatch<ClusterProfile>(host, {
-    path, model: 'ClusterProfile', resource: 'clusterprofiles', labelSelector: source.selector || undefined,
-    list: (p) => host.request('GET', `${path}${queryOf({ ...p })}`),
-  }, { log, silenceMs }));
-  return {
-    informer, host,
-    async patchConditions(profile, conditions) {
-      await host.request('PATCH', `${path}/${profile.metadata!.name}/status`, {
-        contentType: 'application/merge-patch+json',
-        body: { metadata: { resourceVersion: profile.metadata!.resourceVersion }, status: { conditions } },
-      });
-    },
-  };
-}
-
 export interface ProfileReconcilerOptions {
   /** How often a profile's condition is judged again without a change to the profile (the member's state moves). */
   statusPeriodMs?: number;
@@ -172,33 +143,39 @@ export class ProfileReconciler {
     const profile = this.#api.informer.get(key);
     if (!profile) return this.#gone(key);
     this.#lastSeen.delete(key);
+    const selected = this.#select(key, profile);
+    const running = this.#started.get(key);
+    if (running && !isDeepStrictEqual(running, selected.config)) {
+      await this.#stop(key, running, selected.config ? 'changed' : selected.refused.reason);
+    }
+    const verdict = selected.config ? this.#run(key, selected.config) : selected.refused;
+    if (verdict) await this.#write(key, profile, verdict);
+    return { requeueAfterMs: this.#statusPeriodMs };
+  }
+
+  /** The member the profile asks for, or why it gets none. */
+  #select(key: string, profile: ClusterProfile): { config: MemberConfig; refused?: undefined } | { config?: undefined; refused: Verdict } {
     const { namespace, name } = splitKey(key);
-    let verdict: Verdict | undefined;
-    let config: MemberConfig | undefined;
     try {
-      config = profileMemberConfig({ namespace, name, annotations: profile.metadata?.annotations ?? {} }, this.#source);
+      const config = profileMemberConfig({ namespace, name, annotations: profile.metadata?.annotations ?? {} }, this.#source);
       chooseAccessProvider(profile, this.#source.providers);
+      return { config };
     } catch (err) {
       if (!(err instanceof ConfigError) && !(err instanceof ProfileAccessError)) throw err;
-      verdict = { status: 'False', reason: err instanceof ConfigError ? 'InvalidProfile' : err.reason, message: err.message };
-      config = undefined;
+      return { refused: { status: 'False', reason: err instanceof ConfigError ? 'InvalidProfile' : err.reason, message: err.message } };
     }
-    const running = this.#started.get(key);
-    if (running && !isDeepStrictEqual(running, config)) await this.#stop(key, running, config ? 'changed' : verdict!.reason);
-    if (config && !this.#started.has(key)) {
+  }
+
+  /** Starts the profile's member unless it runs already or conflicts with another; the condition it then gets. */
+  #run(key: string, config: MemberConfig): Verdict | undefined {
+    if (!this.#started.has(key)) {
       // Judged once this profile's own member is stopped, against every other one (a changed profile too): two
       // members on one node would both delegate every pod of it; on one class, both provision its claims.
       const conflict = this.#members.conflict(config);
-      if (conflict === undefined) {
-        this.#start(key, config);
-      } else {
-        verdict = { status: 'False', reason: 'NameConflict', message: conflict };
-        config = undefined;
-      }
+      if (conflict !== undefined) return { status: 'False', reason: 'NameConflict', message: conflict };
+      this.#start(key, config);
     }
-    if (config) verdict = memberVerdict(this.#members.state(config.name) ?? { phase: 'starting' });
-    if (verdict) await this.#write(profile, verdict);
-    return { requeueAfterMs: this.#statusPeriodMs };
+    return memberVerdict(this.#members.state(config.name) ?? { phase: 'starting' });
   }
 
   #start(key: string, config: MemberConfig): void {
@@ -217,7 +194,7 @@ export class ProfileReconciler {
     this.#lastSeen.delete(key);
     if (!last) return;
     const message = 'the profile no longer matches --clusterprofile-selector: clusterlet does not offload to this cluster';
-    await this.#write(last, { status: 'False', reason: 'NotSelected', message }).catch((err: unknown) => {
+    await this.#write(key, last, { status: 'False', reason: 'NotSelected', message }).catch((err: unknown) => {
       // Deleted (the usual case) or changed again since: nothing to say on it.
       if (!['NotFound', 'Conflict'].includes(toKubeError(err).kind)) throw err;
     });
@@ -229,11 +206,15 @@ export class ProfileReconciler {
     await this.#members.remove(config.name);
   }
 
-  async #write(profile: ClusterProfile, v: Verdict): Promise<void> {
+  /** Writes the profile's condition, if it changes, on the version of the profile it was judged on. */
+  async #write(key: string, profile: ClusterProfile, v: Verdict): Promise<void> {
     const conditions = conditionsWith(profile, v, this.#now());
     if (!conditions) return;
+    const resourceVersion = profile.metadata?.resourceVersion;
+    // Objects from the API server always carry one: without it the patch could overwrite a newer version.
+    if (resourceVersion === undefined) throw new Error(`ClusterProfile ${key} has no resourceVersion`);
     try {
-      await this.#api.patchConditions(profile, conditions);
+      await this.#api.patchConditions(splitKey(key).name, resourceVersion, conditions);
     } catch (err) {
       // Someone wrote the profile since it was read: its new version is queued by the watch.
       if (toKubeError(err).kind === 'Conflict') return;

@@ -1,10 +1,10 @@
 import { afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { KubeError } from '../../../src/kube/errors.ts';
-import { conditionsWith, memberVerdict, ProfileReconciler } from '../../../src/member/profiles.ts';
-import { createLogger } from '../../../src/log.ts';
-import { FakeMembers, FakeProfileApi, NS, SOURCE, profile } from '../fakes/profiles.ts';
-import { eventually, settle } from '../fakes/wait.ts';
+import { KubeError } from '../../../../src/kube/errors.ts';
+import { conditionsWith, memberVerdict, ProfileReconciler } from '../../../../src/host/profiles/reconciler.ts';
+import { createLogger } from '../../../../src/log.ts';
+import { FakeMembers, FakeProfileApi, NS, SOURCE, profile } from '../../fakes/profiles.ts';
+import { eventually, settle } from '../../fakes/wait.ts';
 
 const silent = createLogger('silent');
 let stops: (() => void)[] = [];

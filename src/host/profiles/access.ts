@@ -10,14 +10,13 @@
 //   token or client certificate, as that plugin does.
 // Both become one kubeconfig text parsed with src/kube/kubeconfig.ts, so rotation (AccessWatcher), exec caching
 // and TLS handling are the static members' own.
-import type { KubernetesObject } from '@kubernetes/client-node';
 import { load as loadYaml } from 'js-yaml';
-import type { AccessProviderConfig } from '../config.ts';
-import type { ClusterClient } from '../kube/client.ts';
-import { type ClusterAccess, parseKubeconfig } from '../kube/kubeconfig.ts';
-import { readSecretText, type AccessSource } from './credentials.ts';
+import type { AccessProviderConfig } from '../../config.ts';
+import { type ClusterAccess, parseKubeconfig } from '../../kube/kubeconfig.ts';
+import type { AccessSource } from '../../provider/access.ts';
+import { readSecretText, type SecretReader } from '../credentials.ts';
+import type { ClusterProfile, ProfileAccessProvider } from './api.ts';
 
-export const CLUSTER_PROFILE_API = '/apis/multicluster.x-k8s.io/v1alpha1';
 /** client-go's reserved cluster extension: the exec plugin's spec.cluster.config. */
 const EXEC_EXTENSION = 'client.authentication.k8s.io/exec';
 const ARGS_EXTENSION = 'clusterprofiles.multicluster.x-k8s.io/exec/additional-args';
@@ -27,24 +26,6 @@ const PROTECTED_ENV = /^(PATH|NODE_OPTIONS|LD_[A-Z_]*|DYLD_[A-Z_]*)$/;
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/** metav1.Condition. */
-export interface Condition {
-  type: string; status: 'True' | 'False' | 'Unknown'; reason: string; message: string;
-  lastTransitionTime: string; observedGeneration?: number;
-}
-
-/** One entry of status.accessProviders (or the deprecated status.credentialProviders). */
-export interface ProfileAccessProvider { name: string; cluster?: Obj }
-
-export interface ClusterProfile extends KubernetesObject {
-  spec?: { displayName?: string; clusterManager?: { name: string } };
-  status?: {
-    conditions?: Condition[];
-    accessProviders?: ProfileAccessProvider[];
-    credentialProviders?: ProfileAccessProvider[];
-  };
-}
 
 /** Thrown when a profile cannot give access; `reason` is the condition reason shown on the profile. */
 export class ProfileAccessError extends Error {
@@ -97,9 +78,14 @@ function kubeconfigCluster(access: ProfileAccessProvider): Obj {
   return cluster;
 }
 
+/** An access provider of the provider file that runs an exec plugin. */
+export type ExecProvider = AccessProviderConfig & { execConfig: Obj };
+
+const runsExec = (provider: AccessProviderConfig): provider is ExecProvider => provider.execConfig !== undefined;
+
 /** The provider's ExecConfig with the profile's additional args and env applied as its policies say (KEP-5339). */
-export function execUser(provider: AccessProviderConfig, cluster: Obj): Obj {
-  const exec = { ...provider.execConfig!, interactiveMode: 'Never' } as Obj;
+export function execUser(provider: ExecProvider, cluster: Obj): Obj {
+  const exec: Obj = { ...provider.execConfig, interactiveMode: 'Never' };
   const args = extension(cluster, ARGS_EXTENSION);
   if (args !== undefined && provider.profileSourcedCLIArgsPolicy === 'Append') {
     if (!Array.isArray(args) || !args.every((a) => typeof a === 'string')) {
@@ -130,7 +116,8 @@ export function execUser(provider: AccessProviderConfig, cluster: Obj): Obj {
 /** Where the built-in reader finds the kubeconfig: the exec extension's name, key, namespace and context. */
 interface KubeconfigSecretRef { namespace: string; name: string; key: string; context?: string }
 
-function kubeconfigSecretRef(profile: ClusterProfile, access: ProfileAccessProvider): KubeconfigSecretRef {
+/** `namespace`: the profile's. */
+function kubeconfigSecretRef(namespace: string, access: ProfileAccessProvider): KubeconfigSecretRef {
   const ext = extension(access.cluster ?? {}, EXEC_EXTENSION);
   const str = (k: string) => (isObj(ext) && typeof ext[k] === 'string' && ext[k] !== '' ? ext[k] as string : undefined);
   const [name, key] = [str('name'), str('key')];
@@ -141,7 +128,6 @@ function kubeconfigSecretRef(profile: ClusterProfile, access: ProfileAccessProvi
   // Omitted: the profile's own namespace (the plugin infers the consumer's; clusterlet watches one namespace). Another
   // namespace is refused: clusterlet reads Secrets with rights of its own, and whoever writes a profile's status must
   // not make it send the credentials of a Secret they cannot read to a server they choose.
-  const namespace = profile.metadata!.namespace!;
   const given = str('namespace');
   if (given !== undefined && given !== namespace) {
     throw new ProfileAccessError('InvalidAccessProvider', `access provider "${access.name}": the kubeconfig Secret must be in `
@@ -189,7 +175,7 @@ function profileKubeconfig(cluster: Obj, user: Obj): string {
 
 /** What a profile's access is read with: the host client (for the Secret) and the latest profile. */
 export interface ProfileAccessContext {
-  host: Pick<ClusterClient, 'core'>;
+  host: SecretReader;
   /** The profile as the watch last saw it (undefined once gone). */
   profile(): ClusterProfile | undefined;
   providers: AccessProviderConfig[];
@@ -206,10 +192,10 @@ export function profileAccessSource(ref: { namespace: string; name: string }, ct
       const { provider, access } = chooseAccessProvider(profile, ctx.providers);
       const cluster = kubeconfigCluster(access);
       let user: Obj;
-      if (provider.execConfig) {
+      if (runsExec(provider)) {
         user = execUser(provider, cluster);
       } else {
-        const secretRef = kubeconfigSecretRef(profile, access);
+        const secretRef = kubeconfigSecretRef(ref.namespace, access);
         const text = await readSecretText(ctx.host, secretRef).catch((err: unknown) => {
           throw new ProfileAccessError('CredentialsUnavailable', (err as Error).message);
         });

@@ -3,15 +3,16 @@ import assert from 'node:assert/strict';
 import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AccessProviderConfig } from '../../../src/config.ts';
+import type { AccessProviderConfig } from '../../../../src/config.ts';
 import {
-  chooseAccessProvider, execUser, profileAccessSource, type ClusterProfile,
-} from '../../../src/member/clusterprofile.ts';
-import { NS, fakeSecrets, kubeconfigText, profile } from '../fakes/profiles.ts';
+  chooseAccessProvider, execUser, profileAccessSource, type ExecProvider,
+} from '../../../../src/host/profiles/access.ts';
+import type { ClusterProfile } from '../../../../src/host/profiles/api.ts';
+import { NS, fakeSecrets, kubeconfigText, profile } from '../../fakes/profiles.ts';
 
 const builtin: AccessProviderConfig = { name: 'kubeconfig-secretreader', profileSourcedCLIArgsPolicy: 'Ignore',
   profileSourcedEnvVarsPolicy: 'Ignore' };
-const exec = (name: string, extra: Partial<AccessProviderConfig> = {}): AccessProviderConfig => ({
+const exec = (name: string, extra: Partial<AccessProviderConfig> = {}): ExecProvider => ({
   name, execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: 'plugin', args: ['--a'], env: [{ name: 'X', value: 'own' }] },
   profileSourcedCLIArgsPolicy: 'Ignore', profileSourcedEnvVarsPolicy: 'Ignore', ...extra,
 });

@@ -2,7 +2,8 @@
 // markdown table and writes JSON to bench/results/ (markdown to latest.md). Options: --sizes 10,100,1000,10000
 // --pairs 3 --out FILE.json (writes FILE.json and FILE.md instead) --modes direct,offloaded,hostOnly (which ways each
 // pair runs: e.g. --modes offloaded measures clusterlet's own costs in a third of the time); after the sizes, the many-members run
-// (bench/members.ts): --members 10 --pods-per-member 500 (--members 0 skips it).
+// (bench/members.ts): --members 10 --pods-per-member 500 (--members 0 skips it). --clusterlet-flags "..." adds flags to
+// clusterlet's (e.g. "--api-access=member", to compare a default with another).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,7 +20,9 @@ const { values } = parseArgs({ options: {
   members: { type: 'string', default: '10' },
   'pods-per-member': { type: 'string', default: '500' },
   modes: { type: 'string', default: MODES.join(',') },
+  'clusterlet-flags': { type: 'string', default: '' },
 } });
+const extraFlags = values['clusterlet-flags'].split(' ').filter(Boolean);
 const modes = values.modes.split(',') as Mode[];
 for (const m of modes) if (!MODES.includes(m)) throw new Error(`--modes: ${m} is not one of ${MODES.join(', ')}`);
 const sizes = values.sizes.split(',').map(Number);
@@ -29,7 +32,7 @@ const log = (l: string): void => { process.stderr.write(`[bench] ${l}\n`); };
 const h = await Harness.start({ componentQPS: 2000, log, hostFloorNode: true });
 // clusterlet's Leases (which replica leads the member) live in namespace clusterlet, as manifests/host installs it.
 await h.createLeaseNamespace();
-const cl = await startBenchClusterlet(h, ['--member-kubeconfig', h.member.kubeconfig, '--member-name', 'member'], 'clusterlet.log',
+const cl = await startBenchClusterlet(h, ['--member-kubeconfig', h.member.kubeconfig, '--member-name', 'member', ...extraFlags], 'clusterlet.log',
   'the bench');
 const stop = async (): Promise<void> => { await cl.stop(); await h.stop(); };
 process.once('SIGINT', () => { void stop().finally(() => process.exit(130)); });

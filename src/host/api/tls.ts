@@ -11,7 +11,7 @@ import { X509Certificate } from 'node:crypto';
 import type { V1CertificateSigningRequest } from '@kubernetes/client-node';
 import type { Subscription } from 'rxjs';
 import type { ClusterClient } from '../../kube/client.ts';
-import { listWatch } from '../../kube/listwatch.ts';
+import { listWatch, type WatchClient } from '../../kube/listwatch.ts';
 import { backoffDelay } from '../../util/backoff.ts';
 import { nameOf } from '../../forge/meta.ts';
 import type { Logger } from '../../log.ts';
@@ -29,11 +29,17 @@ export interface ServingCertOptions {
   /** Node names (the first is the CN) and the node IP, for the SANs. */
   nodeNames: string[];
   nodeIP: string;
-  host: ClusterClient;
+  /** What a csr-mode certificate asks of the host: CSRs created, and listed and watched until issued. */
+  host: CsrClient;
   log: Logger;
   /** Re-check interval of files. */
   reloadMs?: number;
 }
+
+/** The calls a serving certificate of mode csr makes to the host. */
+export type CsrClient = WatchClient & {
+  certificates: Pick<ClusterClient['certificates'], 'createCertificateSigningRequest' | 'listCertificateSigningRequest'>;
+};
 
 /** setTimeout's limit; longer waits are done in steps. */
 const MAX_TIMER = 2 ** 31 - 1;
@@ -207,7 +213,8 @@ export class ServingCertificate {
 
 export interface ClientCAOptions {
   file?: string;
-  host: ClusterClient;
+  /** Where the host's client CA is read without a file: kube-system/extension-apiserver-authentication. */
+  host: { core: Pick<ClusterClient['core'], 'readNamespacedConfigMap'> };
   log: Logger;
   /** Re-read interval once loaded (5 min); until then it is re-read every 10 s, or this if shorter. */
   refreshMs?: number;

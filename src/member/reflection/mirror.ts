@@ -43,7 +43,6 @@ export type MirrorMember = Pick<MemberCluster, 'pods' | 'owner'> & { config: Pic
 /** Where copies go, per kind. */
 export type MirrorTargets = { [K in RefKind]: Target<ObjectOf<K>> };
 
-/** The member's copies of every kind: the objects labelled with the host's identity. */
 /**
  * The member objects the mirror judges: this host's, but those with a role of their own (the host-token Secrets of
  * member/pod/tokens.ts, which no host object stands behind).
@@ -52,6 +51,7 @@ export function mirrorSelector(hostName: string): string {
   return `${ORIGIN_LABEL}=${hostName},!${ROLE_OBJECT_LABEL}`;
 }
 
+/** The member's copies of every kind, as mirrorSelector selects them. */
 export function mirrorTargets(member: MemberCluster, log: Logger): MirrorTargets {
   const origin = mirrorSelector(member.hostName);
   const c = member.client;

@@ -5,12 +5,12 @@ import assert from 'node:assert/strict';
 import { request } from 'node:https';
 import type { V1Pod } from '@kubernetes/client-node';
 import { pino } from 'pino';
+import { NO_CSR_HOST } from '../../fakes/hostapi.ts';
 import type { VirtualNode } from '../../../../src/host/api/nodes.ts';
 import { KubeletServer } from '../../../../src/host/api/server.ts';
 import { RuntimeStats } from '../../../../src/host/api/stats.ts';
 import { PodStreams } from '../../../../src/host/api/streams.ts';
 import { ServingCertificate } from '../../../../src/host/api/tls.ts';
-import type { ClusterClient } from '../../../../src/kube/client.ts';
 import type { Informer } from '../../../../src/kube/informer.ts';
 import { ProviderError } from '../../../../src/provider/errors.ts';
 import { freePort, pollUntil } from '../../../harness/net.ts';
@@ -31,7 +31,7 @@ describe('kubelet API over a pod runtime', () => {
   let port: number;
 
   before(async () => {
-    serving = new ServingCertificate({ mode: 'self-signed', nodeNames: ['vn'], nodeIP: '127.0.0.1', host: {} as ClusterClient, log });
+    serving = new ServingCertificate({ mode: 'self-signed', nodeNames: ['vn'], nodeIP: '127.0.0.1', host: NO_CSR_HOST, log });
     await serving.start();
     port = await freePort();
     const proxies = { get: (k: string) => pods.get(k), list: () => [...pods.values()] } as unknown as Informer<V1Pod>;

@@ -11,11 +11,11 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { getCACertificates, setDefaultCACertificates } from 'node:tls';
 import { pino } from 'pino';
+import { NO_CA_HOST, NO_CSR_HOST } from '../../fakes/hostapi.ts';
 import { Auth, type ReviewClient } from '../../../../src/host/api/auth.ts';
 import type { VirtualNode } from '../../../../src/host/api/nodes.ts';
 import { KubeletServer } from '../../../../src/host/api/server.ts';
 import { ClientCA, ServingCertificate } from '../../../../src/host/api/tls.ts';
-import type { ClusterClient } from '../../../../src/kube/client.ts';
 import { makeCA, signCert, type KeyPair } from '../../../harness/pki.ts';
 import { freePort, pollUntil } from '../../../harness/net.ts';
 
@@ -70,10 +70,10 @@ describe('kubelet API server: client certificates', { skip: !hasOpenssl && 'open
     // The foreign CA stands for any CA Node trusts by default (Mozilla's roots, NODE_EXTRA_CA_CERTS, the system store).
     setDefaultCACertificates([...defaultRoots, await readFile(ca.foreign.cert, 'utf8')]);
 
-    serving = new ServingCertificate({ mode: 'self-signed', nodeNames: ['vn'], nodeIP: '127.0.0.1', host: {} as ClusterClient, log });
+    serving = new ServingCertificate({ mode: 'self-signed', nodeNames: ['vn'], nodeIP: '127.0.0.1', host: NO_CSR_HOST, log });
     await serving.start();
     caFile = join(dir, 'client-ca.crt');
-    clientCA = new ClientCA({ file: caFile, host: {} as ClusterClient, log, refreshMs: 50 });
+    clientCA = new ClientCA({ file: caFile, host: NO_CA_HOST, log, refreshMs: 50 });
     await clientCA.start();
     port = await freePort();
     const node = { name: 'vn', port } as VirtualNode;

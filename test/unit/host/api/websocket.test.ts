@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import type { V1Pod } from '@kubernetes/client-node';
 import { pino } from 'pino';
+import { NO_CSR_HOST } from '../../fakes/hostapi.ts';
 import { Auth, type ReviewClient } from '../../../../src/host/api/auth.ts';
 import type { ApiError } from '../../../../src/host/api/errors.ts';
 import type { VirtualNode } from '../../../../src/host/api/nodes.ts';
@@ -19,7 +20,6 @@ import {
   decodeChannel, encodeChannel, negotiateChannelProtocol, offeredSubprotocols, PORTFORWARD_WS_PROTOCOLS,
   REMOTECOMMAND_WS_PROTOCOLS, requireWebSocketHandshake, type ChannelProtocol,
 } from '../../../../src/host/api/websocket.ts';
-import type { ClusterClient } from '../../../../src/kube/client.ts';
 import type { Informer } from '../../../../src/kube/informer.ts';
 import { metrics } from '../../../../src/metrics.ts';
 import { ProviderError } from '../../../../src/provider/errors.ts';
@@ -115,7 +115,7 @@ describe('exec, attach and port-forward over WebSocket', () => {
         return { ...r, status: { allowed: r.spec!.user === 'alice' && a.subresource === 'proxy' } };
       },
     };
-    serving = new ServingCertificate({ mode: 'self-signed', nodeNames: ['vn'], nodeIP: '127.0.0.1', host: {} as ClusterClient, log });
+    serving = new ServingCertificate({ mode: 'self-signed', nodeNames: ['vn'], nodeIP: '127.0.0.1', host: NO_CSR_HOST, log });
     await serving.start();
     const port = await freePort();
     const proxies = { get: (k: string) => pods.get(k), list: () => [...pods.values()] } as unknown as Informer<V1Pod>;

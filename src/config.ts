@@ -2,7 +2,7 @@
 // the CLI turns a ConfigError into exit code 2.
 // The field checks, the types, the help text, the provider config file and the ClusterProfile source live in config/.
 import { hostname } from 'node:os';
-import { parseArgs } from 'node:util';
+import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import { DNS_LABEL } from './forge/namespace.ts';
 import { ConfigError, LOG_LEVELS, apiAccessMode, checkClassName, hostServer, checkNodeName, duration, int, namespaceList, reclaimPolicy,
   requireFile } from './config/fields.ts';
@@ -17,6 +17,31 @@ export { ConfigError } from './config/fields.ts';
 export { loadProviderConfig } from './config/file.ts';
 export { loadAccessProviders, profileMemberConfig } from './config/profiles.ts';
 
+/** Every flag clusterlet accepts (parseArgs options); docs/configuration.md's flags tables and --help name each. */
+export const FLAGS = {
+  'host-kubeconfig': { type: 'string' }, kubeconfig: { type: 'string' },
+  'host-name': { type: 'string' }, 'host-qps': { type: 'string' }, 'host-burst': { type: 'string' },
+  'api-protocol': { type: 'string' },
+  'member-kubeconfig': { type: 'string' }, 'member-name': { type: 'string' }, nodename: { type: 'string' },
+  'member-qps': { type: 'string' }, 'member-burst': { type: 'string' },
+  'storage-class': { type: 'string' }, 'member-storage-class': { type: 'string' },
+  'storage-reclaim-policy': { type: 'string' }, 'api-access': { type: 'string' }, 'host-api-server': { type: 'string' },
+  'host-token-max-age': { type: 'string' },
+  'provider-config': { type: 'string' }, 'export-namespaces': { type: 'string' },
+  'member-source': { type: 'string' }, 'clusterprofile-namespace': { type: 'string' },
+  'clusterprofile-selector': { type: 'string' }, 'clusterprofile-provider-file': { type: 'string' },
+  'reflect-host-endpoints': { type: 'boolean' },
+  'node-ip': { type: 'string' }, 'kubelet-port': { type: 'string' }, 'health-port': { type: 'string' },
+  'serving-cert': { type: 'string' }, 'tls-cert-file': { type: 'string' }, 'tls-key-file': { type: 'string' },
+  'client-ca-file': { type: 'string' }, 'authentication-mode': { type: 'string' },
+  'pod-sync-workers': { type: 'string' }, 'watch-silence-seconds': { type: 'string' },
+  'probe-period-seconds': { type: 'string' }, 'probe-failure-threshold': { type: 'string' },
+  'leader-elect': { type: 'string' }, 'leader-elect-lease-duration': { type: 'string' },
+  'leader-elect-renew-deadline': { type: 'string' }, 'leader-elect-retry-period': { type: 'string' },
+  'leader-elect-namespace': { type: 'string' }, 'leader-elect-identity': { type: 'string' },
+  'log-level': { type: 'string' }, help: { type: 'boolean', short: 'h' }, version: { type: 'boolean' },
+} as const satisfies ParseArgsOptionsConfig;
+
 /** Parses argv (without node and script) and the environment. Throws ConfigError. */
 export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): ParseResult {
   let values: Record<string, string | boolean | undefined>;
@@ -24,29 +49,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     ({ values } = parseArgs({
       // A bare --leader-elect means true, as in kube-controller-manager; --leader-elect=false turns it off.
       args: argv.map((a) => a === '--leader-elect' ? '--leader-elect=true' : a), strict: true, allowPositionals: false,
-      options: {
-        'host-kubeconfig': { type: 'string' }, kubeconfig: { type: 'string' },
-        'host-name': { type: 'string' }, 'host-qps': { type: 'string' }, 'host-burst': { type: 'string' },
-        'api-protocol': { type: 'string' },
-        'member-kubeconfig': { type: 'string' }, 'member-name': { type: 'string' }, nodename: { type: 'string' },
-        'member-qps': { type: 'string' }, 'member-burst': { type: 'string' },
-        'storage-class': { type: 'string' }, 'member-storage-class': { type: 'string' },
-        'storage-reclaim-policy': { type: 'string' }, 'api-access': { type: 'string' }, 'host-api-server': { type: 'string' },
-        'host-token-max-age': { type: 'string' },
-        'provider-config': { type: 'string' }, 'export-namespaces': { type: 'string' },
-        'member-source': { type: 'string' }, 'clusterprofile-namespace': { type: 'string' },
-        'clusterprofile-selector': { type: 'string' }, 'clusterprofile-provider-file': { type: 'string' },
-        'reflect-host-endpoints': { type: 'boolean' },
-        'node-ip': { type: 'string' }, 'kubelet-port': { type: 'string' }, 'health-port': { type: 'string' },
-        'serving-cert': { type: 'string' }, 'tls-cert-file': { type: 'string' }, 'tls-key-file': { type: 'string' },
-        'client-ca-file': { type: 'string' }, 'authentication-mode': { type: 'string' },
-        'pod-sync-workers': { type: 'string' }, 'watch-silence-seconds': { type: 'string' },
-        'probe-period-seconds': { type: 'string' }, 'probe-failure-threshold': { type: 'string' },
-        'leader-elect': { type: 'string' }, 'leader-elect-lease-duration': { type: 'string' },
-        'leader-elect-renew-deadline': { type: 'string' }, 'leader-elect-retry-period': { type: 'string' },
-        'leader-elect-namespace': { type: 'string' }, 'leader-elect-identity': { type: 'string' },
-        'log-level': { type: 'string' }, help: { type: 'boolean', short: 'h' }, version: { type: 'boolean' },
-      },
+      options: FLAGS,
     }));
   } catch (err) {
     const msg = (err as Error).message;

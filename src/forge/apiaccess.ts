@@ -65,7 +65,8 @@ export function accessModeOf(proxy: V1Pod, fallback: ApiAccessMode): { mode: Api
   const value = proxy.metadata?.annotations?.[API_ACCESS_ANNOTATION];
   if (value === undefined) return { mode: fallback };
   if ((API_ACCESS_MODES as readonly string[]).includes(value)) return { mode: value as ApiAccessMode };
-  return { error: `annotation ${API_ACCESS_ANNOTATION}: "${value}" is not one of ${API_ACCESS_MODES.join(', ')}` };
+  return { error: `annotation ${API_ACCESS_ANNOTATION}: "${value}" is not one of ${API_ACCESS_MODES.join(', ')}: set one of them, `
+    + "or remove it for the node's default" };
 }
 
 /** The key of a projection's token in the token Secret: by volume and source, so every projection has its own. */

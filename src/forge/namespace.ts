@@ -25,7 +25,7 @@ export type MemberNamespaceCheck =
 
 /**
  * The member namespace for a host namespace, or why it cannot exist (too long, not a DNS-1123 label): the error
- * names the host namespace, the mapping that produced the name and the rule.
+ * names the host namespace, the mapping that produced the name and the rule, and what to change.
  */
 export function checkMemberNamespace(mapping: NamespaceMapping, hostNamespace: string): MemberNamespaceCheck {
   const namespace = memberNamespace(mapping, hostNamespace);
@@ -38,6 +38,7 @@ export function checkMemberNamespace(mapping: NamespaceMapping, hostNamespace: s
   return {
     namespace,
     reason: tooLong ? 'NamespaceTooLong' : 'InvalidNamespace',
-    error: `host namespace "${hostNamespace}" maps to member namespace "${namespace}" (${via}), ${problem}`,
+    error: `host namespace "${hostNamespace}" maps to member namespace "${namespace}" (${via}), ${problem}; `
+      + 'give it another name with a namespaceMapping override (or change the template) and restart clusterlet',
   };
 }

@@ -336,7 +336,8 @@ export function claimRejection(pod: V1Pod, lookups: ClaimLookups, ctx: Pick<Stor
     if (cls !== ctx.className) {
       return { reason: 'VolumeNotInMember', retry: false,
         message: `persistentvolumeclaim "${claimName}" is of storage class ${cls ? `"${cls}"` : '""'}: member ${ctx.member} holds `
-          + `only claims of storage class "${ctx.className}", so the pod cannot run there` };
+          + `only claims of storage class "${ctx.className}", so the pod cannot run there: give it a claim of that class, or keep it `
+          + 'off the virtual node' };
     }
     const v = lookups.memberVolume(claimName);
     if (!v || v.claimUID !== claim.metadata?.uid || v.terminating) {

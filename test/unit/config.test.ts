@@ -102,7 +102,8 @@ describe('checkMemberNamespace', () => {
       namespace: `${host}-from-hostcluster`,
       reason: 'NamespaceTooLong',
       error: `host namespace "${host}" maps to member namespace "${host}-from-hostcluster" (template "{namespace}-from-hostcluster"), ` +
-        '72 characters: a namespace name is at most 63',
+        '72 characters: a namespace name is at most 63; give it another name with a namespaceMapping override (or change the '
+        + 'template) and restart clusterlet',
     });
   });
 

@@ -52,7 +52,8 @@ export function forwardedNode(header: string | string[] | undefined): string | u
  * The node a node-level request (/pods, /stats/summary, /metrics/resource) is about: the one the API
  * server's node proxy names, else the only node on the port the request came in on.
  */
-export function nodeFor(dir: NodeDirectory, hint: string | undefined, localPort?: number): VirtualNode {
+export function nodeFor<N extends Pick<VirtualNode, 'name' | 'port'>>(dir: { nodes(): N[] }, hint: string | undefined,
+  localPort?: number): N {
   const all = dir.nodes();
   if (hint) {
     const n = all.find((x) => x.name === hint);

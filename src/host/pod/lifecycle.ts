@@ -15,6 +15,7 @@ import type { PodProvider, ProviderPod } from '../../provider/pod.ts';
 import type { Logger } from '../../log.ts';
 import { FENCED_RETRY_MS, type PodHost, type ProxyWriter } from './writer.ts';
 import { objectId } from '../../forge/meta.ts';
+import { daemonSetMessage, delegateLostMessage, offloadFailingMessage, rejectedMessage } from './messages.ts';
 
 /** Consecutive failed syncs of a pod after which the failure shows on the proxy (condition + Warning event). */
 const FAILURES_BEFORE_REPORT = 3;
@@ -117,7 +118,7 @@ export class PodLifecycle {
       if (proxy && !proxy.metadata?.deletionTimestamp && !(err instanceof PodRejectedError)
         && this.queue.failures(key) + 1 >= FAILURES_BEFORE_REPORT) {
         await this.#writer.setOffloaded(proxy, 'False', 'OffloadFailing',
-          `syncing the pod with member ${this.#opts.member} keeps failing (retried with backoff): ${(err as Error).message}`, 'Warning')
+          offloadFailingMessage(this.#opts.member, this.#opts.nodeName, (err as Error).message), 'Warning')
           .catch(() => undefined);
       }
       throw err;
@@ -140,8 +141,7 @@ export class PodLifecycle {
     }
     if (proxy.metadata?.deletionTimestamp) return await this.#syncDeleting(key, proxy, running);
     if (isDaemonSetPod(proxy)) {
-      return await this.#writer.setOffloaded(proxy, 'False', 'DaemonSetPodNotOffloaded',
-        `DaemonSet pods are not offloaded to member ${this.#opts.member}: they belong on real nodes`, 'Warning');
+      return await this.#writer.setOffloaded(proxy, 'False', 'DaemonSetPodNotOffloaded', daemonSetMessage(this.#opts.member), 'Warning');
     }
     if (!running) return await this.#syncMissing(proxy);
     if (isTerminal(proxy)) {
@@ -200,17 +200,14 @@ export class PodLifecycle {
     if (isTerminal(proxy)) return;
     const member = this.#opts.member;
     if (hadDelegate(proxy) && (proxy.spec?.restartPolicy ?? 'Always') === 'Never') {
-      const status = forgeProxyStatusForLostDelegate(proxy, 'DelegateLost',
-        `the pod's delegate in member ${member} was deleted or evicted, and restartPolicy is Never`);
+      const status = forgeProxyStatusForLostDelegate(proxy, 'DelegateLost', delegateLostMessage(member, false));
       await this.#writer.patchStatus(proxy, status);
       await this.#writer.event(proxy, 'Warning', 'DelegateLost', status.message ?? 'delegate lost');
       return;
     }
     const restarts = hadDelegate(proxy) ? restartsAfterLoss(proxy) : undefined;
     if (restarts) {
-      await this.#writer.event(proxy, 'Warning', 'DelegateLost',
-        `the pod's delegate in member ${member} was deleted or evicted (its member node may be gone); `
-        + 'creating it again: the restart count goes on');
+      await this.#writer.event(proxy, 'Warning', 'DelegateLost', delegateLostMessage(member, true));
     }
     try {
       const notices = await this.#provider.createPod(proxy, { restarts });
@@ -221,7 +218,7 @@ export class PodLifecycle {
     } catch (err) {
       if (!(err instanceof PodRejectedError)) throw err;
       this.#writer.counted('rejected');
-      await this.#writer.setOffloaded(proxy, 'False', err.reason, `member ${member} rejected the pod: ${err.message}`, 'Warning');
+      await this.#writer.setOffloaded(proxy, 'False', err.reason, rejectedMessage(member, err.message, err.retry), 'Warning');
       // Retried with capped backoff by the queue; one only a new configuration can fix waits for the pod to change.
       if (err.retry) throw err;
     }

@@ -313,6 +313,6 @@ describe('pods and their claims', () => {
   it('claimRejection: the message names the claim, its class, the member and the class it holds', () => {
     const r = claimRejection(pod, lookups([hostClaim('data-db-0', 'nfs'), both[1]], ok), ctx)!;
     assert.equal(r.message, 'persistentvolumeclaim "data-db-0" is of storage class "nfs": member eu holds only claims of storage class '
-      + '"clusterlet-eu", so the pod cannot run there');
+      + '"clusterlet-eu", so the pod cannot run there: give it a claim of that class, or keep it off the virtual node');
   });
 });

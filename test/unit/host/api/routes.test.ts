@@ -3,7 +3,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { route } from '../../../../src/host/api/routes.ts';
-import { forwardedNode, nodeFor, type NodeDirectory, type VirtualNode } from '../../../../src/host/api/nodes.ts';
+import { forwardedNode, nodeFor, type VirtualNode } from '../../../../src/host/api/nodes.ts';
 import { ApiError } from '../../../../src/host/api/errors.ts';
 
 describe('kubelet API routes', () => {
@@ -45,8 +45,9 @@ describe('kubelet API routes', () => {
   });
 
   it('the node of a node-level request: named by the node proxy, else the only one on the port', () => {
-    const node = (name: string, port: number): VirtualNode => ({ name, port } as unknown as VirtualNode);
-    const dir = (...nodes: VirtualNode[]): NodeDirectory => ({ nodes: () => nodes });
+    type Node = Pick<VirtualNode, 'name' | 'port'>;
+    const node = (name: string, port: number): Node => ({ name, port });
+    const dir = (...nodes: Node[]) => ({ nodes: () => nodes });
     const two = dir(node('a', 10250), node('b', 10251));
     assert.equal(nodeFor(two, 'b', 10250).name, 'b');
     assert.equal(nodeFor(two, undefined, 10251).name, 'b');

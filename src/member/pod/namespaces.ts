@@ -25,7 +25,7 @@ export class MemberNamespaces {
     if (holder !== hostNamespace) {
       throw new PodRejectedError('MemberNamespaceConflict',
         `host namespace "${hostNamespace}" maps to member namespace "${ns}" (namespace mapping of member `
-        + `${this.#member.config.name}), which already holds host namespace "${holder}": two host namespaces cannot share one`,
+        + `${this.#member.config.name}), which already holds host namespace "${holder}": two host namespaces cannot share one; give one of them its own member namespace (namespaceMapping.overrides) and restart clusterlet`,
       { retry: false });
     }
   }

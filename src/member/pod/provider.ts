@@ -238,7 +238,8 @@ export class MemberPodProvider implements PodProvider {
     const endpoint = cfg.host.endpoint;
     if (!endpoint) {
       return { apiAccess: { mode: 'member' }, notice: { type: 'Warning', reason: 'HostAPIAccessUnavailable',
-        message: `the delegate has the member's ServiceAccount token, not the host's: ${cfg.host.unavailable ?? 'no host API endpoint'}` } };
+        message: `the delegate has the member's ServiceAccount token, not the host's: ${cfg.host.unavailable ?? 'no host API endpoint'}; `
+          + 'set hostAPI.server (--host-api-server) to the host API server as the member\'s pods reach it' } };
     }
     return { apiAccess: { mode: 'host', secretName: tokenSecretName(namespacedName(proxy).name), endpoint } };
   }
@@ -274,14 +275,14 @@ export class MemberPodProvider implements PodProvider {
     const ref = hostRefOf(existing, this.#member.owner);
     if (!ref) {
       throw new PodRejectedError('DelegateConflict',
-        `member ${this.#member.config.name} already has a pod ${ns}/${name} that clusterlet did not create; it is left untouched`);
+        `member ${this.#member.config.name} already has a pod ${ns}/${name} that clusterlet did not create; it is left untouched: delete or rename it, or map the namespace elsewhere (namespaceMapping)`);
     }
     // Ours: this proxy's (the cache had not seen it yet) or an earlier proxy's of its name, which the controller
     // replaces. Another proxy's (two host namespaces that map to one member namespace, claimed in turn across a
     // restart) is not this one's to run as.
     if (ref.namespace !== hostNamespace || ref.name !== name) {
       throw new PodRejectedError('DelegateConflict', `member ${this.#member.config.name} already has a pod ${ns}/${name} `
-        + `that runs proxy ${ref.namespace}/${ref.name}; it is left untouched`);
+        + `that runs proxy ${ref.namespace}/${ref.name}; it is left untouched: two host namespaces map to one member namespace (namespaceMapping)`);
     }
   }
 

@@ -145,7 +145,8 @@ export class DelegateTokens {
     const role = existing.metadata?.labels?.[ROLE_OBJECT_LABEL];
     if (!ownedBy(existing.metadata, this.#member.owner) || role !== HOST_TOKEN_ROLE) {
       throw new PodRejectedError('MemberObjectConflict', `member namespace ${held.namespace} already has a Secret `
-        + `"${held.name}" that clusterlet did not create for this pod's host token; it is left untouched`);
+        + `"${held.name}" that clusterlet did not create for this pod's host token; it is left untouched: delete or rename it, `
+        + 'or set clusterlet.io/api-access: member on the pod');
     }
     await this.#member.client.core.replaceNamespacedSecret({ namespace: held.namespace, name: held.name, body });
   }
@@ -244,7 +245,8 @@ function tokenRefusal(err: unknown, held: Held): PodRejectedError {
     { cause: err });
   }
   if (k.kind === 'NotFound') {
-    return new PodRejectedError('HostTokenUnavailable', `the host refused ${what}: ${k.message}`, { cause: err });
+    return new PodRejectedError('HostTokenUnavailable', `the host refused ${what}: ${k.message}; create the ServiceAccount, `
+      + 'or set clusterlet.io/api-access: member on the pod (retried)', { cause: err });
   }
-  return new PodRejectedError('HostTokenUnavailable', `could not get ${what}: ${k.message}`, { cause: err });
+  return new PodRejectedError('HostTokenUnavailable', `could not get ${what}: ${k.message} (retried)`, { cause: err });
 }

@@ -366,7 +366,7 @@ export class ObjectMirror {
     const applied = await this.#reflector(kind).apply(memberNs, name,
       (existing) => this.#forgeCopy(kind, host, memberNs, hostNamespace, existing as V1ConfigMap | V1Secret | undefined));
     if (applied === 'conflict') {
-      return `${kind.toLowerCase()} ${memberNs}/${name} exists in member ${this.#member.config.name} and was not created by clusterlet; it is left untouched`;
+      return `${kind.toLowerCase()} ${memberNs}/${name} exists in member ${this.#member.config.name} and was not created by clusterlet; it is left untouched: delete or rename it, or map the namespace elsewhere (namespaceMapping)`;
     }
     if (applied === 'created') this.#log.debug({ kind, namespace: memberNs, name }, 'mirrored to the member');
     if (applied === 'updated') this.#log.debug({ kind, namespace: memberNs, name }, 'updated the member copy');

@@ -161,7 +161,8 @@ describe('MemberPodProvider.createPod', () => {
     await assert.rejects(provider.createPod(proxy('second', {}, 'other')), {
       name: 'PodRejectedError', reason: 'MemberNamespaceConflict', retry: false,
       message: 'host namespace "other" maps to member namespace "shared" (namespace mapping of member m1), which already '
-        + 'holds host namespace "legacy": two host namespaces cannot share one',
+        + 'holds host namespace "legacy": two host namespaces cannot share one; give one of them its own member namespace '
+        + '(namespaceMapping.overrides) and restart clusterlet',
     });
     assert.equal(memberPod('shared', 'second'), undefined);
   });
@@ -183,7 +184,7 @@ describe('MemberPodProvider.createPod', () => {
     member.objects.put('Pod', legacy);
     await assert.rejects(provider.createPod(proxy('web', {}, 'other')), {
       name: 'PodRejectedError', reason: 'DelegateConflict',
-      message: 'member m1 already has a pod shared/web that runs proxy legacy/web; it is left untouched',
+      message: 'member m1 already has a pod shared/web that runs proxy legacy/web; it is left untouched: two host namespaces map to one member namespace (namespaceMapping)',
     });
     assert.deepEqual(memberPod('shared', 'web')?.metadata?.labels, legacy.metadata?.labels);
     assert.equal(provider.creating('other', 'web'), false);
@@ -195,7 +196,7 @@ describe('MemberPodProvider.createPod', () => {
     member.objects.put('Pod', { metadata: { namespace: 'h-shop', name: 'web', labels: { team: 'member' } }, spec: { containers: [] } });
     await assert.rejects(provider.createPod(proxy('web')), {
       name: 'PodRejectedError', reason: 'DelegateConflict',
-      message: 'member m1 already has a pod h-shop/web that clusterlet did not create; it is left untouched',
+      message: 'member m1 already has a pod h-shop/web that clusterlet did not create; it is left untouched: delete or rename it, or map the namespace elsewhere (namespaceMapping)',
     });
     assert.deepEqual(memberPod('h-shop', 'web')?.metadata?.labels, { team: 'member' });
     assert.deepEqual(member.objects.writes('create', 'Pod').concat(member.objects.writes('replace'), member.objects.writes('delete')), []);

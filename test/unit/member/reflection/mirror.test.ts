@@ -147,7 +147,7 @@ describe('ObjectMirror', () => {
     host.put('ConfigMap', { metadata: { namespace: NS, name: 'settings' }, data: { owner: 'host-team' } });
     const prepared = await node('vnode-a').run(mounting('clash', 'settings'));
     assert.deepEqual(prepared.conflicts,
-      ['configmap shop/settings exists in member m1 and was not created by clusterlet; it is left untouched']);
+      ['configmap shop/settings exists in member m1 and was not created by clusterlet; it is left untouched: delete or rename it, or map the namespace elsewhere (namespaceMapping)']);
     const rejected = rejection(prepared, NS);
     assert.equal(rejected?.reason, 'MemberObjectConflict');
     assert.equal(rejected?.message, prepared.conflicts[0]);

@@ -39,7 +39,7 @@ export function memberFit(pod: V1Pod, nodes: V1Node[], used: RequestsByNode): Fi
   const show = (resource: string, nanos: bigint): string =>
     formatQuantity(quantity(nanos < 0n ? 0n : nanos, formats.get(resource) ?? (resource === 'memory' ? 'BinarySI' : 'DecimalSI')));
   // The pod count says something only when it is what is short.
-  const shown = requests.filter(([r, n]) => r !== 'pods' || (largest.get(r) ?? 0n) < n);
+  const shown = requests.filter(([r, n]) => r !== 'pods' || (largest.get(r) ?? 0n) < n).sort(([a], [b]) => (a < b ? -1 : 1));
   return {
     fits: false, candidates,
     requests: Object.fromEntries(shown.map(([r, n]) => [r, show(r, n)])),

@@ -64,3 +64,12 @@ describe('memberFit', () => {
     assert.match(noFitMessage('eu-1', none), /^no Ready member node of member eu-1 admits it \(its node selector/);
   });
 });
+
+describe('memberFit message order', () => {
+  it('names the resources in alphabetical order, whatever order the pod lists them in', () => {
+    const a = memberFit(pod({ 'example.com/gpu': '2', cpu: '1' }), [node('n', { cpu: '4', pods: '10' })], new Map());
+    assert.ok(!a.fits);
+    assert.deepEqual(Object.keys(a.requests), ['cpu', 'example.com/gpu']);
+    assert.deepEqual(Object.keys(a.largestFree), ['cpu', 'example.com/gpu']);
+  });
+});

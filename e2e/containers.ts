@@ -22,12 +22,27 @@ export interface ContainerStoryOptions {
    * clusterlet gives offloaded pods host API access (docs/api-access.md: a hostAPI.server the member's pods reach):
    * a container of a delegate lists its host namespace's pods with its mounted token.
    */
-  hostApi?: boolean;
+  hostApi?: { nodeImage: string };
   /** `namespace/release` of clusterlet's Helm release and the helm binary: enables the upgrade scenario. */
   helmRelease?: { helm: string; chart: string; namespace: string; release: string; upgradeTag: string };
 }
 
 interface Run { code: number | null; stdout: string; stderr: string }
+
+/**
+ * An in-cluster GET of `/api/v1/namespaces/<own namespace>/<argv[1]>`, as client-go's InClusterConfig makes it: prints
+ * the body; exits 0 on 200, 3 on another status, 2 when the request fails (TLS verified with ca.crt).
+ */
+const IN_CLUSTER_GET = `
+const fs = require('node:fs'); const https = require('node:https');
+const sa = '/var/run/secrets/kubernetes.io/serviceaccount';
+const ns = fs.readFileSync(sa + '/namespace', 'utf8');
+https.get({ host: process.env.KUBERNETES_SERVICE_HOST, port: process.env.KUBERNETES_SERVICE_PORT,
+  path: '/api/v1/namespaces/' + ns + '/' + process.argv[1], ca: fs.readFileSync(sa + '/ca.crt'),
+  headers: { authorization: 'Bearer ' + fs.readFileSync(sa + '/token', 'utf8') } }, (res) => {
+  let body = ''; res.on('data', (c) => { body += c; });
+  res.on('end', () => { process.stdout.write(body); process.exit(res.statusCode === 200 ? 0 : 3); });
+}).on('error', (e) => { console.error(e.message); process.exit(2); });`;
 
 /** Runs kubectl against the host, feeding `input` to its stdin; resolves with its exit code and output. */
 export function kubectl(ctx: E2EContext, args: string[], opts: { input?: string; timeoutMs?: number } = {}): Promise<Run> {
@@ -284,24 +299,21 @@ export function registerContainerStory(context: () => E2EContext, opts: Containe
   }
 
   if (opts.hostApi) {
-    it('real containers: a container lists its host namespace\'s pods with its mounted token, as its host ServiceAccount', async () => {
+    it('real containers: an in-cluster client in a delegate lists its host namespace\'s pods, as its host ServiceAccount', async () => {
       const ctx = context();
+      const image = opts.hostApi?.nodeImage;
       // ServiceAccount "lister" of the host namespace may list its pods: a host Role, nothing in the member.
       for (const args of [['create', 'serviceaccount', 'lister'], ['create', 'role', 'pod-lister', '--verb=list', '--resource=pods'],
         ['create', 'rolebinding', 'lister', '--role=pod-lister', `--serviceaccount=${namespace}:lister`]]) {
         const r = await kubectl(ctx, ['-n', namespace, ...args]);
         if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
       }
-      await create(pod('api', { command: ['sh', '-c', 'trap "exit 0" TERM; while true; do sleep 1 & wait $!; done'] },
-        { serviceAccountName: 'lister' }));
+      await create(pod('api', { image, command: ['node', '-e', 'setInterval(() => {}, 1e9)'] }, { serviceAccountName: 'lister' }));
       await running('api');
-      // In-cluster clients read these: the env the kubelet sets, the token, CA and namespace files. Static busybox's
-      // wget speaks TLS but verifies no certificate (hence --no-check-certificate); clients with the CA file do.
-      const sa = '/var/run/secrets/kubernetes.io/serviceaccount';
-      const script = `ns=$(cat ${sa}/namespace); grep -q "BEGIN CERTIFICATE" ${sa}/ca.crt || exit 5; `
-        + 'wget -q -O - --no-check-certificate --header "Authorization: Bearer $(cat ' + sa + '/token)" '
-        + '"https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT/api/v1/namespaces/$ns/pods"';
-      const r = await kubectl(ctx, ['exec', '-n', namespace, 'api', '--', 'sh', '-c', script]);
+      // What client-go's InClusterConfig reads: KUBERNETES_SERVICE_HOST/PORT, the token, the namespace, and ca.crt to
+      // verify the server's certificate (a wrong CA fails the request).
+      const get = (what: string): Promise<Run> => kubectl(ctx, ['exec', '-n', namespace, 'api', '--', 'node', '-e', IN_CLUSTER_GET, what]);
+      const r = await get('pods');
       if (r.code !== 0) throw new Error(`the request from the container failed (${r.code}): ${r.stdout.slice(0, 500)} ${r.stderr}`);
       const list = JSON.parse(r.stdout) as { kind?: string; items?: V1Pod[] };
       const names = (list.items ?? []).map((p) => p.metadata?.name).sort();
@@ -311,10 +323,10 @@ export function registerContainerStory(context: () => E2EContext, opts: Containe
         throw new Error(`want the host namespace's pods, on ${ctx.opts.nodeName}; got ${r.stdout.slice(0, 500)}`);
       }
       // The same token may do nothing else there.
-      const denied = await kubectl(ctx, ['exec', '-n', namespace, 'api', '--', 'sh', '-c',
-        `wget -q -O - --no-check-certificate --header "Authorization: Bearer $(cat ${sa}/token)" `
-        + '"https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT/api/v1/namespaces/$(cat ' + sa + '/namespace)/secrets"']);
-      if (denied.code === 0) throw new Error(`listing Secrets with the lister's token worked: ${denied.stdout.slice(0, 300)}`);
+      const denied = await get('secrets');
+      if (denied.code !== 3 || !/cannot list resource "secrets"/.test(denied.stdout)) {
+        throw new Error(`listing Secrets with the lister's token: want 403, got ${denied.code}: ${denied.stdout.slice(0, 300)} ${denied.stderr}`);
+      }
     });
   }
 

@@ -8,8 +8,8 @@
 //   E2E_IMAGE              image of the test workload (default busybox:1.36; needs sh, cat and sleep)
 //   E2E_KUBECTL            kubectl binary (default kubectl)
 //   E2E_TIMEOUT_SCALE      multiplies every timeout (default 1)
-//   E2E_HOST_API           1/true: clusterlet has a host API server the member's pods reach (hostAPI.server): a container
-//                          of a delegate must list its host namespace's pods with its mounted token
+//   E2E_HOST_API           1/true: clusterlet has a host API server the member's pods reach (hostAPI.server): an
+//   E2E_NODE_IMAGE         in-cluster client (node, in this image) in a delegate must list its host namespace's pods
 //   E2E_HELM, E2E_RELEASE, E2E_UPGRADE_TAG
 //                          helm binary, `namespace/name` of clusterlet's Helm release and an image tag present on the
 //                          host's nodes: the suite upgrades the release to that tag and checks no delegate is lost
@@ -41,7 +41,7 @@ describe('clusterlet end to end', { skip: missing ? 'set E2E_HOST_KUBECONFIG and
   const cleanupLeftovers = registerStory(() => ctx, { describeNode: true });
   const [releaseNamespace, release] = (env.E2E_RELEASE ?? '').split('/');
   const cleanupContainers = registerContainerStory(() => ctx, {
-    hostApi: flag(env.E2E_HOST_API),
+    hostApi: flag(env.E2E_HOST_API) && env.E2E_NODE_IMAGE ? { nodeImage: env.E2E_NODE_IMAGE } : undefined,
     helmRelease: env.E2E_HELM && release && env.E2E_UPGRADE_TAG ? { helm: env.E2E_HELM, namespace: releaseNamespace, release,
       chart: fileURLToPath(new URL('../charts/clusterlet', import.meta.url)), upgradeTag: env.E2E_UPGRADE_TAG } : undefined,
   });

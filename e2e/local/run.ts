@@ -106,7 +106,8 @@ hostAPI:
       stdio: 'inherit', cwd: ROOT,
       env: { ...env, E2E_HOST_KUBECONFIG: h.host.kubeconfig, E2E_MEMBER_KUBECONFIG: h.member.kubeconfig,
         E2E_KUBECTL: bin.kubectl, E2E_EXPECT_LOGS: '1', E2E_REAL_NODES: '1', E2E_HELM: helm,
-        E2E_RELEASE: `${NAMESPACE}/${RELEASE}`, E2E_UPGRADE_TAG: UPGRADE_TAG, E2E_HOST_API: '1' },
+        E2E_RELEASE: `${NAMESPACE}/${RELEASE}`, E2E_UPGRADE_TAG: UPGRADE_TAG, E2E_HOST_API: '1',
+        E2E_NODE_IMAGE: `docker.io/library/clusterlet:${TAG}` },
     });
     child.on('exit', (c) => resolve(c ?? 1));
   });

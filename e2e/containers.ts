@@ -324,7 +324,8 @@ export function registerContainerStory(context: () => E2EContext, opts: Containe
       }
       // The same token may do nothing else there.
       const denied = await get('secrets');
-      if (denied.code !== 3 || !/cannot list resource "secrets"/.test(denied.stdout)) {
+      const status = denied.code === 3 ? JSON.parse(denied.stdout) as { code?: number; reason?: string } : {};
+      if (status.code !== 403 || status.reason !== 'Forbidden') {
         throw new Error(`listing Secrets with the lister's token: want 403, got ${denied.code}: ${denied.stdout.slice(0, 300)} ${denied.stderr}`);
       }
     });

@@ -2,8 +2,8 @@
 // markdown table and writes JSON to bench/results/ (markdown to latest.md). Options: --sizes 10,100,1000,10000
 // --pairs 3 --out FILE.json (writes FILE.json and FILE.md instead) --modes direct,offloaded,hostOnly (which ways each
 // pair runs: e.g. --modes offloaded measures clusterlet's own costs in a third of the time); after the sizes, the many-members run
-// (bench/members.ts): --members 10 --pods-per-member 500 (--members 0 skips it). --clusterlet-flags "..." adds flags to
-// clusterlet's (e.g. "--api-access=member", to compare a default with another).
+// (bench/members.ts): --members 10 --pods-per-member 500 (--members 0 skips it). --clusterlet-flags="..." adds flags to
+// clusterlet's (e.g. --clusterlet-flags=--api-access=member, to compare a default with another; the = is needed).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';

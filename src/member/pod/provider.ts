@@ -177,9 +177,14 @@ export class MemberPodProvider implements PodProvider {
     const access = this.#accessOf(proxy);
     const body = forgeDelegatePod(proxy, { ...this.#ctxBase, memberNamespace: ns, restarts: opts.restarts, apiAccess: access.apiAccess });
     this.#checkFit(`${hostNamespace}/${name}`, body);
-    // What the pod refers to goes first, so the delegate finds it when it starts: its host tokens too.
-    if (access.apiAccess.mode === 'host') await this.tokens?.write(proxy, ns);
-    const prepared = await this.#mirror.prepare(proxy, ns);
+    // What the pod refers to goes first, so the delegate finds it when it starts: its host tokens too, written
+    // meanwhile (a token refused releases what was prepared).
+    const [prepared, tokens] = await Promise.all([this.#mirror.prepare(proxy, ns), access.apiAccess.mode === 'host'
+      ? this.tokens?.write(proxy, ns).then(() => undefined, (err: unknown) => err) : undefined]);
+    if (tokens !== undefined) {
+      prepared.release(false);
+      throw tokens;
+    }
     const rejected = rejection(prepared, hostNamespace);
     if (rejected) {
       prepared.release(false);

@@ -6,6 +6,8 @@ import { describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { V1Pod, V1Secret, V1Volume } from '@kubernetes/client-node';
 import { harness, namespaces, withSuiteClusterlet } from '../support/env.ts';
 import { kubectl } from '../support/kubectl.ts';
@@ -14,6 +16,8 @@ import { eventSpec, offloadedPod, podsSpec, secretSpec } from '../support/object
 import type { ClusterClient } from '../../src/kube/client.ts';
 
 const run = promisify(execFile);
+/** Every token the tests read from a member Secret: none may appear in clusterlet's output. */
+const tokensSeen: string[] = [];
 const TOKEN_KEY = (volume: string) => `token-${volume}-0`;
 
 describe('host API access of offloaded pods', () => {
@@ -43,7 +47,11 @@ describe('host API access of offloaded pods', () => {
     return (await member.core.readNamespacedSecret({ namespace: ns, name: `${name}.clusterlet-token` })) ?? s;
   }
 
-  const decoded = (s: V1Secret, key: string): string => Buffer.from(s.data?.[key] ?? '', 'base64').toString('utf8');
+  const decoded = (s: V1Secret, key: string): string => {
+    const v = Buffer.from(s.data?.[key] ?? '', 'base64').toString('utf8');
+    if (key.startsWith('token-') && v) tokensSeen.push(v);
+    return v;
+  };
 
   async function review(token: string, audiences?: string[]) {
     const r = await host.authentication.createTokenReview({ body: { spec: { token, ...(audiences ? { audiences } : {}) } } });
@@ -146,5 +154,17 @@ describe('host API access of offloaded pods', () => {
     const e = events.find((x) => x.reason === 'HostTokenRefreshFailed');
     assert.equal(e?.type, 'Warning');
     assert.match(e?.message ?? '', /could not refresh the host ServiceAccount token .*builder/);
+  });
+
+  it('no token appears in any clusterlet output of this run', () => {
+    const dir = harness().dir;
+    const logs = readdirSync(dir).filter((f) => f.startsWith('clusterlet-') && f.endsWith('.log'));
+    assert.ok(logs.length > 0, 'there are clusterlet logs to check');
+    assert.ok(tokensSeen.length >= 3, `tokens seen: ${tokensSeen.length}`);
+    for (const f of logs) {
+      const text = readFileSync(join(dir, f), 'utf8');
+      // A JWT's signature is unique to it: enough to recognise one, whole or cut.
+      for (const t of tokensSeen) assert.ok(!text.includes(t.split('.')[2] ?? t), `${f} contains a token`);
+    }
   });
 });

@@ -2,7 +2,7 @@
 // a liveness probe, and `state$`, the stream of what its virtual node should show: the member is its virtual
 // node's NodeProvider.
 import {
-  BehaviorSubject, auditTime, combineLatest, concat, defer, distinctUntilChanged, exhaustMap, filter, from, map, merge, of, scan,
+  BehaviorSubject, Subject, auditTime, combineLatest, concat, defer, distinctUntilChanged, exhaustMap, filter, from, map, merge, of, scan,
   share, shareReplay, startWith, timer, type Observable, type Subscription, catchError,
 } from 'rxjs';
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
@@ -58,10 +58,8 @@ export class MemberCluster implements NodeProvider {
   #log: Logger;
   #opts: Required<MemberOptions>;
   #version = new BehaviorSubject<string | undefined>(undefined);
-  /** Requests of the member's own pods per node, kept from the pod informer's events. */
+  /** Requests per node of the member's own pods, and of every bound pod (this node's delegates too), from the pod events. */
   #usage: PodRequests;
-  /** Requests of every pod bound to a member node, this node's delegates too: what the member's scheduler counts. */
-  #bound: PodRequests;
   /** Room may have appeared on a member node: its nodes changed, or a pod came, went or changed its requests. */
   readonly room$: Observable<void>;
   #subs: Subscription[] = [];
@@ -108,14 +106,12 @@ export class MemberCluster implements NodeProvider {
     this.ping$ = this.probe$;
     // Only this node's own delegates are its load; other nodes' and other hosts' delegates use the member like
     // any other workload.
+    const boundChanged$ = new Subject<void>();
     this.#usage = new PodRequests((key, err) => this.#log.warn({ pod: key, err: err.message }, 'pod requests unreadable; not counted'),
-      (pod) => ownedBy(pod.metadata, this.owner));
+      (pod) => ownedBy(pod.metadata, this.owner), () => boundChanged$.next());
     // Kept from the first event on (the informer emits each listed pod), whoever subscribes to state$ and when.
     const usageChanged$ = this.pods.events$.pipe(filter((e) => this.#usage.apply(e)), share());
     this.#subs.push(usageChanged$.subscribe());
-    this.#bound = new PodRequests(() => undefined, () => false);
-    const boundChanged$ = this.pods.events$.pipe(filter((e) => this.#bound.apply(e)), share());
-    this.#subs.push(boundChanged$.subscribe());
     this.room$ = merge(this.nodes.events$, boundChanged$).pipe(auditTime(this.#opts.coalesceMs), map(() => undefined), share());
     const synced$ = from(Promise.all([this.nodes.waitSynced(), this.pods.waitSynced()]));
     const capacity$ = merge(this.nodes.events$, usageChanged$, synced$)
@@ -161,7 +157,7 @@ export class MemberCluster implements NodeProvider {
 
   /** Where the delegate `pod` fits among the member's nodes, as its scheduler counts (forge/fit.ts). */
   fit(pod: V1Pod): FitAnswer {
-    return memberFit(pod, this.nodes.list(), this.#bound.byNode);
+    return memberFit(pod, this.nodes.list(), this.#usage.boundByNode);
   }
 
   /** Whether the member answers (the latest probe result, threshold applied). */

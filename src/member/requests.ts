@@ -1,5 +1,7 @@
-// What the member's own pods (not delegates) request, summed per node and kept up to date one pod change at a
-// time, so the virtual node's allocatable costs O(nodes) to compute however many pods the member runs.
+// What the member's pods request, summed per node and kept up to date one pod change at a time (each pod's requests
+// parsed once per change): the member's own pods (not this node's delegates), so the virtual node's allocatable costs
+// O(nodes) to compute however many pods the member runs; and every bound pod, as the member's scheduler counts, for
+// the fit of a new delegate (forge/fit.ts).
 import type { V1Pod } from '@kubernetes/client-node';
 import { isAnyDelegate } from '../forge/owner.ts';
 import { sameValue } from '../forge/objects.ts';
@@ -9,50 +11,72 @@ import type { StoreEvent } from '../kube/informer.ts';
 interface Contribution {
   node: string;
   requests: Map<string, bigint>;
+  /** One of the pods `isOurs` names: in the bound sums only. */
+  ours: boolean;
 }
 
 export class PodRequests {
   #byPod = new Map<string, Contribution>();
   #byNode = new Map<string, Map<string, bigint>>();
+  #boundByNode = new Map<string, Map<string, bigint>>();
   #onInvalid: (key: string, err: Error) => void;
   #isOurs: (pod: V1Pod) => boolean;
+  #onBound: () => void;
+  #counted = 0;
 
   /**
    * `isOurs`: the pods this virtual node runs as delegates (they do not count: they are its own load);
-   * `onInvalid`: a pod whose requests cannot be parsed (it then counts for nothing).
+   * `onInvalid`: a pod whose requests cannot be parsed (it then counts for nothing); `onBound`: the bound sums
+   * changed (a pod of any kind came, went or changed its requests).
    */
-  constructor(onInvalid: (key: string, err: Error) => void = () => undefined, isOurs: (pod: V1Pod) => boolean = isAnyDelegate) {
+  constructor(onInvalid: (key: string, err: Error) => void = () => undefined, isOurs: (pod: V1Pod) => boolean = isAnyDelegate,
+    onBound: () => void = () => undefined) {
     this.#onInvalid = onInvalid;
     this.#isOurs = isOurs;
+    this.#onBound = onBound;
   }
 
-  /** Requests per node name; read it, do not keep it (it changes in place). */
+  /** Requests per node name of the pods that count (not ours); read it, do not keep it (it changes in place). */
   get byNode(): RequestsByNode { return this.#byNode; }
 
-  /** Pods counted. */
-  get size(): number { return this.#byPod.size; }
+  /**
+   * Requests per node name of every bound, non-terminal pod, ours too. A delegate of ours counts its requests as they
+   * were when it last changed in a way `requestsRelevant` sees (its resize status alone is not looked at).
+   */
+  get boundByNode(): RequestsByNode { return this.#boundByNode; }
 
-  /** Applies one informer event; true when the sums changed. */
+  /** Pods that count (in byNode). */
+  get size(): number { return this.#counted; }
+
+  /** Applies one informer event; true when the sums of the pods that count (byNode) changed. */
   apply(ev: StoreEvent<V1Pod>): boolean {
     if (ev.type === 'MODIFIED' && ev.old && !requestsRelevant(ev.object, ev.old, this.#isOurs)) return false;
     const next = ev.type === 'DELETED' ? undefined : this.#contribution(ev.key, ev.object);
     const prev = this.#byPod.get(ev.key);
     if (!prev && !next) return false;
-    if (prev) addRequests(this.#byNode, prev.node, prev.requests, -1n);
+    if (prev) this.#add(prev, -1n);
     if (next) {
       this.#byPod.set(ev.key, next);
-      addRequests(this.#byNode, next.node, next.requests, 1n);
+      this.#add(next, 1n);
     } else {
       this.#byPod.delete(ev.key);
     }
-    return true;
+    this.#onBound();
+    return !(prev?.ours ?? true) || !(next?.ours ?? true);
+  }
+
+  #add(c: Contribution, sign: 1n | -1n): void {
+    addRequests(this.#boundByNode, c.node, c.requests, sign);
+    if (c.ours) return;
+    addRequests(this.#byNode, c.node, c.requests, sign);
+    this.#counted += sign === 1n ? 1 : -1;
   }
 
   #contribution(key: string, pod: V1Pod): Contribution | undefined {
-    const node = countedOn(pod, this.#isOurs);
+    const node = countedOn(pod, () => false);
     if (node === undefined) return undefined;
     try {
-      return { node, requests: podRequests(pod) };
+      return { node, requests: podRequests(pod), ours: this.#isOurs(pod) };
     } catch (err) {
       this.#onInvalid(key, err as Error);
       return undefined;

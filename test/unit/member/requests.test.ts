@@ -55,6 +55,21 @@ describe('PodRequests', () => {
     assert.equal(f.usage.size, 3);
   });
 
+  it('boundByNode counts every bound, non-terminal pod, delegates too; onBound says when it changed', () => {
+    let bound = 0;
+    const usage = new PodRequests(undefined, undefined, () => { bound++; });
+    const ev = (p: V1Pod, old?: V1Pod) => usage.apply({ type: old ? 'MODIFIED' : 'ADDED', key: `ns/${p.metadata!.name}`, object: p, old } as StoreEvent<V1Pod>);
+    assert.equal(ev(pod('own', { cpu: '1', nodeName: 'n1' })), true);
+    assert.equal(ev(pod('delegate', { cpu: '2', nodeName: 'n1', delegate: true })), false, 'the usage sums did not change');
+    assert.equal(bound, 2);
+    assert.equal(usage.boundByNode.get('n1')?.get('cpu'), 3n * NANO);
+    assert.equal(usage.byNode.get('n1')?.get('cpu'), NANO);
+    const done = pod('delegate', { cpu: '2', nodeName: 'n1', delegate: true, phase: 'Succeeded', rv: '2' });
+    assert.equal(ev(done, pod('delegate', { cpu: '2', nodeName: 'n1', delegate: true })), false);
+    assert.equal(usage.boundByNode.get('n1')?.get('cpu'), NANO);
+    assert.equal(bound, 3);
+  });
+
   it('follows binding, completion and deletion, and forgets a node with nothing left on it', () => {
     const f = new Feed();
     f.put(pod('a', { cpu: '500m' }));

@@ -49,5 +49,3 @@ function sameQuantity(a: string, b: string | undefined): boolean {
   if (b === undefined) return false;
   return isQuantity(a) && isQuantity(b) ? parseQuantity(a).nanos === parseQuantity(b).nanos : a === b;
 }
-
-/** A pod a DaemonSet controls: clusterlet does not run those on the virtual node. */

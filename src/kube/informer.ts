@@ -36,12 +36,7 @@ export function splitKey(key: string): { namespace: string; name: string } {
 }
 
 /** What a reader uses of an informer's store: the latest object per key, its changes, and when it is complete. */
-export interface Cache<T> {
-  get(key: string): T | undefined;
-  list(): T[];
-  readonly events$: Observable<StoreEvent<T>>;
-  waitSynced(): Promise<void>;
-}
+export type Cache<T extends KubernetesObject> = Pick<Informer<T>, 'get' | 'list' | 'events$' | 'waitSynced'>;
 
 export interface InformerOptions<T extends KubernetesObject = KubernetesObject> {
   /**

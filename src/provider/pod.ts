@@ -3,6 +3,7 @@
 // (host namespace and name); a provider translates to and from its own.
 import type { Observable } from 'rxjs';
 import type { CoreV1Event, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import { splitKey } from '../kube/informer.ts';
 
 /** A pod the provider runs for a proxy, as the controller needs to see it. */
 export interface ProviderPod {
@@ -114,4 +115,10 @@ export interface PodProvider extends PodLifecycleHandler, PodNotifier {
    * truth: the controller writes no status from it.
    */
   available(): boolean;
+}
+
+/** The provider's pod for a proxy's host key (namespace/name), if it runs one. */
+export function delegateOf(provider: Pick<PodLifecycleHandler, 'getPod'>, key: string): ProviderPod | undefined {
+  const { namespace, name } = splitKey(key);
+  return provider.getPod(namespace, name);
 }

@@ -78,25 +78,28 @@ const claim = (storageClassName: string): V1PersistentVolumeClaim =>
 const mapping = { template: '{namespace}', overrides: { odd: 'Odd' } };
 const long = 'a'.repeat(64);
 
+/** A reason and message as the proxy shows them; `computed` when a function of src/ chose the reason, not this test. */
+interface Shown { reason: string; message: string; computed?: true }
+
 /** The pinned messages: reason, and the message as the proxy shows it, built by the functions src/ calls. */
-function pinned(): { reason: string; message: string; expected: string }[] {
-  const ns = (host: string): { reason: string; message: string } => {
+function pinned(): (Shown & { expected: string })[] {
+  const ns = (host: string): Shown => {
     const c = checkMemberNamespace(mapping, host);
     assert.ok(c.error !== undefined);
-    return { reason: c.reason, message: rejectedMessage(MEMBER, c.error, false) };
+    return { reason: c.reason, message: rejectedMessage(MEMBER, c.error, false), computed: true };
   };
-  const volume = (hostClaim: V1PersistentVolumeClaim | undefined): { reason: string; message: string } => {
+  const volume = (hostClaim: V1PersistentVolumeClaim | undefined): Shown => {
     const r = claimRejection(pod({}, 'data-web-0'), { hostClaim: () => hostClaim, memberVolume: () => undefined },
       { member: MEMBER, className: NODE });
     assert.ok(r);
-    return { reason: r.reason, message: rejectedMessage(MEMBER, r.message, r.retry) };
+    return { reason: r.reason, message: rejectedMessage(MEMBER, r.message, r.retry), computed: true };
   };
   const access = accessModeOf(pod({ 'clusterlet.io/api-access': 'Host' }), 'host');
   assert.ok('error' in access);
-  const missing = (kind: 'ConfigMap' | 'Secret'): { reason: string; message: string } => {
+  const missing = (kind: 'ConfigMap' | 'Secret'): Shown => {
     const r = rejection({ notices: [], missing: [{ kind, name: 'settings', optional: false }], conflicts: [], release: () => undefined }, 'shop');
     assert.ok(r);
-    return { reason: r.reason, message: rejectedMessage(MEMBER, r.message, r.retry) };
+    return { reason: r.reason, message: rejectedMessage(MEMBER, r.message, r.retry), computed: true };
   };
   return [
     { reason: 'OffloadFailing', message: offloadFailingMessage(MEMBER, NODE, 'connect ECONNREFUSED 10.0.0.12:6443'),
@@ -150,7 +153,8 @@ describe('reasons and messages on a proxy', () => {
   const table = reasonsTable();
   const documented = new Set(table.filter((r) => !r.passThrough).flatMap((r) => r.reasons));
   const source = producedInSource();
-  const produced = new Set([...source.keys(), ...pinned().map((p) => p.reason), ...COMPOSED]);
+  // The reasons src/ spells out, composes, or returns from the functions pinned() calls; never one this test typed.
+  const produced = new Set([...source.keys(), ...COMPOSED, ...pinned().filter((p) => p.computed).map((p) => p.reason)]);
 
   it('every reason of the docs table is produced in src/', () => {
     assert.ok(documented.size >= 20, `${documented.size} reasons in the table`);
@@ -164,11 +168,12 @@ describe('reasons and messages on a proxy', () => {
 
   it('each row names a file of src/ that produces its reason, or the function that does', () => {
     const wrong: string[] = [];
+    const all = sources();
     for (const row of table) {
       const files = [...row.where.matchAll(/([\w/.-]+\.ts)\b/g)].map((m) => m[1]);
       const names = [...row.where.matchAll(/`(\w+)`/g)].map((m) => m[1]);
       const texts = files.map((f) => {
-        const path = sources().find((s) => s.endsWith(`/${f}`));
+        const path = all.find((s) => s.endsWith(`/${f}`));
         return path ? readFileSync(path, 'utf8') : undefined;
       });
       if (files.length === 0 || texts.includes(undefined)) {

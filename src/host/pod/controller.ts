@@ -7,15 +7,15 @@
 // through the PodProvider interface; writer.ts holds the host writes the flows share.
 import { interval, type Observable, type Subscription } from 'rxjs';
 import type { V1Pod } from '@kubernetes/client-node';
-import { Informer, splitKey, storedSpecs } from '../../kube/informer.ts';
+import { Informer, storedSpecs } from '../../kube/informer.ts';
 import { listWatch } from '../../kube/listwatch.ts';
 import type { WorkQueue } from '../../util/workqueue.ts';
-import type { PodProvider } from '../../provider/pod.ts';
+import { delegateOf, type PodProvider } from '../../provider/pod.ts';
 import { offloadedPods } from '../../metrics.ts';
 import { sameValue } from '../../forge/objects.ts';
 import type { Logger } from '../../log.ts';
 import { ProxyWriter, type PodHost } from './writer.ts';
-import { delegateOf, PodLifecycle } from './lifecycle.ts';
+import { PodLifecycle } from './lifecycle.ts';
 import { STATUS, StatusMirror } from './status-mirror.ts';
 import { statusEqual } from './status.ts';
 import { mirrorEvents } from './event-mirror.ts';
@@ -109,8 +109,7 @@ export class PodController {
     const out: V1Pod[] = [];
     for (const key of this.#provider.listPodKeys()) {
       const proxy = this.proxies.get(key);
-      const { namespace, name } = splitKey(key);
-      if (proxy && this.#provider.getPod(namespace, name)?.proxyUID === proxy.metadata?.uid) out.push(proxy);
+      if (proxy && delegateOf(this.#provider, key)?.proxyUID === proxy.metadata?.uid) out.push(proxy);
     }
     return out;
   }

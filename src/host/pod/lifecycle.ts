@@ -11,7 +11,7 @@ import { restartsAfterLoss } from '../../forge/status.ts';
 import { OFFLOADED_CONDITION } from '../../forge/keys.ts';
 import { forgeProxyStatusForLostDelegate } from './status.ts';
 import { PodRejectedError } from '../../provider/errors.ts';
-import type { PodProvider, ProviderPod } from '../../provider/pod.ts';
+import { delegateOf, type PodProvider, type ProviderPod } from '../../provider/pod.ts';
 import type { Logger } from '../../log.ts';
 import { FENCED_RETRY_MS, type PodHost, type ProxyWriter } from './writer.ts';
 import { objectId } from '../../forge/meta.ts';
@@ -230,8 +230,3 @@ function hadDelegate(proxy: V1Pod): boolean {
   return proxy.status?.startTime !== undefined || (proxy.status?.containerStatuses?.length ?? 0) > 0;
 }
 
-/** The provider's pod for a proxy's host key, if it runs one. */
-export function delegateOf(provider: PodProvider, key: string): ProviderPod | undefined {
-  const { namespace, name } = splitKey(key);
-  return provider.getPod(namespace, name);
-}

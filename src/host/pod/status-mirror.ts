@@ -7,12 +7,11 @@ import { refusedByFence } from '../../kube/errors.ts';
 import { priorityNames, WorkQueue, type HandlerResult, type Priority } from '../../util/workqueue.ts';
 import { isTerminal } from '../../forge/pod.ts';
 import { proxyStatusUpdate } from './status.ts';
-import type { PodProvider, ProviderPod } from '../../provider/pod.ts';
+import { delegateOf, type PodProvider, type ProviderPod } from '../../provider/pod.ts';
 import { metrics } from '../../metrics.ts';
 import type { Logger } from '../../log.ts';
 import { FENCED_RETRY_MS, type ProxyWriter } from './writer.ts';
 import { objectId } from '../../forge/meta.ts';
-import { delegateOf } from './lifecycle.ts';
 
 /** After a start or an outage, every proxy's status is compared again this long after (see recheckLater). */
 const STATUS_RECHECK_MS = [4_000, 10_000];

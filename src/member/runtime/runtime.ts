@@ -9,6 +9,7 @@ import type {
 } from '../../provider/runtime.ts';
 import type { MemberCluster } from '../cluster.ts';
 import { memberGet, memberSpdyUpgrade, memberWebSocket } from './api.ts';
+import { namespacedName } from '../../forge/meta.ts';
 import { MemberUsage, type MemberUsageOptions, type ProxyLookup, type UsageCluster } from './usage.ts';
 
 /** What the runtime uses of the member: its name (in errors), and what its usage reads. */
@@ -49,10 +50,8 @@ export class MemberRuntime implements PodRuntime {
 
   /** The member API path of a subresource of the proxy's delegate; NotFound while it has none. */
   #podPath(namespace: string, name: string, uid: string, subresource: string, query?: URLSearchParams): string {
-    const meta = this.#delegate(namespace, name, uid).metadata;
-    // A pod from the member's API has both.
-    if (!meta?.namespace || !meta.name) throw new Error(`member ${this.#cluster.config.name}: the delegate of pod ${namespace}/${name} has no namespace or name`);
-    const path = `/api/v1/namespaces/${encodeURIComponent(meta.namespace)}/pods/${encodeURIComponent(meta.name)}/${subresource}`;
+    const d = namespacedName(this.#delegate(namespace, name, uid));
+    const path = `/api/v1/namespaces/${encodeURIComponent(d.namespace)}/pods/${encodeURIComponent(d.name)}/${subresource}`;
     return query ? `${path}?${query}` : path;
   }
 

@@ -12,6 +12,8 @@ import { ClusterClient } from '../src/kube/client.ts';
 import { loadKubeconfigFile } from '../src/kube/kubeconfig.ts';
 import { NODE_ENV_VARS, NODE_FLAGS } from '../src/nodeflags.ts';
 import { ORIGIN_LABEL } from '../src/forge/keys.ts';
+import { hostClusterID } from '../src/host/identity.ts';
+import { createLogger } from '../src/log.ts';
 import { waitUntil } from '../test/support/wait.ts';
 import { condition, isReady, job, jobsSpec } from '../test/support/objects.ts';
 
@@ -156,7 +158,8 @@ async function main(): Promise<void> {
     say(k(h.host.kubeconfig, 'get', 'pods', '-n', ns, '-o', 'wide'));
     say(`=== member: kubectl get pods -n ${ns} -o wide (their delegates, on the member's nodes)`);
     say(k(h.member.kubeconfig, 'get', 'pods', '-n', ns, '-o', 'wide', '-L', ORIGIN_LABEL));
-    const hostID = (await host.core.readNamespace({ name: 'kube-system' })).metadata?.uid ?? '';
+    // As clusterlet computes it: a host that does not answer is retried, never printed as an empty selector.
+    const hostID = await hostClusterID(host, createLogger('silent'));
     say('Look around yourself:');
     for (const line of hintLines(demoHints({ kubectl, hostKubeconfig: h.host.kubeconfig, memberKubeconfig: h.member.kubeconfig,
       namespace: ns, member: DEMO_MEMBER, node: DEMO_NODE, hostID }))) say(`  ${line}`);

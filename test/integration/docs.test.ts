@@ -12,7 +12,7 @@ import { clusterID, harness, uniqueName, withSuiteClusterlet } from '../support/
 import { pollUntil } from '../harness/net.ts';
 import { toKubeError } from '../../src/kube/errors.ts';
 import type { ClusterClient } from '../../src/kube/client.ts';
-import { commandsOf, docBlocks, promisesOutput, type Block, type RunTarget } from '../support/docs.ts';
+import { commandsOf, docBlocks, promisesOutput, type RunTarget } from '../support/docs.ts';
 import { ROOT } from '../support/manifests.ts';
 import { DEMO_MEMBER, DEMO_NODE, createDemoWorkload, demoHints, waitDemoWorkload } from '../../hack/demo.ts';
 
@@ -76,9 +76,8 @@ function scratch(target: RunTarget): { dir: string; env: NodeJS.ProcessEnv } {
  * Runs a block's commands in one bash, in order, as a user pastes them: each one's output apart, stopping at the first
  * that fails. Resolves with what each command that ran did.
  */
-async function runBlock(block: Block, target: RunTarget): Promise<Ran[]> {
+async function runBlock(commands: string[], target: RunTarget): Promise<Ran[]> {
   const { dir, env } = scratch(target);
-  const commands = commandsOf(block);
   const out = join(dir, '.docs');
   const script = ['set -o pipefail', ...commands.map((c, i) =>
     `{ ${c}\n} >"${out}/${i}.out" 2>"${out}/${i}.err" </dev/null\necho $? >"${out}/${i}.rc"\n[ "$(cat "${out}/${i}.rc")" = 0 ] || exit 0`)].join('\n');
@@ -115,19 +114,18 @@ describe('what the demo and the docs tell a user to run', () => {
     assert.ok(hints.length >= 4);
     for (const hint of hints) {
       // As printed: the exports, then the command. Events reach the proxy a moment after the workload is Ready.
+      let tried: Awaited<ReturnType<typeof bash>> | undefined;
       const last = await pollUntil(`"${hint.command}" to show ${hint.says}`, async () => {
-        const r = await bash([...exports, hint.command].join('\n'), h.dir, {});
+        const r = tried = await bash([...exports, hint.command].join('\n'), h.dir, {});
         return r.code === 0 && hint.shows.test(r.stdout) ? r : undefined;
-      }, 30_000, 500).catch(async (err: unknown) => {
-        const r = await bash([...exports, hint.command].join('\n'), h.dir, {});
-        throw new Error(`${(err as Error).message}\nexit ${r.code}; stdout:\n${r.stdout}\nstderr:\n${r.stderr}`);
+      }, 30_000, 500).catch((err: unknown) => {
+        throw new Error(`${(err as Error).message}\nexit ${tried?.code}; stdout:\n${tried?.stdout}\nstderr:\n${tried?.stderr}`);
       });
       assert.match(last.stdout, hint.shows);
     }
   });
 
-  const blocks = docBlocks().blocks.filter((b) => b.mark?.run);
-  for (const block of blocks) {
+  for (const block of docBlocks().blocks) {
     const mark = block.mark;
     if (!mark?.run) continue;
     it(`${block.file}:${block.line} (${mark.target}${mark.namespace ? `, namespace ${mark.namespace}` : ''}) works as printed`, async (t) => {
@@ -138,7 +136,7 @@ describe('what the demo and the docs tell a user to run', () => {
       }
       const commands = commandsOf(block);
       assert.ok(commands.length > 0, 'a block marked run: holds commands');
-      const ran = await runBlock(block, mark.target);
+      const ran = await runBlock(commands, mark.target);
       const report = (r: Ran): string => `${r.command}\nexit ${r.code}\nstdout:\n${r.stdout}\nstderr:\n${r.stderr}`;
       for (const r of ran) {
         assert.equal(r.code, 0, `failed:\n${report(r)}`);

@@ -101,5 +101,7 @@ export class FakeMembers implements ProfileMembers {
   /** Whether a member of that name runs (for the tests). */
   has(name: string): boolean { return this.running.has(name); }
   conflict(config: MemberConfig): string | undefined { return memberConflict(config, [...this.running.values()].map((r) => r.config)); }
-  state(name: string): MemberState | undefined { return this.running.get(name)?.state; }
+  /** How many times the reconciler asked for a member's state: each judgement of a profile asks once. */
+  asked = 0;
+  state(name: string): MemberState | undefined { this.asked++; return this.running.get(name)?.state; }
 }

@@ -54,9 +54,12 @@ describe('ProfileReconciler', () => {
   it('leaves the condition to the leader when another replica leads the member', async () => {
     const { api, members } = setup();
     await eventually('member added', () => members.has('eu'));
+    await eventually('Starting written', () => api.offloading('eu')?.reason === 'Starting');
     members.running.get('eu')!.state = { phase: 'running', leading: false, reachable: true, nodeName: 'clusterlet-eu' };
     const before = api.patches.length;
-    await settle();
+    // Judged twice more with the new state: the condition stays the leader's to write.
+    const asked = members.asked;
+    await eventually('the profile judged again, twice', () => members.asked >= asked + 2);
     await settle();
     assert.equal(api.patches.length, before);
   });

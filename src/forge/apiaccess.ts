@@ -260,9 +260,7 @@ function hostTokens(spec: V1PodSpec, secretName: string, endpoint: HostEndpoint)
     const own = new Set((c.env ?? []).map((e) => e.name));
     return { ...c, env: [...env.filter((e) => !own.has(e.name)), ...c.env ?? []] };
   };
-  spec.containers = spec.containers.map(withEnv);
-  if (spec.initContainers) spec.initContainers = spec.initContainers.map(withEnv);
-  if (spec.ephemeralContainers) spec.ephemeralContainers = spec.ephemeralContainers.map(withEnv);
+  mapContainers(spec, withEnv);
 }
 
 // One projected volume with the token Secret in place of its token sources, of the host's root CA ConfigMap and of
@@ -303,7 +301,12 @@ function withoutVolumes(spec: V1PodSpec, removed: Set<string>): void {
     else delete copy.volumeMounts;
     return copy;
   };
-  spec.containers = spec.containers.map(strip);
-  if (spec.initContainers) spec.initContainers = spec.initContainers.map(strip);
-  if (spec.ephemeralContainers) spec.ephemeralContainers = spec.ephemeralContainers.map(strip);
+  mapContainers(spec, strip);
+}
+
+/** Replaces every container of the spec (init, app, ephemeral) with `fn`'s copy of it. */
+function mapContainers(spec: V1PodSpec, fn: <C extends V1Container | V1EphemeralContainer>(c: C) => C): void {
+  spec.containers = spec.containers.map(fn);
+  if (spec.initContainers) spec.initContainers = spec.initContainers.map(fn);
+  if (spec.ephemeralContainers) spec.ephemeralContainers = spec.ephemeralContainers.map(fn);
 }

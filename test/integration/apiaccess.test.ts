@@ -42,9 +42,11 @@ describe('host API access of offloaded pods', () => {
   }
 
   async function tokenSecret(ns: string, name: string, pred: (s: V1Secret) => boolean = () => true): Promise<V1Secret> {
-    const [s] = await waitUntil(member, secretSpec(member, ns),
-      (ss) => ss.some((x) => x.metadata?.name === `${name}.clusterlet-token` && pred(x)), 60_000, `token Secret of ${name}`);
-    return (await member.core.readNamespacedSecret({ namespace: ns, name: `${name}.clusterlet-token` })) ?? s;
+    const wanted = (x: V1Secret): boolean => x.metadata?.name === `${name}.clusterlet-token` && pred(x);
+    const ss = await waitUntil(member, secretSpec(member, ns), (all) => all.some(wanted), 60_000, `token Secret of ${name}`);
+    const found = ss.find(wanted);
+    assert.ok(found);
+    return found;
   }
 
   const decoded = (s: V1Secret, key: string): string => {

@@ -101,7 +101,7 @@ export class MemberPodProvider implements PodProvider {
     this.#opts = { eventReplayWindowMs: 120_000, appearanceWaitMs: APPEARANCE_WAIT_MS, ...rest };
     this.#apiAccess = apiAccess;
     this.tokens = apiAccess && new DelegateTokens(member, apiAccess.host, log, {
-      alive: (key) => { const [ns = '', name = ''] = key.split('/'); return member.delegates.get(ns, name) !== undefined; },
+      alive: ({ namespace, name }) => member.delegates.get(namespace, name) !== undefined,
       ...apiAccess.tokens });
     this.#volumes = volumes;
     this.#creations = new Creations(this.#opts.appearanceWaitMs);

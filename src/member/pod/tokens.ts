@@ -28,8 +28,8 @@ export interface DelegateTokensOptions {
   checkPeriodMs?: number;
   /** A token is refreshed at 80 % of its lifetime, and at the latest after this long (default 24 h, the kubelet's). */
   maxAgeMs?: number;
-  /** Whether the proxy of a host key still has a delegate: a Secret without one goes, after `orphanGraceMs`. */
-  alive?: (hostKey: string) => boolean;
+  /** Whether the proxy still has a delegate: a Secret without one goes, after `orphanGraceMs`. */
+  alive?: (proxy: { namespace: string; name: string }) => boolean;
   /** How long a Secret may be without a delegate (its delegate may still be on its way); default 2 minutes. */
   orphanGraceMs?: number;
 }
@@ -54,7 +54,7 @@ export class DelegateTokens {
   #host: HostApiAccess;
   #log: Logger;
   #opts: Required<Omit<DelegateTokensOptions, 'alive'>>;
-  #alive: (hostKey: string) => boolean;
+  #alive: NonNullable<DelegateTokensOptions['alive']>;
   #held = new Map<string, Held>();
   #warnings = new Subject<PodEvent>();
   #timer: NodeJS.Timeout | undefined;
@@ -173,7 +173,7 @@ export class DelegateTokens {
     const now = Date.now();
     for (const held of this.#held.values()) {
       if (held.refreshing) continue;
-      if (!this.#alive(held.hostKey)) {
+      if (!this.#alive(held.proxy)) {
         if (now - held.writtenAt < this.#opts.orphanGraceMs) continue;
         this.#held.delete(held.hostKey);
         void this.#delete(held).catch((err: unknown) => {
@@ -204,7 +204,7 @@ export class DelegateTokens {
       const message = `could not refresh the host ServiceAccount token of this pod's delegate (attempt ${held.failures}): `
         + `${(err as Error).message}; retrying`;
       this.#log.warn({ pod: held.hostKey, attempt: held.failures, err: (err as Error).message }, 'host token refresh failed');
-      const [namespace = '', name = ''] = held.hostKey.split('/');
+      const { namespace, name } = held.proxy;
       this.#warnings.next({ namespace, name, id: `host-token-refresh/${held.proxy.uid}`, event: {
         type: 'Warning', reason: 'HostTokenRefreshFailed', message, count: held.failures, lastTimestamp: new Date(),
         source: { component: 'clusterlet' },

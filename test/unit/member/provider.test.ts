@@ -770,7 +770,7 @@ describe('MemberPodProvider: API access of delegates (host, member, none)', () =
       labels: { ...secret.metadata?.labels, 'clusterlet.io/proxy-uid': 'uid-gone' },
       annotations: { ...secret.metadata?.annotations, 'clusterlet.io/proxy-name': 'gone' } } });
     const again = new DelegateTokens({ client: member.client(), owner: { hostName: HOST, node: NODE } }, hostApi, log, {
-      checkPeriodMs: 10, orphanGraceMs: 0, alive: (key) => key === 'shop/job' });
+      checkPeriodMs: 10, orphanGraceMs: 0, alive: (p) => `${p.namespace}/${p.name}` === 'shop/job' });
     again.start();
     stops.push(() => again.stop());
     await eventually('the due token refreshed', () => decoded(secretOf(member, 'job'), 'token-kube-api-access-7xk2p-0') === 'token-2');

@@ -3,8 +3,9 @@
 import type { V1Taint } from '@kubernetes/client-node';
 import type { NamespaceMapping } from '../forge/namespace.ts';
 import type { ApiAccessMode } from '../forge/apiaccess.ts';
+import type { NodeGranularity } from '../forge/groups.ts';
 
-export type { NamespaceMapping };
+export type { NamespaceMapping, NodeGranularity };
 
 export interface SecretRef { namespace: string; name: string; key: string }
 
@@ -26,6 +27,8 @@ export interface MemberConfig {
   storage: StorageConfig;
   /** Which API server its delegates' tokens are for (docs/api-access.md); undefined: host mode, endpoint by default. */
   apiAccess?: ApiAccessConfig;
+  /** One virtual node for the member, one per member node pool, or one per member node (forge/groups.ts); undefined: cluster. */
+  nodes?: NodeGranularity;
 }
 
 /** Offloaded pods' API access on a member (forge/apiaccess.ts). */

@@ -84,3 +84,7 @@ export const HOST_TOKEN_ROLE = 'host-token';
 export const TOKENS_ANNOTATION = 'clusterlet.io/tokens';
 export const SERVICE_ACCOUNT_ANNOTATION = 'clusterlet.io/service-account';
 export const REFRESH_AT_ANNOTATION = 'clusterlet.io/refresh-at';
+/** On a virtual node: the group of member nodes it stands for (forge/groups.ts groupId), so a node of an earlier granularity is understood. */
+export const GROUP_ANNOTATION = 'clusterlet.io/node-group';
+/** On a delegate: the virtual node of its proxy, when that is not the member's own node name (a pool's or a member node's). */
+export const VIRTUAL_NODE_LABEL = 'clusterlet.io/virtual-node';

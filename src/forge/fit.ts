@@ -47,12 +47,15 @@ export function memberFit(pod: V1Pod, nodes: V1Node[], used: RequestsByNode): Fi
   };
 }
 
-/** The one-line reason a proxy shows when its delegate fits no member node, and what a user can do. */
-export function noFitMessage(member: string, a: Extract<FitAnswer, { fits: false }>): string {
+/**
+ * The one-line reason a proxy shows when its delegate fits no member node, and what a user can do; `scope` names the
+ * member nodes looked at ("member m", "member m (pool x=y)": forge/groups.ts describeGroup).
+ */
+export function noFitMessage(scope: string, a: Extract<FitAnswer, { fits: false }>): string {
   const list = (r: Record<string, string>): string => Object.entries(r).map(([k, v]) => `${k} ${v}`).join(', ');
   const where = a.candidates === 0
-    ? `no Ready member node of member ${member} admits it (its node selector, required node affinity or tolerations)`
-    : `no Ready member node of member ${member} has room for its requests (${list(a.requests)}); the most one of the `
+    ? `no Ready member node of ${scope} admits it (its node selector, required node affinity or tolerations)`
+    : `no Ready member node of ${scope} has room for its requests (${list(a.requests)}); the most one of the `
       + `${a.candidates} it may run on has free is ${list(a.largestFree)}`;
   return `${where}. It is offloaded once one has room: lower its requests, or add member nodes (the member's autoscaler)`;
 }

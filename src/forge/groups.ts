@@ -134,11 +134,11 @@ export function constrainSpec(spec: V1PodSpec, c: GroupConstraint | undefined): 
   return c ? { ...spec, affinity: constrainAffinity(spec.affinity, c) } : spec;
 }
 
-/** How a group is named in messages: "member m", "pool x=y of member m", "member node n of member m". */
+/** How a group is named in messages: "member m", "member m (pool x=y)", "member m (node n)". */
 export function describeGroup(member: string, group: NodeGroup): string {
   switch (group.kind) {
     case 'cluster': return `member ${member}`;
-    case 'pool': return `pool ${group.label}=${group.value} of member ${member}`;
-    case 'node': return `member node ${group.node} of member ${member}`;
+    case 'pool': return `member ${member} (pool ${group.label}=${group.value})`;
+    case 'node': return `member ${member} (node ${group.node})`;
   }
 }

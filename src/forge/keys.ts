@@ -88,3 +88,5 @@ export const REFRESH_AT_ANNOTATION = 'clusterlet.io/refresh-at';
 export const GROUP_ANNOTATION = 'clusterlet.io/node-group';
 /** On a delegate: the virtual node of its proxy, when that is not the member's own node name (a pool's or a member node's). */
 export const VIRTUAL_NODE_LABEL = 'clusterlet.io/virtual-node';
+/** A taint on a virtual node of an earlier granularity, kept while pods are bound to it (forge/node.ts RETIRING_TAINT). */
+export const RETIRING_TAINT_KEY = 'clusterlet.io/retiring';

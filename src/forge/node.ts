@@ -1,11 +1,12 @@
 // The virtual node, forged from what its provider reports. Pure functions: node state in, node parts out.
 import type { V1Node, V1NodeCondition, V1NodeStatus, V1NodeSystemInfo, V1Taint } from '@kubernetes/client-node';
 import {
-  HOSTNAME_LABEL, MANAGED_LABELS_ANNOTATION, MANAGED_TAINTS_ANNOTATION, MEMBER_LABEL, ROLE_LABEL, VIRTUAL_NODE_ROLE, VIRTUAL_NODE_TAINT_EFFECT, VIRTUAL_NODE_TAINT_KEY,
+  GROUP_ANNOTATION, HOSTNAME_LABEL, MANAGED_LABELS_ANNOTATION, RETIRING_TAINT_KEY, MANAGED_TAINTS_ANNOTATION, MEMBER_LABEL, ROLE_LABEL, VIRTUAL_NODE_ROLE, VIRTUAL_NODE_TAINT_EFFECT, VIRTUAL_NODE_TAINT_KEY,
   VIRTUAL_NODE_TAINT_VALUE, VIRTUAL_NODE_TYPE, VIRTUAL_NODE_TYPE_LABEL,
 } from './keys.ts';
 import { VERSION } from '../version.ts';
 import { byCodeUnits } from '../util/order.ts';
+import { describeGroup, groupId, type NodeGroup } from './groups.ts';
 
 /**
  * What the virtual node should show right now: the member cluster behind it, as its node provider reports it.
@@ -19,6 +20,8 @@ export interface NodeState {
   /** Whether the member's nodes have been listed at least once. */
   synced: boolean;
   readyNodes: number;
+  /** For a virtual node of a group of the member's nodes (forge/groups.ts): how many member nodes the group has, Ready or not. */
+  groupNodes?: number;
   capacity: Record<string, string>;
   allocatable: Record<string, string>;
   topologyLabels: Record<string, string>;
@@ -42,7 +45,18 @@ export interface NodeContext {
   kubeletPort: number;
   /** Whether the member's pods can have host API access (forge/apiaccess.ts): shown as a node condition when set. */
   hostAPI?: { available: boolean; message: string };
+  /**
+   * The group of member nodes the node stands for (forge/groups.ts), recorded on it (GROUP_ANNOTATION); undefined is
+   * the whole member, unrecorded (as before groups existed).
+   */
+  group?: NodeGroup;
 }
+
+/**
+ * On a virtual node of an earlier granularity, kept while pods are bound to it: no new pod is placed there. The value
+ * is a label value (a taint's rule).
+ */
+export const RETIRING_TAINT: V1Taint = { key: RETIRING_TAINT_KEY, value: 'granularity-changed', effect: 'NoSchedule' };
 
 /** The node condition saying whether pods offloaded through the node can reach the host API as themselves. */
 export const HOST_API_CONDITION = 'clusterlet.io/HostAPIAccess';
@@ -118,8 +132,17 @@ function condition(type: string, ok: boolean, reason: string, message: string): 
 
 export function forgeNodeConditions(ctx: NodeContext, state: NodeState): V1NodeCondition[] {
   const name = ctx.memberName;
+  const group = ctx.group && ctx.group.kind !== 'cluster' ? ctx.group : undefined;
   let ready: V1NodeCondition;
-  if (!state.reachable) {
+  if (group && state.reachable && state.synced && state.groupNodes === 0) {
+    ready = condition('Ready', false, 'MemberGroupGone', `${describeGroup(name, group)} has no node any more: no pod is `
+      + 'placed here; the pods bound here stay until they end, and the node goes with the last of them');
+  } else if (group && state.reachable && state.synced) {
+    const n = state.readyNodes;
+    ready = n === 0
+      ? condition('Ready', false, 'MemberHasNoReadyNode', `${describeGroup(name, group)} has no Ready, schedulable node`)
+      : condition('Ready', true, 'MemberReady', `${describeGroup(name, group)} answers and has ${n} Ready, schedulable node${n === 1 ? '' : 's'}`);
+  } else if (!state.reachable) {
     ready = condition('Ready', false, 'MemberUnreachable',
       `member cluster ${name} does not answer: ${state.unreachableReason ?? 'unknown error'}`);
   } else if (!state.synced) {
@@ -240,6 +263,7 @@ export function forgeNewNode(ctx: NodeContext, state: NodeState, now: Date): V1N
     apiVersion: 'v1', kind: 'Node',
     metadata: { name: ctx.nodeName, labels, annotations: {
       [MANAGED_LABELS_ANNOTATION]: managedLabelsValue(labels), [MANAGED_TAINTS_ANNOTATION]: managedTaintsValue(state),
+      ...(ctx.group ? { [GROUP_ANNOTATION]: groupId(ctx.group) } : {}),
     } },
     spec: { taints: forgeNodeTaints(ctx, state) },
     status,

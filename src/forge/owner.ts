@@ -2,7 +2,7 @@
 // (`clusterlet.io/origin`) and the virtual node that created it (`clusterlet.io/node`). A process touches only
 // what its own (host, node) pair owns; delegates of other hosts or other nodes are other people's workloads.
 import type { V1ObjectMeta, V1Pod } from '@kubernetes/client-node';
-import { NODE_LABEL, ORIGIN_LABEL, PROXY_NAME_ANNOTATION, PROXY_NAMESPACE_ANNOTATION, PROXY_UID_LABEL } from './keys.ts';
+import { NODE_LABEL, ORIGIN_LABEL, PROXY_NAME_ANNOTATION, PROXY_NAMESPACE_ANNOTATION, PROXY_UID_LABEL, VIRTUAL_NODE_LABEL } from './keys.ts';
 
 /** The owner of member objects: the host cluster's identity and the virtual node. */
 export interface Owner { hostName: string; node: string }
@@ -53,4 +53,13 @@ export function hostRefOf(pod: V1Pod, owner: Owner): HostRef | undefined {
 /** A pod that is a delegate of some clusterlet (any host, any node). */
 export function isAnyDelegate(pod: V1Pod): boolean {
   return pod.metadata?.labels?.[ORIGIN_LABEL] !== undefined && pod.metadata.labels[PROXY_UID_LABEL] !== undefined;
+}
+
+/**
+ * The virtual node whose proxy a delegate stands for: its VIRTUAL_NODE_LABEL (a pool's or a member node's virtual
+ * node), else the member's own node that created it.
+ */
+export function virtualNodeOf(pod: V1Pod | undefined): string | undefined {
+  const labels = pod?.metadata?.labels;
+  return labels?.[VIRTUAL_NODE_LABEL] ?? labels?.[NODE_LABEL];
 }

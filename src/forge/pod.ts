@@ -27,8 +27,9 @@ import {
   VIRTUAL_NODE_ROLE,
   VIRTUAL_NODE_TAINT_KEY,
   VIRTUAL_NODE_TYPE,
-  VIRTUAL_NODE_TYPE_LABEL,
+  VIRTUAL_NODE_TYPE_LABEL, VIRTUAL_NODE_LABEL,
 } from './keys.ts';
+import { constrainSpec, type GroupConstraint } from './groups.ts';
 import { nonEmpty } from './objects.ts';
 import { delegateVolumes } from './volumes.ts';
 import { applyApiAccess, type DelegateApiAccess } from './apiaccess.ts';
@@ -50,6 +51,12 @@ export interface DelegateContext {
   nodeLabels?: Record<string, string>;
   /** Which API server and identity the delegate's token is for (forge/apiaccess.ts); default: the member's. */
   apiAccess?: DelegateApiAccess;
+  /**
+   * The virtual node the proxy is bound to, when it stands for a group of the member's nodes (a pool or one member
+   * node, forge/groups.ts) rather than the whole member (`nodeName`): the delegate is labelled with it and constrained
+   * to the group.
+   */
+  virtualNode?: { name: string; constraint?: GroupConstraint };
 }
 
 // Spec fields that bind the pod to the host.
@@ -73,7 +80,8 @@ export function forgeDelegatePod(proxy: V1Pod, ctx: DelegateContext): V1Pod {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: delegateMetadata(proxy, ctx),
-    spec: withClaims(proxy.metadata?.name, withoutEphemeralContainers(forgeDelegateSpec(proxy.spec ?? { containers: [] }, virtualNodeIdentity(ctx), ctx.apiAccess))),
+    spec: constrainSpec(withClaims(proxy.metadata?.name, withoutEphemeralContainers(
+      forgeDelegateSpec(proxy.spec ?? { containers: [] }, virtualNodeIdentity(ctx), ctx.apiAccess))), ctx.virtualNode?.constraint),
   };
 }
 
@@ -88,6 +96,7 @@ function delegateMetadata(proxy: V1Pod, ctx: DelegateContext): V1ObjectMeta {
       [ORIGIN_LABEL]: ctx.hostName,
       [PROXY_UID_LABEL]: meta.uid ?? '',
       [NODE_LABEL]: ctx.nodeName,
+      ...(ctx.virtualNode && ctx.virtualNode.name !== ctx.nodeName ? { [VIRTUAL_NODE_LABEL]: ctx.virtualNode.name } : {}),
     },
     annotations: {
       ...meta.annotations,
@@ -182,14 +191,14 @@ function virtualNodeIdentity(ctx: DelegateContext): VirtualNodeIdentity {
   const labels = new Map<string, string | undefined>([
     [VIRTUAL_NODE_TYPE_LABEL, VIRTUAL_NODE_TYPE],
     [ROLE_LABEL, VIRTUAL_NODE_ROLE],
-    [HOSTNAME_LABEL, ctx.nodeName],
+    [HOSTNAME_LABEL, ctx.virtualNode?.name ?? ctx.nodeName],
     [MEMBER_LABEL, undefined],
   ]);
   // Configured labels come last on the node too (forgeNodeLabels): one of them may replace a built-in value.
   for (const [key, value] of Object.entries(ctx.nodeLabels ?? {})) {
     if (!isMemberNodeLabel(key)) labels.set(key, value);
   }
-  return { labels, fields: new Map([['metadata.name', ctx.nodeName]]) };
+  return { labels, fields: new Map([['metadata.name', ctx.virtualNode?.name ?? ctx.nodeName]]) };
 }
 
 function stripNodeSelector(selector: Record<string, string> | undefined, identity: Map<string, string | undefined>):

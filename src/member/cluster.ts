@@ -15,9 +15,10 @@ import { PodRequests } from './requests.ts';
 import { DelegateIndex } from './delegates.ts';
 import { toKubeError } from '../kube/errors.ts';
 
-import { aggregateCapacityFromRequests, nodeIsUsable, nodeSystemInfo, sharedNodeLabels, sharedTaints } from '../forge/capacity.ts';
+import { aggregateCapacityFromRequests, nodeSystemInfo, sharedNodeLabels, sharedTaints } from '../forge/capacity.ts';
 import { ownedBy, type Owner } from '../forge/owner.ts';
 import { memberFit, type FitAnswer } from '../forge/fit.ts';
+import { CLUSTER_GRANULARITY, groupId, inGroup, memberGroups, type NodeGroup } from '../forge/groups.ts';
 import type { NodeProvider, NodeState } from '../provider/node.ts';
 import type { Logger } from '../log.ts';
 import { metrics } from '../metrics.ts';
@@ -53,8 +54,13 @@ export class MemberCluster implements NodeProvider {
   readonly probe$: Observable<ProbeResult>;
   /** The NodeProvider's ping: each probe result (the node's lease is renewed on the reachable ones). */
   readonly ping$: Observable<ProbeResult>;
-  /** What the virtual node should show; replays the latest, emits only on change. */
+  /** What the member's own virtual node (the whole member) should show; replays the latest, emits only on change. */
   readonly state$: Observable<NodeState>;
+  /** The groups of member nodes of its granularity (config `nodes`), each shown as a virtual node; emits on change. */
+  readonly groups$: Observable<NodeGroup[]>;
+  /** A coalesced change of the member's nodes or of their pods' requests (caches synced). */
+  #changed$: Observable<void>;
+  #probeState$: Observable<ProbeResult>;
   #log: Logger;
   #opts: Required<MemberOptions>;
   #version = new BehaviorSubject<string | undefined>(undefined);
@@ -114,21 +120,39 @@ export class MemberCluster implements NodeProvider {
     this.#subs.push(usageChanged$.subscribe());
     this.room$ = merge(this.nodes.events$, boundChanged$).pipe(auditTime(this.#opts.coalesceMs), map(() => undefined), share());
     const synced$ = from(Promise.all([this.nodes.waitSynced(), this.pods.waitSynced()]));
-    const capacity$ = merge(this.nodes.events$, usageChanged$, synced$)
-      .pipe(
-        startWith(undefined),
-        auditTime(this.#opts.coalesceMs),
-        filter(() => this.nodes.hasSynced && this.pods.hasSynced),
-        map(() => this.#computeCapacity()),
-      );
+    // Each coalesced change of the member's nodes or of what their pods request, once both caches have synced: every
+    // virtual node's state is computed again from it.
+    this.#changed$ = merge(this.nodes.events$, usageChanged$, synced$).pipe(
+      startWith(undefined),
+      auditTime(this.#opts.coalesceMs),
+      filter(() => this.nodes.hasSynced && this.pods.hasSynced),
+      map(() => undefined),
+      share(),
+    );
+    this.#probeState$ = this.probe$.pipe(distinctUntilChanged((a, b) => a.reachable === b.reachable && a.reason === b.reason));
+    this.state$ = this.stateOf({ kind: 'cluster' });
+    const granularity = config.nodes ?? CLUSTER_GRANULARITY;
+    this.groups$ = this.#changed$.pipe(
+      map(() => [...memberGroups(this.nodes.list(), granularity).values()].map((g) => g.group)),
+      distinctUntilChanged((a, b) => a.map(groupId).join('\n') === b.map(groupId).join('\n')),
+      shareReplay({ bufferSize: 1, refCount: true }),
+    );
+  }
+
+  /**
+   * What the virtual node of one group of the member's nodes should show (the whole member's: `state$`); replays the
+   * latest, emits only on change.
+   */
+  stateOf(group: NodeGroup): Observable<NodeState> {
     const empty = { synced: false, readyNodes: 0, capacity: {}, allocatable: {}, topologyLabels: {},
       operatingSystem: 'linux', architecture: 'amd64' };
+    const synced = (): boolean => this.nodes.hasSynced && this.pods.hasSynced;
     // A node controller that subscribes once the caches have synced (it leads the member from then on) starts from
     // the member as it is, not from "not synced", which would turn the node NotReady for a moment.
-    const current = defer(() => of(this.nodes.hasSynced && this.pods.hasSynced ? this.#computeCapacity() : empty));
-    this.state$ = combineLatest([
-      this.probe$.pipe(distinctUntilChanged((a, b) => a.reachable === b.reachable && a.reason === b.reason)),
-      concat(current, capacity$),
+    const current = defer(() => of(synced() ? this.#computeCapacity(group) : empty));
+    return combineLatest([
+      this.#probeState$,
+      concat(current, this.#changed$.pipe(map(() => this.#computeCapacity(group)))),
       this.#version,
     ]).pipe(
       map(([probe, cap, version]): NodeState => ({
@@ -137,6 +161,11 @@ export class MemberCluster implements NodeProvider {
       distinctUntilChanged((a, b) => JSON.stringify(a) === JSON.stringify(b)),
       shareReplay({ bufferSize: 1, refCount: true }),
     );
+  }
+
+  /** The group's node provider: its state, and the member's probe as its ping. */
+  nodeProvider(group: NodeGroup): NodeProvider {
+    return { state$: group.kind === 'cluster' ? this.state$ : this.stateOf(group), ping$: this.ping$ };
   }
 
   start(): void {
@@ -170,15 +199,17 @@ export class MemberCluster implements NodeProvider {
     this.pods.stop();
   }
 
-  #computeCapacity(): Omit<NodeState, 'reachable' | 'unreachableReason' | 'backendVersion'> {
-    const nodes = this.nodes.list();
-    const usable = nodes.filter(nodeIsUsable);
+  #computeCapacity(group: NodeGroup): Omit<NodeState, 'reachable' | 'unreachableReason' | 'backendVersion'> {
+    const all = this.nodes.list();
+    const nodes = group.kind === 'cluster' ? all : all.filter((n) => inGroup(n, group));
     const agg = aggregateCapacityFromRequests(nodes, this.#usage.byNode);
     const info = nodeSystemInfo(nodes);
+    // A pool's virtual node shows its pool label: every node of the pool has it.
+    const poolLabel = group.kind === 'pool' ? { [group.label]: group.value } : {};
     return {
-      synced: true, readyNodes: usable.length, capacity: agg.capacity, allocatable: agg.allocatable,
-      topologyLabels: sharedNodeLabels(nodes), taints: sharedTaints(nodes), operatingSystem: info.operatingSystem,
-      architecture: info.architecture,
+      synced: true, readyNodes: agg.nodeCount, capacity: agg.capacity, allocatable: agg.allocatable,
+      topologyLabels: { ...sharedNodeLabels(nodes), ...poolLabel }, taints: sharedTaints(nodes), operatingSystem: info.operatingSystem,
+      architecture: info.architecture, ...(group.kind === 'cluster' ? {} : { groupNodes: nodes.length }),
     };
   }
 

@@ -6,13 +6,20 @@ import { LRUCache } from 'lru-cache';
 import { upTo } from '../util/lru.ts';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Informer } from '../kube/informer.ts';
-import { hostRefOf, type HostRef, type Owner } from '../forge/owner.ts';
+import { hostRefOf, virtualNodeOf, type HostRef, type Owner } from '../forge/owner.ts';
 
 /**
  * A delegate changed: `lifecycle` when it appeared, went, or began terminating (else only its status changed);
  * `appearedAt`, when it appeared (its ADDED event), the resourceVersion it appeared at.
  */
-export interface DelegateChange { hostKey: string; memberKey: string; lifecycle: boolean; appearedAt: string | undefined }
+export interface DelegateChange {
+  hostKey: string;
+  memberKey: string;
+  lifecycle: boolean;
+  appearedAt: string | undefined;
+  /** The virtual node of the delegate's proxy (forge/owner.ts virtualNodeOf), as the delegate said last. */
+  virtualNode: string | undefined;
+}
 
 export class DelegateIndex {
   readonly owner: Owner;
@@ -20,6 +27,8 @@ export class DelegateIndex {
   #pods: Informer<V1Pod>;
   /** host key → member key of its delegate. */
   #byHost = new Map<string, string>();
+  /** virtual node → host keys of its delegates (a member's delegates are spread over its virtual nodes). */
+  #byNode = new Map<string, Set<string>>();
   /** member key → host ref, kept a while after the delegate is gone so its last events still map. */
   #recent = new LRUCache<string, HostRef>(upTo(20_000));
   #changes = new Subject<DelegateChange>();
@@ -38,16 +47,34 @@ export class DelegateIndex {
       if (!ref) return;
       const hostKey = `${ref.namespace}/${ref.name}`;
       this.#recent.set(ev.key, ref);
+      const node = virtualNodeOf(ev.object);
       if (ev.type === 'DELETED') {
-        if (this.#byHost.get(hostKey) === ev.key) this.#byHost.delete(hostKey);
+        if (this.#byHost.get(hostKey) === ev.key) {
+          this.#byHost.delete(hostKey);
+          this.#unindex(hostKey, node);
+        }
       } else {
         this.#byHost.set(hostKey, ev.key);
+        const before = ev.old && virtualNodeOf(ev.old);
+        if (before !== node) this.#unindex(hostKey, before);
+        if (node !== undefined) {
+          let keys = this.#byNode.get(node);
+          if (!keys) this.#byNode.set(node, (keys = new Set()));
+          keys.add(hostKey);
+        }
       }
       const lifecycle = ev.type !== 'MODIFIED'
         || (ev.old?.metadata?.deletionTimestamp === undefined) !== (ev.object.metadata?.deletionTimestamp === undefined);
       const appearedAt = ev.type === 'ADDED' ? ev.object.metadata?.resourceVersion : undefined;
-      this.#changes.next({ hostKey, memberKey: ev.key, lifecycle, appearedAt });
+      this.#changes.next({ hostKey, memberKey: ev.key, lifecycle, appearedAt, virtualNode: node });
     });
+  }
+
+  #unindex(hostKey: string, node: string | undefined): void {
+    const keys = node === undefined ? undefined : this.#byNode.get(node);
+    if (!keys || node === undefined) return;
+    keys.delete(hostKey);
+    if (keys.size === 0) this.#byNode.delete(node);
   }
 
   stop(): void {
@@ -81,6 +108,15 @@ export class DelegateIndex {
 
   /** Host keys of every delegate. */
   hostKeys(): string[] { return [...this.#byHost.keys()]; }
+
+  /** Host keys of the delegates of one virtual node's proxies. */
+  hostKeysOf(virtualNode: string): string[] { return [...this.#byNode.get(virtualNode) ?? []]; }
+
+  /** How many delegates one virtual node's proxies have. */
+  sizeOf(virtualNode: string): number { return this.#byNode.get(virtualNode)?.size ?? 0; }
+
+  /** The virtual node whose proxy the delegate of `namespace/name` (host coordinates) stands for, if one exists. */
+  virtualNodeOf(namespace: string, name: string): string | undefined { return virtualNodeOf(this.get(namespace, name)); }
 
   /** Every delegate with the proxy it stands for. */
   *entries(): Generator<[HostRef, V1Pod]> {

@@ -11,10 +11,11 @@ import { toKubeError } from '../../kube/errors.ts';
 import { WorkQueue } from '../../util/workqueue.ts';
 import {
   forgeNewNode, forgeNodeLabels, forgeNodeStatus, forgeNodeTaints, labelPatch, managedLabelKeys, managedLabelsValue,
-  managedTaintIds, managedTaintsValue, mergeTaints, nodeStatusMatches, stampConditions, type NodeContext,
+  managedTaintIds, managedTaintsValue, mergeTaints, nodeStatusMatches, RETIRING_TAINT, stampConditions, type NodeContext,
 } from '../../forge/node.ts';
+import { groupId } from '../../forge/groups.ts';
 import type { NodeProvider, NodeState } from '../../provider/node.ts';
-import { MANAGED_LABELS_ANNOTATION, MANAGED_TAINTS_ANNOTATION } from '../../forge/keys.ts';
+import { GROUP_ANNOTATION, MANAGED_LABELS_ANNOTATION, MANAGED_TAINTS_ANNOTATION } from '../../forge/keys.ts';
 import { microTime } from '../../forge/objects.ts';
 import type { Logger } from '../../log.ts';
 
@@ -25,6 +26,11 @@ export interface NodeControllerOptions {
   /** The status is written at least this often, changed or not (its heartbeat times). */
   statusRefreshMs?: number;
   watchSilenceMs?: number;
+  /**
+   * The host's nodes from an informer someone else runs (the virtual nodes of one member, shared by their controllers);
+   * the controller then neither starts nor stops it. Default: its own, of this node alone.
+   */
+  nodes?: Informer<V1Node>;
 }
 
 // The node's status and lease go before clusterlet's other requests that wait: late, the node turns NotReady.
@@ -36,7 +42,7 @@ const mergePatch = { contentType: PATCH.merge, priority: 'high' } as const;
  * It takes this, not a whole client, so that a fake implements just these.
  */
 export type NodeHost = WatchClient & {
-  core: Pick<ClusterClient['core'], 'listNode' | 'createNode' | 'readNode' | 'patchNode' | 'patchNodeStatus'>;
+  core: Pick<ClusterClient['core'], 'listNode' | 'createNode' | 'readNode' | 'patchNode' | 'patchNodeStatus' | 'deleteNode'>;
   coordination: Pick<ClusterClient['coordination'], 'patchNamespacedLease' | 'createNamespacedLease'>;
 };
 
@@ -55,7 +61,13 @@ export class NodeController {
    */
   #written: { node: V1Node; replaced: Set<string> } | undefined;
   #subs: Subscription[] = [];
-  #opts: Required<NodeControllerOptions>;
+  #opts: Required<Omit<NodeControllerOptions, 'nodes'>>;
+  /** The informer is someone else's (NodeControllerOptions.nodes). */
+  #sharedNodes: boolean;
+  /** A node of an earlier granularity, kept while pods are bound to it: it carries RETIRING_TAINT. */
+  #retiring = false;
+  /** The node is being removed: it is not registered again. */
+  #removed = false;
 
   constructor(host: NodeHost, ctx: NodeContext, provider: NodeProvider, log: Logger, opts: NodeControllerOptions = {}) {
     this.#host = host;
@@ -64,7 +76,8 @@ export class NodeController {
     this.#log = log;
     this.#opts = { statusRefreshMs: opts.statusRefreshMs ?? 60_000, watchSilenceMs: opts.watchSilenceMs ?? 90_000 };
     const name = ctx.nodeName;
-    this.#node = new Informer(`node-${name}`, listWatch<V1Node>(host, {
+    this.#sharedNodes = opts.nodes !== undefined;
+    this.#node = opts.nodes ?? new Informer(`node-${name}`, listWatch<V1Node>(host, {
       path: '/api/v1/nodes', model: 'V1Node', resource: 'nodes', fieldSelector: `metadata.name=${name}`,
       list: (p) => host.core.listNode(p),
     }, { log, silenceMs: this.#opts.watchSilenceMs }));
@@ -77,14 +90,14 @@ export class NodeController {
   get node(): V1Node | undefined { return this.#node.get(this.nodeName); }
 
   start(): void {
-    this.#node.start();
+    if (!this.#sharedNodes) this.#node.start();
     this.#queue.start(() => this.#sync());
     // The first state may arrive before the node cache has synced; sync again once it has.
     void this.#node.waitSynced().then(() => this.#queue.add('node'));
     this.#subs.push(
       this.#provider.state$.subscribe((s) => { this.#state = s; this.#queue.add('node'); }),
       // A node deleted by someone is recreated; a status overwritten by someone is set back.
-      this.#node.events$.subscribe(() => this.#queue.add('node')),
+      this.#node.events$.subscribe((ev) => { if (ev.key === this.nodeName) this.#queue.add('node'); }),
       interval(this.#opts.statusRefreshMs).subscribe(() => this.#queue.add('node')),
       this.#provider.ping$.subscribe((p) => {
         if (p.reachable) void this.#renewLease().catch((err: unknown) =>
@@ -96,12 +109,37 @@ export class NodeController {
   stop(): void {
     for (const s of this.#subs.splice(0)) s.unsubscribe();
     this.#queue.shutdown();
-    this.#node.stop();
+    if (!this.#sharedNodes) this.#node.stop();
+  }
+
+  /** Whether the node is one of an earlier granularity, kept while pods are bound to it (RETIRING_TAINT) or not. */
+  retire(retiring: boolean): void {
+    if (this.#retiring === retiring) return;
+    this.#retiring = retiring;
+    this.#queue.add('node');
+  }
+
+  get retiring(): boolean { return this.#retiring; }
+
+  /**
+   * Stops and deletes the node (its Lease goes with it, owned by it): the node of a group that is no longer shown,
+   * once no pod is bound to it. The UID precondition spares a node of that name registered since.
+   */
+  async remove(): Promise<void> {
+    this.#removed = true;
+    const uid = this.node?.metadata?.uid;
+    this.stop();
+    if (!uid) return;
+    await this.#host.core.deleteNode({ name: this.nodeName, body: { preconditions: { uid } } }).catch((err: unknown) => {
+      if (toKubeError(err).kind !== 'NotFound' && toKubeError(err).kind !== 'Conflict') throw toKubeError(err);
+    });
+    this.#log.info({ node: this.nodeName }, 'removed virtual node: its group is no longer shown and no pod is bound to it');
   }
 
   async #sync(): Promise<void> {
-    const state = this.#state;
-    if (!state || !this.#node.hasSynced) return;
+    const shown = this.#state;
+    if (!shown || !this.#node.hasSynced || this.#removed) return;
+    const state = this.#retiring ? { ...shown, taints: [...shown.taints ?? [], RETIRING_TAINT] } : shown;
     const now = new Date();
     const current = this.#current();
     if (!current) {
@@ -151,12 +189,15 @@ export class NodeController {
     const taints = mergeTaints(node.spec?.taints, forgeNodeTaints(this.#ctx, state), managedTaintIds(node));
     const managedValue = managedLabelsValue(labels);
     const managedTaints = managedTaintsValue(state);
+    const group = this.#ctx.group ? { [GROUP_ANNOTATION]: groupId(this.#ctx.group) } : {};
     const annotations = node.metadata?.annotations;
     const annChanged = annotations?.[MANAGED_LABELS_ANNOTATION] !== managedValue
-      || (annotations?.[MANAGED_TAINTS_ANNOTATION] ?? '') !== managedTaints;
+      || (annotations?.[MANAGED_TAINTS_ANNOTATION] ?? '') !== managedTaints
+      || Object.entries(group).some(([k, v]) => annotations?.[k] !== v);
     if (!lp && !taints && !annChanged) return node;
     const body: Record<string, unknown> = {
-      metadata: { labels: lp ?? {}, annotations: { [MANAGED_LABELS_ANNOTATION]: managedValue, [MANAGED_TAINTS_ANNOTATION]: managedTaints } },
+      metadata: { labels: lp ?? {}, annotations: {
+        [MANAGED_LABELS_ANNOTATION]: managedValue, [MANAGED_TAINTS_ANNOTATION]: managedTaints, ...group } },
       ...(taints ? { spec: { taints } } : {}),
     };
     return this.#wrote(node, await this.#host.core.patchNode({ name: this.nodeName, body }, strategic));

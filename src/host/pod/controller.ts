@@ -119,7 +119,7 @@ export class PodController {
 
   start(): void {
     if (!this.#opts.proxies) this.proxies.start();
-    offloadedPods.set(this.#opts.member, this.#offloaded);
+    offloadedPods.set(this.#offloaded, this.#opts.member);
     this.#lifecycle.start();
     this.#status.start();
     this.#subs.push(
@@ -173,7 +173,7 @@ export class PodController {
 
   stop(): void {
     this.#stopped = true;
-    if (offloadedPods.get(this.#opts.member) === this.#offloaded) offloadedPods.delete(this.#opts.member);
+    offloadedPods.delete(this.#offloaded);
     for (const s of this.#subs.splice(0)) s.unsubscribe();
     this.#lifecycle.stop();
     this.#status.stop();

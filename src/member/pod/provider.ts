@@ -27,6 +27,7 @@ import { DelegateTokens, type DelegateTokensOptions } from './tokens.ts';
 import { accessModeOf, tokenSecretName, type ApiAccessMode, type DelegateApiAccess } from '../../forge/apiaccess.ts';
 import type { HostApiAccess } from '../../provider/tokens.ts';
 import { noFitMessage, type FitAnswer } from '../../forge/fit.ts';
+import { describeGroup, groupConstraint, type NodeGroup } from '../../forge/groups.ts';
 
 export interface MemberPodProviderOptions {
   nodeName: string;
@@ -69,8 +70,15 @@ const APPEARANCE_WAIT_MS = 120_000;
 /** How long a delegate that fits nowhere is woken by room in the member (see #unfit). */
 const UNFIT_WAKE_MS = 600_000;
 
+/** The virtual node a delegate is created for, when the member has several (forge/groups.ts). */
+export interface VirtualNodeTarget {
+  name: string;
+  group: NodeGroup;
+}
+
 export class MemberPodProvider implements PodProvider {
-  readonly podChanges$: Observable<PodChange>;
+  /** Changes by host key; a delegate's tell the virtual node of its proxy (VirtualNodePods keeps its own). */
+  readonly podChanges$: Observable<PodChange & { virtualNode?: string }>;
   readonly podEvents$: Observable<PodEvent>;
   readonly resync$: Observable<void>;
   readonly unreachable$: Observable<void>;
@@ -111,8 +119,8 @@ export class MemberPodProvider implements PodProvider {
     const delegateChanges$ = member.delegates.changes$.pipe(map((c) => ({ c, creation: this.#creations.take(c) })), share());
     // A delegate changed, or an object a waiting pod needs appeared, or a refused resize came or went.
     this.podChanges$ = merge(
-      delegateChanges$.pipe(map(({ c, creation }): PodChange =>
-        ({ key: c.hostKey, lifecycle: c.lifecycle, ...(isOwnAppearance(c, creation) ? { created: true } : {}) }))),
+      delegateChanges$.pipe(map(({ c, creation }): PodChange & { virtualNode?: string } => ({ key: c.hostKey, lifecycle: c.lifecycle,
+        virtualNode: c.virtualNode, ...(isOwnAppearance(c, creation) ? { created: true } : {}) }))),
       mirror.wake$.pipe(map((key) => ({ key, lifecycle: true }))), this.#resizes.changes$,
       (fit?.room$ ?? EMPTY).pipe(mergeMap(() => from(this.#unfitKeys())), map((key) => ({ key, lifecycle: true }))));
     // The member answers (at start, or again): everything is synced again (see PodNotifier.resync$). Status is not
@@ -159,7 +167,8 @@ export class MemberPodProvider implements PodProvider {
     return this.#resizes.statusWith(`${namespace}/${name}`, d, forgeHostStatus(d, this.#opts.hostIP));
   }
 
-  async createPod(proxy: V1Pod, opts: CreateOptions = {}): Promise<PodNotice[]> {
+  /** Creates the proxy's delegate; for one of the member's group virtual nodes (`vn`), labelled and kept in its group. */
+  async createPod(proxy: V1Pod, opts: CreateOptions = {}, vn?: VirtualNodeTarget): Promise<PodNotice[]> {
     const { namespace: hostNamespace, name } = namespacedName(proxy);
     const check = checkMemberNamespace(this.#member.config.namespaceMapping, hostNamespace);
     // A namespace that cannot exist is a configuration matter: retrying changes nothing.
@@ -175,8 +184,10 @@ export class MemberPodProvider implements PodProvider {
     if (noVolume) throw noVolume;
     await this.#namespaces.ensure(ns, hostNamespace);
     const access = this.#accessOf(proxy);
-    const body = forgeDelegatePod(proxy, { ...this.#ctxBase, memberNamespace: ns, restarts: opts.restarts, apiAccess: access.apiAccess });
-    this.#checkFit(`${hostNamespace}/${name}`, body);
+    const virtualNode = vn && { name: vn.name, constraint: groupConstraint(vn.group) };
+    const body = forgeDelegatePod(proxy, { ...this.#ctxBase, memberNamespace: ns, restarts: opts.restarts, apiAccess: access.apiAccess,
+      virtualNode });
+    this.#checkFit(`${hostNamespace}/${name}`, body, describeGroup(this.#member.config.name, vn?.group ?? { kind: 'cluster' }));
     // What the pod refers to goes first, so the delegate finds it when it starts: its host tokens too, written
     // meanwhile (a token refused releases what was prepared).
     const [prepared, tokens] = await Promise.all([this.#mirror.prepare(proxy, ns), access.apiAccess.mode === 'host'
@@ -253,14 +264,14 @@ export class MemberPodProvider implements PodProvider {
    * A delegate that fits no Ready member node would stay Pending in the member: refused instead, with the largest free
    * slot in the reason, and tried again when room may have appeared (room$).
    */
-  #checkFit(hostKey: string, body: V1Pod): void {
+  #checkFit(hostKey: string, body: V1Pod, scope: string): void {
     const answer = this.#fit?.fit(body);
     if (!answer || answer.fits) {
       this.#unfit.delete(hostKey);
       return;
     }
     if (!this.#unfit.has(hostKey)) this.#unfit.set(hostKey, Date.now());
-    throw new PodRejectedError('NoMemberNodeFits', noFitMessage(this.#member.config.name, answer));
+    throw new PodRejectedError('NoMemberNodeFits', noFitMessage(scope, answer));
   }
 
   #unfitKeys(): string[] {
@@ -291,7 +302,7 @@ export class MemberPodProvider implements PodProvider {
     }
   }
 
-  async updatePod(proxy: V1Pod): Promise<PodNotice[]> {
+  async updatePod(proxy: V1Pod, vn?: VirtualNodeTarget): Promise<PodNotice[]> {
     const { namespace, name } = namespacedName(proxy);
     const d = this.#delegate(namespace, name);
     const ns = d?.metadata?.namespace;
@@ -304,7 +315,7 @@ export class MemberPodProvider implements PodProvider {
     } catch {
       apiAccess = { mode: 'member' };
     }
-    const ctx = { ...this.#ctxBase, memberNamespace: ns, apiAccess };
+    const ctx = { ...this.#ctxBase, memberNamespace: ns, apiAccess, virtualNode: vn && { name: vn.name } };
     const updated = delegateUpdate(proxy, d, ctx);
     if (updated) {
       await this.#member.client.core.replaceNamespacedPod({ namespace: ns, name: dName, body: updated });

@@ -6,7 +6,7 @@ import { KubeError } from '../../../src/kube/errors.ts';
 import type { WatchHandlers } from '../../../src/kube/client.ts';
 import type { NodeHost } from '../../../src/host/node/controller.ts';
 
-export interface Write { op: 'createNode' | 'patchNode' | 'patchNodeStatus' | 'createLease' | 'patchLease'; name: string; body: unknown; at: number }
+export interface Write { op: 'createNode' | 'deleteNode' | 'patchNode' | 'patchNodeStatus' | 'createLease' | 'patchLease'; name: string; body: unknown; at: number }
 
 type Json = Record<string, unknown>;
 interface Change { rv: number; type: string; node: V1Node }
@@ -90,6 +90,14 @@ export class FakeNodeHost {
         this.#record('patchNode', p.name, p.body);
         const { status: _ignored, ...rest } = p.body;
         return this.put(merge(node, rest, true) as V1Node);
+      },
+      deleteNode: async (p: { name: string; body?: { preconditions?: { uid?: string } } }) => {
+        const node = nodeNamed(p.name);
+        const uid = p.body?.preconditions?.uid;
+        if (uid && node.metadata?.uid !== uid) throw new KubeError('Conflict', 409, 'Conflict', `node ${p.name} has another UID`);
+        this.#record('deleteNode', p.name, p.body ?? {});
+        this.remove(p.name);
+        return {};
       },
       patchNodeStatus: async (p: { name: string; body: { status: Json } }) => {
         const node = nodeNamed(p.name);

@@ -53,7 +53,7 @@ describe('memberFit', () => {
     assert.ok(!a.fits);
     assert.deepEqual(a, { fits: false, candidates: 2, requests: { cpu: '40', memory: '1Gi' }, largestFree: { cpu: '7', memory: '128Gi' } },
       'the pod count is not shown while it is not what is short');
-    assert.equal(noFitMessage('eu-1', a), 'no Ready member node of member eu-1 has room for its requests (cpu 40, memory 1Gi); '
+    assert.equal(noFitMessage('member eu-1', a), 'no Ready member node of member eu-1 has room for its requests (cpu 40, memory 1Gi); '
       + 'the most one of the 2 it may run on has free is cpu 7, memory 128Gi. It is offloaded once one has '
       + 'room: lower its requests, or add member nodes (the member\'s autoscaler)');
     const full = memberFit(pod({ cpu: '1' }), [node('tiny', { cpu: '8', pods: '1' })], requestsByNode([pod({}, {}, 'tiny')], () => false));
@@ -61,7 +61,7 @@ describe('memberFit', () => {
     assert.deepEqual(full.largestFree, { cpu: '8', pods: '0' });
     const none = memberFit(pod({ cpu: '1' }, { nodeSelector: { zone: 'mars' } }), nodes, used);
     assert.ok(!none.fits);
-    assert.match(noFitMessage('eu-1', none), /^no Ready member node of member eu-1 admits it \(its node selector/);
+    assert.match(noFitMessage('member eu-1', none), /^no Ready member node of member eu-1 admits it \(its node selector/);
   });
 });
 

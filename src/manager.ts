@@ -14,13 +14,14 @@ import type { AccessSource } from './provider/access.ts';
 import { secretSource } from './host/credentials.ts';
 import { memberConflict, ProfileReconciler, type MemberState, type ProfileMembers } from './host/profiles/reconciler.ts';
 import { hostProfileApi } from './host/profiles/api.ts';
-import { NodeController, type NodeControllerOptions } from './host/node/controller.ts';
+import type { NodeControllerOptions } from './host/node/controller.ts';
 import { MemberPodProvider } from './member/pod/provider.ts';
 import { MemberNamespaces } from './member/pod/namespaces.ts';
-import { PodController, proxyInformer } from './host/pod/controller.ts';
+import { proxyInformer } from './host/pod/controller.ts';
+import { MemberVirtualNodes } from './virtualnodes.ts';
+import { CLUSTER_GRANULARITY } from './forge/groups.ts';
 import { Leadership, hostLeaseApi, leaseInformer } from './host/ha/leadership.ts';
 import type { LeaseElector } from './host/ha/elector.ts';
-import { MemberRuntime } from './member/runtime/runtime.ts';
 import { MemberReflection } from './member/reflection/manager.ts';
 import { SharedReflection } from './host/reflection/shared.ts';
 import { MemberVolumes, memberClaimsApi } from './member/storage/volumes.ts';
@@ -54,17 +55,15 @@ export interface MemberParts {
   config: MemberConfig;
   /** Loaded at start from the member's kubeconfig file; undefined for one in a Secret (read when set up). */
   access?: ClusterAccess;
-  node?: NodeController;
-  pods?: PodController;
-  /** Logs, exec, attach, port-forward and stats of the node's pods, for the kubelet API. */
-  runtime?: MemberRuntime;
+  /** Its virtual nodes, their node and pod controllers and kubelet API runtimes, while this replica leads it. */
+  vnodes?: MemberVirtualNodes;
   /** The member's caches and probe, running on every replica (warm for a take-over). */
   cluster?: MemberCluster;
   /** The node's proxy pods, likewise warm on every replica. */
   proxies?: Informer<V1Pod>;
   /**
-   * The writers that run while this replica leads the member (node, reflectors, pod controller), in start
-   * order; stopped in reverse. The node starts first, on its own (see #lead).
+   * The writers that run while this replica leads the member (nodes, reflectors, pod controllers), in start
+   * order; stopped in reverse. The nodes start first, on their own (see #lead).
    */
   parts: Part[];
   /** Counts the times this replica started leading the member (a lead that ended stops its pending starts). */
@@ -292,33 +291,37 @@ export class Manager implements NodeDirectory {
     const access = m.config.apiAccess ?? { mode: 'host' };
     const hostApi = hostApiAccess(host, hostEndpointFor(access.hostServer, this.#hostAccess), this.#hostAccess.ca?.toString('utf8') ?? '');
     if (hostApi.unavailable) log.warn({ reason: hostApi.unavailable }, "host API access is off: delegates get the member's ServiceAccount tokens");
-    const node = m.node = new NodeController(host, {
-      nodeName: m.config.nodeName, memberName: m.config.name, labels: m.config.labels, taints: m.config.taints,
-      nodeIP: this.config.nodeIP, kubeletPort: m.config.kubeletPort ?? this.config.kubeletPort,
-      hostAPI: hostApi.endpoint
-        ? { available: true, message: `offloaded pods reach the host API server at ${hostApi.endpoint.host}:${hostApi.endpoint.port}` }
-        : { available: false, message: `offloaded pods get the member's ServiceAccount tokens: ${hostApi.unavailable ?? ''}` },
-    }, cluster, log, { watchSilenceMs: silence, ...this.#opts.node });
-    // The mirror, Services and exports, over the shared host watches; their host writes go through the member's writer.
-    const reflection = new MemberReflection(cluster, this.hostReflection.forMember(host, m.config, log), log);
     // The member's volumes make the mapped namespace as the pod provider does (one MemberNamespaces for both), and
     // gate its delegates.
     const namespaces = new MemberNamespaces(cluster);
     const volumes = new MemberVolumes(cluster, memberClaimsApi(cluster.client, cluster.owner, log),
       (ns, hostNs): Promise<void> => namespaces.ensure(ns, hostNs), this.hostClaims, log);
-    const storage = new VolumeController(hostStorageApi(host, { claims: this.hostClaims, volumes: this.hostVolumes }, m.config.nodeName),
-      volumes, { member: m.config.name, nodeName: m.config.nodeName, ...m.config.storage }, log);
+    // The mirror, Services and exports, over the shared host watches; their host writes go through the member's writer.
+    const reflection = new MemberReflection(cluster, this.hostReflection.forMember(host, m.config, log), log);
     const provider = new MemberPodProvider(cluster, reflection.mirror, log, { nodeName: m.config.nodeName, hostIP: this.config.nodeIP,
       volumes, namespaces, fit: cluster,
       apiAccess: { mode: access.mode, host: hostApi, tokens: { maxAgeMs: this.config.hostTokenMaxAgeMs, ...this.#opts.tokens } } });
-    const pods = m.pods = new PodController(host, provider, log, {
-      nodeName: m.config.nodeName, member: m.config.name, workers: this.config.podSyncWorkers, watchSilenceMs: silence,
-      proxies: m.proxies,
-    });
-    m.runtime = new MemberRuntime(cluster, pods.proxies, { log: log.child({ component: 'kubelet-api' }) });
-    m.parts = [node, reflection, volumes, storage, ...provider.tokens ? [provider.tokens] : [], pods];
-    // The node registers, or shows this replica's address, whatever happens next.
-    node.start();
+    // Its virtual nodes: the whole member's, or one per pool or member node, each with its node and pod controllers.
+    const vnodes = m.vnodes = new MemberVirtualNodes({
+      member: m.config, cluster, provider, host, baseProxies: m.proxies ?? proxyInformer(this.host, m.config.nodeName, log, silence),
+      node: {
+        memberName: m.config.name, labels: m.config.labels, taints: m.config.taints,
+        nodeIP: this.config.nodeIP, kubeletPort: m.config.kubeletPort ?? this.config.kubeletPort,
+        hostAPI: hostApi.endpoint
+          ? { available: true, message: `offloaded pods reach the host API server at ${hostApi.endpoint.host}:${hostApi.endpoint.port}` }
+          : { available: false, message: `offloaded pods get the member's ServiceAccount tokens: ${hostApi.unavailable ?? ''}` },
+      },
+      nodeOptions: this.#opts.node, podSyncWorkers: this.config.podSyncWorkers, watchSilenceMs: silence,
+      kubeletPort: m.config.kubeletPort ?? this.config.kubeletPort,
+    }, log);
+    const grouped = (m.config.nodes ?? CLUSTER_GRANULARITY).mode !== 'cluster';
+    const storage = new VolumeController(hostStorageApi(host, { claims: this.hostClaims, volumes: this.hostVolumes }, m.config.nodeName),
+      volumes, { member: m.config.name, nodeName: m.config.nodeName, ...m.config.storage,
+        ...grouped ? { isOwnNode: (name: string) => vnodes.has(name) } : {} }, log);
+    const pods: Part = { start: () => vnodes.startPods(), stop: () => vnodes.stopPods() };
+    m.parts = [vnodes, reflection, volumes, storage, ...provider.tokens ? [provider.tokens] : [], pods];
+    // The nodes register, or show this replica's address, whatever happens next.
+    vnodes.start();
     const over = (): boolean => this.#stopped || m.term !== term;
     void (async () => {
       // Objects an earlier version labelled with the old default origin are this host's: adopted before any
@@ -328,7 +331,7 @@ export class Manager implements NodeDirectory {
           'could not adopt objects of the old default origin', log, over).catch(() => undefined);
       }
       if (over()) return;
-      for (const p of m.parts) if (p !== node) p.start();
+      for (const p of m.parts) if (p !== vnodes) p.start();
       log.info({ node: m.config.nodeName }, 'member started');
     })();
   }
@@ -344,9 +347,7 @@ export class Manager implements NodeDirectory {
     m.term++;
     for (const p of m.parts.toReversed()) p.stop();
     m.parts = [];
-    m.node = undefined;
-    m.pods = undefined;
-    m.runtime = undefined;
+    m.vnodes = undefined;
     return true;
   }
 
@@ -359,17 +360,9 @@ export class Manager implements NodeDirectory {
     throw new Error(`member "${m.config.name}" has no kubeconfig, kubeconfig Secret or ClusterProfile`);
   }
 
-  /** The virtual nodes whose member and pod controller run, for the kubelet API. */
+  /** The virtual nodes whose member and pod controllers run, for the kubelet API. */
   nodes(): VirtualNode[] {
-    const out: VirtualNode[] = [];
-    for (const m of this.members) {
-      const pods = m.pods;
-      if (pods && m.runtime) {
-        out.push({ name: m.config.nodeName, port: m.config.kubeletPort ?? this.config.kubeletPort, proxies: pods.proxies,
-          running: () => pods.running(), runtime: m.runtime });
-      }
-    }
-    return out;
+    return this.members.flatMap((m) => m.vnodes?.nodes() ?? []);
   }
 
   /**

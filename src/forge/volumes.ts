@@ -33,6 +33,12 @@ export interface StorageContext {
   member: string;
   /** The virtual node: the only node the class provisions for, and the one its volumes are pinned to. */
   nodeName: string;
+  /**
+   * For a member shown as several virtual nodes (a pool's, a member node's: forge/groups.ts): whether a host node is
+   * one of them. The class then allows every node of the member (its clusterlet.io/member label), provisions for a
+   * claim whichever of them the scheduler selected, and pins the volume to that one.
+   */
+  isOwnNode?: (name: string) => boolean;
   /** The host StorageClass. */
   className: string;
   reclaimPolicy: ReclaimPolicy;
@@ -55,7 +61,8 @@ export function forgeHostStorageClass(ctx: StorageContext): V1StorageClass {
     reclaimPolicy: ctx.reclaimPolicy,
     volumeBindingMode: 'WaitForFirstConsumer',
     allowVolumeExpansion: true,
-    allowedTopologies: [{ matchLabelExpressions: [{ key: HOSTNAME_LABEL, values: [ctx.nodeName] }] }],
+    allowedTopologies: [{ matchLabelExpressions: [ctx.isOwnNode
+      ? { key: MEMBER_LABEL, values: [ctx.member] } : { key: HOSTNAME_LABEL, values: [ctx.nodeName] }] }],
   };
 }
 
@@ -81,7 +88,11 @@ export function shouldProvision(claim: V1PersistentVolumeClaim, ctx: StorageCont
   const ann = claim.metadata?.annotations ?? {};
   const provisioner = ann[STORAGE_PROVISIONER_ANNOTATION] ?? ann[BETA_STORAGE_PROVISIONER_ANNOTATION];
   return claim.spec?.storageClassName === ctx.className && !claim.spec.volumeName && !claim.metadata?.deletionTimestamp
-    && provisioner === provisionerOf(ctx.member) && ann[SELECTED_NODE_ANNOTATION] === ctx.nodeName && storageOf(claim) !== undefined;
+    && provisioner === provisionerOf(ctx.member) && isOwnSelected(ann[SELECTED_NODE_ANNOTATION], ctx) && storageOf(claim) !== undefined;
+}
+
+function isOwnSelected(node: string | undefined, ctx: StorageContext): boolean {
+  return node !== undefined && (node === ctx.nodeName || (ctx.isOwnNode?.(node) ?? false));
 }
 
 /**
@@ -209,10 +220,17 @@ export function forgeHostVolume(claim: V1PersistentVolumeClaim, v: VolumeState, 
       storageClassName: ctx.className,
       persistentVolumeReclaimPolicy: ctx.reclaimPolicy,
       claimRef: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace, name, uid },
-      nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: HOSTNAME_LABEL, operator: 'In', values: [ctx.nodeName] }] }] } },
+      nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: HOSTNAME_LABEL, operator: 'In',
+        values: [pinnedNode(claim, ctx)] }] }] } },
       csi: { driver: CSI_DRIVER, volumeHandle: v.location, volumeAttributes: { member: ctx.member } },
     }),
   };
+}
+
+/** The virtual node a claim's volume is pinned to: the one the scheduler selected for it, if ours, else the member's. */
+function pinnedNode(claim: V1PersistentVolumeClaim, ctx: StorageContext): string {
+  const selected = claim.metadata?.annotations?.[SELECTED_NODE_ANNOTATION];
+  return selected !== undefined && isOwnSelected(selected, ctx) ? selected : ctx.nodeName;
 }
 
 /** A host volume this member's provisioner made. */

@@ -54,7 +54,7 @@ describe('DelegateIndex', () => {
     assert.deepEqual(index.hostRefOf('shop/web'), { namespace: 'shop', name: 'web', uid: 'uid-web' });
     for (const other of ['shop-b/web', 'shop-c/web', 'shop-d/web']) assert.equal(index.hostRefOf(other), undefined, other);
     assert.deepEqual([...index.entries()].map(([ref, pod]) => [ref.uid, pod.metadata?.namespace]), [['uid-web', 'shop']]);
-    assert.deepEqual(changes, [{ hostKey: 'shop/web', memberKey: 'shop/web', lifecycle: true, appearedAt: '1' }],
+    assert.deepEqual(changes, [{ hostKey: 'shop/web', memberKey: 'shop/web', lifecycle: true, appearedAt: '1', virtualNode: 'vnode-a' }],
       'the others\' pods are no change of this node\'s');
   });
 
@@ -88,7 +88,7 @@ describe('DelegateIndex', () => {
     assert.deepEqual(index.hostKeys(), []);
     assert.equal(index.size, 0);
     assert.deepEqual(index.hostRefOf('shop/web'), { namespace: 'shop', name: 'web', uid: 'uid-web' });
-    assert.deepEqual(changes.at(-1), { hostKey: 'shop/web', memberKey: 'shop/web', lifecycle: true, appearedAt: undefined });
+    assert.deepEqual(changes.at(-1), { hostKey: 'shop/web', memberKey: 'shop/web', lifecycle: true, appearedAt: undefined, virtualNode: 'vnode-a' });
   });
 
   it('a delegate replaced by a newer one of the same name: the index holds the newer one', () => {

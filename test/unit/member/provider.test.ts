@@ -86,7 +86,7 @@ function world(opts: Partial<MemberPodProviderOptions> = {}, podWatch: PodWatchV
   const cluster: ProviderMember = { client: member.client(), config, hostName: HOST, owner, pods, delegates, probe$, reachable: true };
   const provider = new MemberPodProvider(cluster, mirror, log, { nodeName: NODE, hostIP: HOST_IP, ...opts });
   const changes: PodChange[] = [];
-  provider.podChanges$.subscribe((c) => changes.push(c));
+  provider.podChanges$.subscribe(({ virtualNode: _, ...c }) => changes.push(c));
   caches.configMaps.start();
   caches.secrets.start();
   delegates.start();

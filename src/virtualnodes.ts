@@ -1,0 +1,280 @@
+// The virtual nodes of one member, while this replica leads it: one for the whole member, or one per group of its
+// nodes (a pool, a member node: forge/groups.ts), each with its node controller, pod controller (over its view of the
+// member's one pod provider) and kubelet API runtime. Groups come and go with the member's nodes. A virtual node of
+// this member that its granularity no longer shows (a pool gone, a switch of granularity) stays while pods are bound to
+// it, tainted so that no new pod goes there (RETIRING_TAINT), and is deleted once the last of them is gone.
+// Beside manager.ts, the one other place host and member side meet: it wires the controllers of each virtual node.
+import { auditTime, interval, merge, Subject, type Subscription } from 'rxjs';
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
+import type { ClusterClient } from './kube/client.ts';
+import { Informer } from './kube/informer.ts';
+import { listWatch } from './kube/listwatch.ts';
+import { toKubeError } from './kube/errors.ts';
+import { GROUP_ANNOTATION, MEMBER_LABEL } from './forge/keys.ts';
+import { CLUSTER_GRANULARITY, groupId, parseGroupId, virtualNodeName, type NodeGroup } from './forge/groups.ts';
+import type { NodeContext } from './forge/node.ts';
+import type { MemberConfig } from './config.ts';
+import type { MemberCluster } from './member/cluster.ts';
+import type { MemberPodProvider } from './member/pod/provider.ts';
+import { VirtualNodePods } from './member/pod/view.ts';
+import { MemberRuntime } from './member/runtime/runtime.ts';
+import { NodeController, type NodeControllerOptions } from './host/node/controller.ts';
+import { PodController, proxyInformer } from './host/pod/controller.ts';
+import type { VirtualNode } from './host/api/nodes.ts';
+import type { Logger } from './log.ts';
+
+/** What a member's virtual nodes are made of. */
+export interface VirtualNodesOptions {
+  member: MemberConfig;
+  cluster: MemberCluster;
+  provider: MemberPodProvider;
+  /** The member's host writer (fenced by its leadership). */
+  host: ClusterClient;
+  /** Every virtual node's context but its name and group. */
+  node: Omit<NodeContext, 'nodeName' | 'group'>;
+  nodeOptions?: NodeControllerOptions;
+  /** The proxies of the member's own node name, kept warm by the manager on every replica. */
+  baseProxies: Informer<V1Pod>;
+  podSyncWorkers: number;
+  watchSilenceMs: number;
+  /** The kubelet API port of the member's nodes. */
+  kubeletPort: number;
+  /** How often retiring nodes are looked at again besides their pods' changes (default 30 s). */
+  recheckMs?: number;
+}
+
+/** One virtual node as it runs. */
+interface Running {
+  name: string;
+  group: NodeGroup;
+  node: NodeController;
+  pods: PodController;
+  view: VirtualNodePods;
+  runtime: MemberRuntime;
+  /** The proxies informer is this node's own (every node's but the member's own node name, whose the manager keeps). */
+  ownProxies: boolean;
+  podsStarted: boolean;
+  removing: boolean;
+  /** Its proxies' deletions, which may leave a retiring node empty. */
+  watch: Subscription;
+}
+
+export class MemberVirtualNodes {
+  #o: VirtualNodesOptions;
+  #log: Logger;
+  /** The host's nodes of this member (its clusterlet.io/member label): those of an earlier granularity among them. */
+  #hostNodes: Informer<V1Node>;
+  #running = new Map<string, Running>();
+  /** Names this member may not use: a host node of that name is someone else's. */
+  #refused = new Map<string, string>();
+  #groups: NodeGroup[] | undefined;
+  #subs: Subscription[] = [];
+  #podsOn = false;
+  #stopped = false;
+  #reconcile = new Subject<void>();
+  /** A sync runs; another is owed after it (#sync is async: it reads node names). */
+  #syncing: Promise<void> | undefined;
+  #again = false;
+
+  constructor(o: VirtualNodesOptions, log: Logger) {
+    this.#o = o;
+    this.#log = log;
+    const host = o.host;
+    this.#hostNodes = new Informer(`nodes-${o.member.name}`, listWatch<V1Node>(host, {
+      path: '/api/v1/nodes', model: 'V1Node', resource: 'nodes', labelSelector: `${MEMBER_LABEL}=${o.member.name}`,
+      list: (p) => host.core.listNode(p),
+    }, { log, silenceMs: o.watchSilenceMs }));
+  }
+
+  /** Registers the nodes (and keeps them), without their pod controllers: startPods() starts those. */
+  start(): void {
+    this.#hostNodes.start();
+    this.#subs.push(
+      this.#o.cluster.groups$.subscribe((g) => { this.#groups = g; this.#reconcile.next(); }),
+      merge(this.#reconcile, this.#hostNodes.events$, interval(this.#o.recheckMs ?? 30_000))
+        .pipe(auditTime(200)).subscribe(() => this.#kick()),
+    );
+    // The member's own node registers at once, as before groups: its granularity may well be the whole member.
+    void this.#hostNodes.waitSynced().then(() => this.#reconcile.next());
+  }
+
+  /** Starts the pod controllers, those running and those to come. */
+  startPods(): void {
+    this.#podsOn = true;
+    for (const r of this.#running.values()) this.#startPods(r);
+  }
+
+  /** Stops the pod controllers (writers that use the member's other parts): the nodes stay until stop(). */
+  stopPods(): void {
+    this.#podsOn = false;
+    for (const r of this.#running.values()) {
+      if (r.podsStarted) r.pods.stop();
+      r.podsStarted = false;
+    }
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    for (const s of this.#subs.splice(0)) s.unsubscribe();
+    for (const r of [...this.#running.values()].reverse()) this.#stopOne(r);
+    this.#running.clear();
+    this.#hostNodes.stop();
+  }
+
+  /** The virtual nodes running, for the kubelet API. */
+  nodes(): VirtualNode[] {
+    const out: VirtualNode[] = [];
+    for (const r of this.#running.values()) {
+      if (!r.podsStarted) continue;
+      out.push({ name: r.name, port: this.#o.kubeletPort, proxies: r.pods.proxies, running: () => r.pods.running(), runtime: r.runtime });
+    }
+    return out;
+  }
+
+  /** Whether a host node is one of this member's virtual nodes (running here). */
+  has(name: string): boolean { return this.#running.has(name); }
+
+  /** The pod controllers, for tests that await them. */
+  podControllers(): PodController[] { return [...this.#running.values()].map((r) => r.pods); }
+
+  /** Runs a sync, or has one run again after the one under way. */
+  #kick(): void {
+    if (this.#syncing) {
+      this.#again = true;
+      return;
+    }
+    this.#syncing = this.#sync().catch((err: unknown) => {
+      this.#log.warn({ err: (err as Error).message }, 'could not bring the virtual nodes in line; trying again');
+    }).finally(() => {
+      this.#syncing = undefined;
+      if (this.#again && !this.#stopped) {
+        this.#again = false;
+        this.#kick();
+      }
+    });
+  }
+
+  /** What the granularity shows, and what is left of earlier ones: started, retired, removed. */
+  async #sync(): Promise<void> {
+    if (this.#stopped || !this.#hostNodes.hasSynced) return;
+    const base = this.#o.member.nodeName;
+    // The whole member's node needs no look at the member's nodes: it registers at once, reachable or not.
+    const groups = this.#groups ?? ((this.#o.member.nodes ?? CLUSTER_GRANULARITY).mode === 'cluster' ? [{ kind: 'cluster' as const }] : undefined);
+    if (!groups) {
+      // The member's nodes are not listed yet: the virtual nodes it has run on as they are.
+      for (const n of this.#hostNodes.list()) {
+        const name = n.metadata?.name ?? '';
+        const group = this.#recordedGroup(n, base);
+        if (group && !this.#running.has(name)) await this.#startOne(name, group);
+      }
+      return;
+    }
+    const desired = new Map(groups.map((g) => [virtualNodeName(base, g), g]));
+    for (const [name, group] of desired) {
+      const r = this.#running.get(name) ?? await this.#startOne(name, group);
+      r?.node.retire(false);
+    }
+    // This member's nodes of earlier granularities (their group recorded on them; the member's own node name, before
+    // groups were recorded, is the whole member's).
+    for (const n of this.#hostNodes.list()) {
+      const name = n.metadata?.name ?? '';
+      const group = this.#recordedGroup(n, base);
+      if (desired.has(name) || !group) continue;
+      const r = this.#running.get(name) ?? await this.#startOne(name, group);
+      r?.node.retire(true);
+    }
+    for (const r of [...this.#running.values()]) {
+      if (!desired.has(r.name)) await this.#removeIfEmpty(r);
+    }
+  }
+
+  /**
+   * The group a host node of this member records (the member's own node name, before groups were recorded, is the
+   * whole member's); undefined for a node not named after the member's node name.
+   */
+  #recordedGroup(n: V1Node, base: string): NodeGroup | undefined {
+    const name = n.metadata?.name ?? '';
+    if (name !== base && !name.startsWith(`${base}-`)) return undefined;
+    return parseGroupId(n.metadata?.annotations?.[GROUP_ANNOTATION]) ?? (name === base ? { kind: 'cluster' } : undefined);
+  }
+
+  /** A retiring node without pods is deleted and its controllers stopped. */
+  async #removeIfEmpty(r: Running): Promise<void> {
+    if (r.removing || !r.podsStarted || !r.pods.proxies.hasSynced || !this.#o.provider.hasSynced()) return;
+    if (r.pods.proxies.size > 0 || r.view.podCount() > 0) return;
+    r.removing = true;
+    this.#running.delete(r.name);
+    this.#stopOne(r);
+    try {
+      await r.node.remove();
+    } catch (err) {
+      this.#log.warn({ node: r.name, err: toKubeError(err).message }, 'could not delete a retired virtual node; trying again');
+      this.#reconcile.next();
+    }
+  }
+
+  async #startOne(name: string, group: NodeGroup): Promise<Running | undefined> {
+    if (this.#refused.has(name)) return undefined;
+    if (!(await this.#mayUse(name))) return undefined;
+    if (this.#stopped || this.#running.has(name)) return this.#running.get(name);
+    const o = this.#o;
+    const log = this.#log.child({ node: name });
+    const node = new NodeController(o.host, { ...o.node, nodeName: name, group }, o.cluster.nodeProvider(group), log,
+      { watchSilenceMs: o.watchSilenceMs, ...o.nodeOptions, nodes: this.#hostNodes });
+    const ownProxies = name !== o.member.nodeName;
+    const proxies = ownProxies ? proxyInformer(o.host, name, log, o.watchSilenceMs) : o.baseProxies;
+    const view = new VirtualNodePods(o.provider, o.cluster.delegates, { name, group });
+    const pods = new PodController(o.host, view, log, {
+      nodeName: name, member: o.member.name, workers: o.podSyncWorkers, watchSilenceMs: o.watchSilenceMs, proxies,
+    });
+    const runtime = new MemberRuntime(o.cluster, pods.proxies, { log: log.child({ component: 'kubelet-api' }) });
+    // A retiring node's last pod gone: it may go.
+    const watch = proxies.events$.subscribe((ev) => { if (ev.type === 'DELETED') this.#reconcile.next(); });
+    const r: Running = { name, group, node, pods, view, runtime, ownProxies, podsStarted: false, removing: false, watch };
+    this.#running.set(name, r);
+    node.start();
+    if (ownProxies) proxies.start();
+    if (this.#podsOn) this.#startPods(r);
+    this.#log.info({ node: name, group: groupId(group) }, 'virtual node started');
+    return r;
+  }
+
+  #startPods(r: Running): void {
+    if (r.podsStarted) return;
+    r.podsStarted = true;
+    r.pods.start();
+  }
+
+  #stopOne(r: Running): void {
+    r.watch.unsubscribe();
+    if (r.podsStarted) r.pods.stop();
+    r.node.stop();
+    if (r.ownProxies) r.pods.proxies.stop();
+  }
+
+  /**
+   * A host node of that name that is not this member's (another member's, a kubelet's) is never taken over: its pods
+   * would be delegated here. The group is not shown, and the log says why.
+   */
+  async #mayUse(name: string): Promise<boolean> {
+    const cached = this.#hostNodes.get(name);
+    if (cached) return true;
+    const node = await this.#o.host.core.readNode({ name }).catch((err: unknown) => {
+      if (toKubeError(err).kind === 'NotFound') return undefined;
+      throw err;
+    }).catch((err: unknown) => {
+      this.#log.warn({ node: name, err: toKubeError(err).message }, 'could not check a virtual node name; trying again');
+      return null;
+    });
+    if (node === null) return false;
+    const owner = node?.metadata?.labels?.[MEMBER_LABEL];
+    if (node && owner !== this.#o.member.name) {
+      const why = `host node "${name}" exists and is not a virtual node of member ${this.#o.member.name}`
+        + `${owner ? ` (it is member ${owner}'s)` : ''}: the group it would stand for is not shown`;
+      this.#refused.set(name, why);
+      this.#log.error({ node: name }, why);
+      return false;
+    }
+    return true;
+  }
+}

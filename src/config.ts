@@ -4,8 +4,8 @@
 import { hostname } from 'node:os';
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import { DNS_LABEL } from './forge/namespace.ts';
-import { ConfigError, LOG_LEVELS, apiAccessMode, checkClassName, hostServer, checkNodeName, duration, int, namespaceList, reclaimPolicy,
-  requireFile } from './config/fields.ts';
+import { ConfigError, LOG_LEVELS, apiAccessMode, checkClassName, hostServer, checkNodeName, duration, int, namespaceList, nodesFlag,
+  reclaimPolicy, requireFile } from './config/fields.ts';
 import { type FileSettings, loadProviderConfig } from './config/file.ts';
 import { clusterProfileSource } from './config/profiles.ts';
 import { API_PROTOCOLS, type ApiProtocol, type Config, type LeaderElectionConfig, type MemberConfig, type ParseResult,
@@ -22,7 +22,7 @@ export const FLAGS = {
   'host-kubeconfig': { type: 'string' }, kubeconfig: { type: 'string' },
   'host-name': { type: 'string' }, 'host-qps': { type: 'string' }, 'host-burst': { type: 'string' },
   'api-protocol': { type: 'string' },
-  'member-kubeconfig': { type: 'string' }, 'member-name': { type: 'string' }, nodename: { type: 'string' },
+  'member-kubeconfig': { type: 'string' }, 'member-name': { type: 'string' }, nodename: { type: 'string' }, nodes: { type: 'string' },
   'member-qps': { type: 'string' }, 'member-burst': { type: 'string' },
   'storage-class': { type: 'string' }, 'member-storage-class': { type: 'string' },
   'storage-reclaim-policy': { type: 'string' }, 'api-access': { type: 'string' }, 'host-api-server': { type: 'string' },
@@ -68,6 +68,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
   if (providerConfig && memberKubeconfig) {
     throw new ConfigError('--member-kubeconfig', 'give either --provider-config or --member-kubeconfig, not both');
   }
+  const nodesRaw = str('nodes');
   const defaults = {
     qps: int('--member-qps', str('member-qps'), 200, 1),
     burst: int('--member-burst', str('member-burst'), 400, 1),
@@ -76,6 +77,8 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
       mode: apiAccessMode('--api-access', str('api-access') ?? 'host'),
       ...(str('host-api-server') !== undefined ? { hostServer: hostServer('--host-api-server', str('host-api-server')) } : {}),
     },
+    // Unset: each member's `nodes`, else cluster (left undefined).
+    ...(nodesRaw !== undefined ? { nodes: nodesFlag('--nodes', nodesRaw) } : {}),
   };
   let members: MemberConfig[];
   let fileSettings: FileSettings = {};
@@ -90,12 +93,12 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     const name = str('member-name') ?? 'member';
     if (!DNS_LABEL.test(name)) throw new ConfigError('--member-name', `"${name}" is not a DNS-1123 label`);
     const nodeName = checkNodeName(str('nodename'), name, { name: '--member-name', nodeName: '--nodename' });
-    const { storage, apiAccess, ...limits } = defaults;
+    const { storage, apiAccess, nodes, ...limits } = defaults;
     const className = str('storage-class') ?? `clusterlet-${name}`;
     checkClassName('--storage-class', className);
     members = [{
       name, kubeconfig: memberKubeconfig, nodeName, namespaceMapping: { template: '{namespace}', overrides: {} },
-      labels: {}, taints: [], ...limits, storage: { ...storage, className }, apiAccess,
+      labels: {}, taints: [], ...limits, storage: { ...storage, className }, apiAccess, ...(nodes !== undefined ? { nodes } : {}),
     }];
   } else if (clusterProfiles) {
     members = [];

@@ -1,7 +1,7 @@
 // The field checks the flags and the provider config file share: each error names the field (and the file).
 import { existsSync } from 'node:fs';
 import { DNS_LABEL, NAME_MAX } from '../forge/namespace.ts';
-import type { ApiAccessConfig, StorageConfig } from './types.ts';
+import type { ApiAccessConfig, NodeGranularity, StorageConfig } from './types.ts';
 import { API_ACCESS_MODES, parseHostEndpoint, type ApiAccessMode } from '../forge/apiaccess.ts';
 
 export class ConfigError extends Error {
@@ -76,6 +76,44 @@ export function apiAccessConfig(f: string, mode: unknown, hostAPI: unknown, defa
     mode: mode === undefined ? defaults.mode : apiAccessMode(`${f}.apiAccess`, mode, file),
     ...(server !== undefined ? { hostServer: server } : {}),
   };
+}
+
+// A label key, as Kubernetes checks one (a qualified name): an optional DNS-1123 subdomain prefix and "/", then a name
+// of at most 63 characters, letters, digits, "-", "_" and ".", starting and ending with a letter or digit.
+const LABEL_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const LABEL_KEY_RULE = 'an optional DNS subdomain prefix and "/", then at most 63 letters, digits, "-", "_" or ".", '
+  + 'starting and ending with a letter or digit';
+
+function isLabelKey(k: string): boolean {
+  const parts = k.split('/');
+  if (parts.length > 2) return false;
+  const [prefix, name] = parts.length === 2 ? parts : [undefined, parts[0]];
+  return LABEL_NAME.test(name) && (prefix === undefined || (prefix.length <= 253 && DNS_SUBDOMAIN.test(prefix)));
+}
+
+// The pool label of `nodes`: a label key of the member's nodes.
+function poolLabel(field: string, label: string, forms: string, file?: string): NodeGranularity {
+  if (!isLabelKey(label)) {
+    throw new ConfigError(field, `pool ${JSON.stringify(label)} is not a label key (${LABEL_KEY_RULE}); give one of ${forms}`, file);
+  }
+  return { mode: 'pool', label };
+}
+
+const NODES_FORMS = 'cluster, node, { pool: <label key> }';
+const NODES_FLAG_FORMS = 'cluster, node, pool=<label key>';
+
+/** A member's `nodes` in the config file (forge/groups.ts): `cluster`, `node` or `{ pool: <label key> }`. */
+export function nodeGranularity(field: string, v: unknown, file?: string): NodeGranularity {
+  if (v === 'cluster' || v === 'node') return { mode: v };
+  if (isObj(v) && Object.keys(v).length === 1 && typeof v.pool === 'string') return poolLabel(field, v.pool, NODES_FORMS, file);
+  throw new ConfigError(field, `${JSON.stringify(v)} is not one of ${NODES_FORMS}`, file);
+}
+
+/** --nodes: `cluster`, `node` or `pool=<label key>`. */
+export function nodesFlag(field: string, raw: string): NodeGranularity {
+  if (raw === 'cluster' || raw === 'node') return { mode: raw };
+  if (raw.startsWith('pool=')) return poolLabel(field, raw.slice('pool='.length), NODES_FLAG_FORMS);
+  throw new ConfigError(field, `"${raw}" is not one of ${NODES_FLAG_FORMS}`);
 }
 
 /** A duration flag: 15s, 500ms, 1m, 2h, 1.5s, or a number of seconds; from 100ms to 1h unless `max` says otherwise. */

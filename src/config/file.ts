@@ -4,22 +4,23 @@ import { readFileSync } from 'node:fs';
 import { load as loadYaml } from 'js-yaml';
 import type { V1Taint } from '@kubernetes/client-node';
 import { DNS_LABEL, DNS_LABEL_RULE, NAME_MAX, type NamespaceMapping } from '../forge/namespace.ts';
-import { ConfigError, type Raw, TAINT_EFFECTS, apiAccessConfig, checkNodeName, int, isObj, namespaceList, requireFile, storageConfig,
-  stringMap } from './fields.ts';
-import type { ApiAccessConfig, MemberConfig, SecretRef, StorageConfig } from './types.ts';
+import { ConfigError, type Raw, TAINT_EFFECTS, apiAccessConfig, checkNodeName, int, isObj, namespaceList, nodeGranularity, requireFile,
+  storageConfig, stringMap } from './fields.ts';
+import type { ApiAccessConfig, MemberConfig, NodeGranularity, SecretRef, StorageConfig } from './types.ts';
 
 export interface FileSettings { hostName?: string; podSyncWorkers?: number; exportNamespaces?: string[]; reflectHostEndpoints?: boolean }
 
 const MEMBER_KEYS = ['name', 'kubeconfig', 'kubeconfigSecret', 'nodeName', 'namespaceMapping', 'labels', 'taints', 'qps', 'burst',
-  'kubeletPort', 'storage', 'apiAccess', 'hostAPI'];
+  'kubeletPort', 'storage', 'apiAccess', 'hostAPI', 'nodes'];
 
 /**
  * Reads the provider config file: `hostName`, `podSyncWorkers`, `exportNamespaces`, `reflectHostEndpoints` and
  * `members` (which may be empty with `membersOptional`: the members come from ClusterProfiles).
  */
 export function loadProviderConfig(file: string,
-  { storage: storageDefault = { reclaimPolicy: 'Delete' }, apiAccess: apiAccessDefault = { mode: 'host' }, ...defaults }:
-  { qps: number; burst: number; storage?: Omit<StorageConfig, 'className'>; apiAccess?: ApiAccessConfig },
+  { storage: storageDefault = { reclaimPolicy: 'Delete' }, apiAccess: apiAccessDefault = { mode: 'host' }, nodes: nodesDefault,
+    ...defaults }:
+  { qps: number; burst: number; storage?: Omit<StorageConfig, 'className'>; apiAccess?: ApiAccessConfig; nodes?: NodeGranularity },
   opts: { membersOptional?: boolean } = {}):
   { members: MemberConfig[]; settings: FileSettings } {
   requireFile('--provider-config', file);
@@ -92,6 +93,7 @@ export function loadProviderConfig(file: string,
       throw new ConfigError(`${f}.storage.storageClassName`, `duplicate storage class "${storage.className}": each member has its own`, file);
     }
     classes.add(storage.className);
+    const granularity = m.nodes === undefined ? nodesDefault : nodeGranularity(`${f}.nodes`, m.nodes, file);
     return {
       name, kubeconfig: hasFile ? m.kubeconfig as string : undefined, kubeconfigSecret, nodeName, storage,
       namespaceMapping, apiAccess: apiAccessConfig(f, m.apiAccess, m.hostAPI, apiAccessDefault, file),
@@ -100,6 +102,7 @@ export function loadProviderConfig(file: string,
       qps: int(`${f}.qps`, m.qps as number | undefined, defaults.qps, 1, 100_000, file),
       burst: int(`${f}.burst`, m.burst as number | undefined, defaults.burst, 1, 100_000, file),
       ...(m.kubeletPort !== undefined ? { kubeletPort: int(`${f}.kubeletPort`, m.kubeletPort as number, 0, 1, 65535, file) } : {}),
+      ...(granularity !== undefined ? { nodes: granularity } : {}),
     };
   }), settings };
 }

@@ -22,12 +22,17 @@ One member (flags):
   --member-kubeconfig FILE   kubeconfig of the member cluster
   --member-name NAME         member name (default: member)
   --nodename NODE            virtual node name (default: clusterlet-<member-name>)
+  --nodes MODE               the member's virtual nodes: cluster (default): one for the whole member; node: one
+                             per member node; pool=KEY: one per value of the member nodes' label KEY (e.g.
+                             pool=node.kubernetes.io/instance-type). With --provider-config, the default of members
+                             without nodes in the file; with ClusterProfiles, every profile member's
   --member-qps N, --member-burst N
                              client-side rate limit towards the member (default 200 / 400)
 
 Several members:
   --provider-config FILE     YAML file listing members (see docs/configuration.md: name, kubeconfig or kubeconfigSecret,
-                             nodeName, namespaceMapping, labels, taints, qps, burst, storage, apiAccess, hostAPI)
+                             nodeName, namespaceMapping, labels, taints, qps, burst, storage, apiAccess, hostAPI,
+                             nodes)
 
 Storage (persistent volumes in the member, see docs/storage.md):
   --storage-class NAME       the host StorageClass whose claims get their volume in the member (one member by

@@ -8,7 +8,7 @@ import { ConfigError, checkNodeName, isObj, requireFile } from './fields.ts';
 import { type AccessProviderConfig, type ClusterProfileSource, KUBECONFIG_SECRET_PROVIDER, type MemberConfig } from './types.ts';
 
 export function clusterProfileSource(str: (k: string) => string | undefined, env: NodeJS.ProcessEnv,
-  defaults: Pick<ClusterProfileSource, 'qps' | 'burst' | 'storage' | 'apiAccess'>): ClusterProfileSource | undefined {
+  defaults: Pick<ClusterProfileSource, 'qps' | 'burst' | 'storage' | 'apiAccess' | 'nodes'>): ClusterProfileSource | undefined {
   const source = str('member-source') ?? 'config';
   if (source !== 'config' && source !== 'clusterprofile') {
     throw new ConfigError('--member-source', `"${source}" is not one of config, clusterprofile`);
@@ -82,10 +82,11 @@ export function loadAccessProviders(file: string): AccessProviderConfig[] {
 
 /**
  * The member a ClusterProfile stands for: named after the profile, its node `clusterlet-<name>` or the profile's
- * clusterlet.io/node-name annotation, namespaces mapped one to one. Throws a ConfigError naming the field.
+ * clusterlet.io/node-name annotation, namespaces mapped one to one, its virtual nodes as --nodes says. Throws a ConfigError
+ * naming the field.
  */
 export function profileMemberConfig(profile: { namespace: string; name: string; annotations: Record<string, string> },
-  source: Pick<ClusterProfileSource, 'qps' | 'burst' | 'storage' | 'apiAccess'>): MemberConfig {
+  source: Pick<ClusterProfileSource, 'qps' | 'burst' | 'storage' | 'apiAccess' | 'nodes'>): MemberConfig {
   const { name } = profile;
   if (!DNS_LABEL.test(name) || name.length > NAME_MAX) {
     throw new ConfigError('metadata.name', `"${name}" is not a DNS-1123 label (${DNS_LABEL_RULE}, at most ${NAME_MAX}): `
@@ -97,7 +98,7 @@ export function profileMemberConfig(profile: { namespace: string; name: string; 
   return {
     name, nodeName, clusterProfile: { namespace: profile.namespace, name }, namespaceMapping: { template: '{namespace}', overrides: {} },
     labels: {}, taints: [], qps: source.qps, burst: source.burst, storage: { className: `clusterlet-${name}`, ...source.storage },
-    apiAccess: source.apiAccess,
+    apiAccess: source.apiAccess, ...(source.nodes !== undefined ? { nodes: source.nodes } : {}),
   };
 }
 

@@ -118,6 +118,8 @@ export interface ClusterProfileSource {
   storage: Omit<StorageConfig, 'className'>;
   /** Each profile member's API access: --api-access, --host-api-server. */
   apiAccess: ApiAccessConfig;
+  /** Each profile member's virtual nodes: --nodes; undefined: cluster. */
+  nodes?: NodeGranularity;
 }
 
 /**

@@ -212,6 +212,32 @@ members:
     assert.equal(objs.filter((x) => x.metadata?.name?.endsWith('-clusterprofiles')).length, 0, 'off by default');
   });
 
+  it('nodes: per member in clusterlet.yaml, as clusterlet reads it; the chart-wide default as --nodes; unset by default', () => {
+    using f = valuesFile(`
+nodes: { pool: node.kubernetes.io/instance-type }
+members:
+- name: eu-1
+  kubeconfigSecret: { name: eu-1-kubeconfig }
+  nodes: node
+- name: eu-2
+  kubeconfigSecret: { name: eu-2-kubeconfig }
+  nodes: { pool: topology.kubernetes.io/zone }
+- name: eu-3
+  kubeconfigSecret: { name: eu-3-kubeconfig }
+`);
+    const o = render([], { values: [f.path] });
+    const args = (x: KubernetesObject[]) => one<V1Deployment>(x, 'Deployment').spec!.template.spec!.containers[0].args!;
+    assert.ok(args(o).includes('--nodes=pool=node.kubernetes.io/instance-type'), args(o).join(' '));
+    assert.ok(args(render(['nodes=node'])).includes('--nodes=node'));
+    assert.deepEqual(args(objs).filter((a) => a.startsWith('--nodes')), [], 'unset by default');
+    using d = tempDir();
+    const file = join(d.path, 'clusterlet.yaml');
+    writeFileSync(file, one<V1ConfigMap>(o, 'ConfigMap', 'clusterlet-config').data!['clusterlet.yaml']);
+    const { members } = loadProviderConfig(file, { qps: 200, burst: 400, nodes: { mode: 'pool', label: 'node.kubernetes.io/instance-type' } });
+    assert.deepEqual(members.map((m) => m.nodes), [{ mode: 'node' }, { mode: 'pool', label: 'topology.kubernetes.io/zone' },
+      { mode: 'pool', label: 'node.kubernetes.io/instance-type' }]);
+  });
+
   it('leader election timings, a single replica without election, extra flags and env', () => {
     const args = (o: KubernetesObject[]) => one<V1Deployment>(o, 'Deployment').spec!.template.spec!.containers[0].args;
     assert.ok(args(render(['leaderElection.leaseDuration=30s']))?.includes('--leader-elect-lease-duration=30s'));
@@ -240,6 +266,10 @@ members:
       ['members: [{ name: a, secret: { name: x }, taints: [{ key: k, effect: Never }] }]', /at '\/members\/0\/taints\/0\/effect': value must be one of/],
       ['members: [{ name: a, secret: { name: x }, nodename: n }]', /at '\/members\/0': additional properties 'nodename' not allowed/],
       ['extraArgs: [probe-period-seconds=5]', /at '\/extraArgs\/0': 'probe-period-seconds=5' does not match pattern '\^--'/],
+      ['nodes: pools', /at '\/nodes': value must be one of 'cluster', 'node'/],
+      ['members: [{ name: a, secret: { name: x }, nodes: { pool: a b } }]', /at '\/members\/0\/nodes\/pool': 'a b' does not match pattern/],
+      ['members: [{ name: a, secret: { name: x }, nodes: { pool: x, extra: 1 } }]',
+        /at '\/members\/0\/nodes': additional properties 'extra' not allowed/],
       ['members: []', /members: give at least one member, or enable clusterProfiles/],
       // What the schema cannot say, the templates do.
       ['members: [{ name: a, secret: { name: x }, kubeconfigSecret: { name: other } }]',

@@ -42,6 +42,15 @@ describe('--member-source', () => {
     assert.equal(run(['--member-source=clusterprofile']).clusterProfiles!.namespace, 'clusterlet');
   });
 
+  it('--nodes is every profile member\'s granularity; unset, none (cluster)', () => {
+    assert.deepEqual(run(['--member-source=clusterprofile', '--nodes=pool=node.kubernetes.io/instance-type']).clusterProfiles!.nodes,
+      { mode: 'pool', label: 'node.kubernetes.io/instance-type' });
+    assert.deepEqual(run(['--member-source=clusterprofile', '--nodes', 'node']).clusterProfiles!.nodes, { mode: 'node' });
+    assert.ok(!('nodes' in run(['--member-source=clusterprofile']).clusterProfiles!));
+    assert.throws(() => parseConfig(['--member-source=clusterprofile', '--nodes=pool='], {}),
+      { name: 'ConfigError', field: '--nodes', message: /cluster, node, pool=<label key>/ });
+  });
+
   it('clusterprofile in addition to static members, with a selector and a namespace', () => {
     const c = run(['--member-source=clusterprofile', '--member-kubeconfig', kubeconfig, '--clusterprofile-namespace', 'fleet',
       '--clusterprofile-selector', 'env=prod,tier in (a, b)']);
@@ -103,6 +112,14 @@ describe('profileMemberConfig', () => {
     });
     assert.equal(profileMemberConfig({ namespace: 'fleet', name: 'eu', annotations: { 'clusterlet.io/node-name': 'eu.fleet' } }, source)
       .nodeName, 'eu.fleet');
+  });
+
+  it('its virtual nodes as --nodes says; none given, none set (cluster)', () => {
+    const profile = { namespace: 'fleet', name: 'eu', annotations: {} };
+    assert.deepEqual(profileMemberConfig(profile, { ...source, nodes: { mode: 'pool', label: 'topology.kubernetes.io/zone' } }).nodes,
+      { mode: 'pool', label: 'topology.kubernetes.io/zone' });
+    assert.deepEqual(profileMemberConfig(profile, { ...source, nodes: { mode: 'node' } }).nodes, { mode: 'node' });
+    assert.ok(!('nodes' in profileMemberConfig(profile, source)));
   });
 
   it('refuses what cannot name a member or a node, naming the profile field', () => {

@@ -291,3 +291,51 @@ describe('API access of offloaded pods (--api-access, --host-api-server, apiAcce
     for (const [yaml, field] of cases) assert.equal(configError(() => file(yaml)).field, field, yaml);
   });
 });
+
+describe('virtual nodes per member, pool or node (--nodes, nodes per member)', () => {
+  const flags = (...extra: string[]) => parseConfig(['--member-kubeconfig', kubeconfig, ...extra], {});
+  const file = (yaml: string, ...extra: string[]) => parseConfig(['--provider-config', providerFile(yaml), ...extra], {});
+  const nodes = (r: ReturnType<typeof parseConfig>) => (r.kind === 'run' ? r.config.members.map((m) => m.nodes) : []);
+
+  it('unset by default (cluster); the flag gives cluster, node or pool=<label key>', () => {
+    const byDefault = flags();
+    assert.ok(byDefault.kind === 'run' && !('nodes' in byDefault.config.members[0]));
+    assert.deepEqual(nodes(flags('--nodes', 'cluster')), [{ mode: 'cluster' }]);
+    assert.deepEqual(nodes(flags('--nodes=node')), [{ mode: 'node' }]);
+    assert.deepEqual(nodes(flags('--nodes=pool=node.kubernetes.io/instance-type')),
+      [{ mode: 'pool', label: 'node.kubernetes.io/instance-type' }]);
+    assert.deepEqual(nodes(flags('--nodes=pool=Pool_1.x')), [{ mode: 'pool', label: 'Pool_1.x' }]);
+  });
+
+  it('in the file, per member, over the flag\'s default; unset stays unset', () => {
+    const yaml = '  nodes: node\n'
+      + `- name: b\n  kubeconfig: ${kubeconfig}\n  nodes: { pool: topology.kubernetes.io/zone }\n`
+      + `- name: c\n  kubeconfig: ${kubeconfig}\n  nodes: cluster\n`
+      + `- name: d\n  kubeconfig: ${kubeconfig}\n`;
+    assert.deepEqual(nodes(file(yaml)), [{ mode: 'node' }, { mode: 'pool', label: 'topology.kubernetes.io/zone' }, { mode: 'cluster' },
+      undefined]);
+    assert.deepEqual(nodes(file(yaml, '--nodes=pool=pool')).at(-1), { mode: 'pool', label: 'pool' });
+    assert.deepEqual(loadProviderConfig(providerFile('  nodes: { pool: pool }\n'), defaults).members[0].nodes, { mode: 'pool', label: 'pool' });
+  });
+
+  it('bad values in the file name members[i].nodes and say the three forms', () => {
+    const cases = ['  nodes: pools\n', '  nodes: { pool: "" }\n', '  nodes: { pool: a b }\n', '  nodes: { pool: x, extra: 1 }\n',
+      '  nodes: { pool: 1 }\n', '  nodes: {}\n', '  nodes: [node]\n', `  nodes: { pool: ${long(64)} }\n`, '  nodes: { pool: a/b/c }\n',
+      '  nodes: { pool: Example.com/x }\n', '  nodes: { pool: -x }\n'];
+    for (const yaml of cases) {
+      const err = configError(() => file(yaml));
+      assert.equal(err.field, 'members[0].nodes', yaml);
+      assert.match(err.message, /cluster, node, \{ pool: <label key> \}/, yaml);
+    }
+    assert.match(configError(() => file('  nodes: { pool: a b }\n')).message, /pool "a b" is not a label key/);
+  });
+
+  it('bad flag values name --nodes and say the three forms', () => {
+    for (const v of ['pool=', 'zone', 'pool', 'pool=a b', 'nodes', '']) {
+      const err = configError(() => flags(`--nodes=${v}`));
+      assert.equal(err.field, '--nodes', v);
+      assert.match(err.message, /cluster, node, pool=<label key>/, v);
+    }
+    assert.equal(configError(() => file('', '--nodes=zone')).field, '--nodes');
+  });
+});

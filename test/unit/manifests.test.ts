@@ -133,7 +133,7 @@ describe('manifests/host', { skip }, () => {
       'core/configmaps': ['create', 'delete', 'get', 'list', 'update', 'watch'],
       'core/events': ['create', 'get', 'patch'],
       'core/namespaces': ['get', 'list', 'watch'],
-      'core/nodes': ['create', 'get', 'list', 'patch', 'watch'],
+      'core/nodes': ['create', 'delete', 'get', 'list', 'patch', 'watch'],
       'core/nodes/status': ['patch'],
       'core/persistentvolumeclaims': ['list', 'patch', 'watch'],
       'core/persistentvolumeclaims/status': ['patch'],

@@ -5,7 +5,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { AppsV1Api, PatchStrategy, setHeaderOptions, type V1Deployment, type V1Node, type V1Pod, type V1Taint } from '@kubernetes/client-node';
 import {
-  client, clusterletKubeconfig, harness, namespaces, startClusterlet, type ClusterletProcess,
+  client, clusterletKubeconfig, deleteNamespaceAndWait, harness, startClusterlet, uniqueName, type ClusterletProcess,
 } from '../support/env.ts';
 import { waitUntil, pollUntil } from '../support/wait.ts';
 import { condition, eventSpec, isReady, podSpec, podsSpec, VIRTUAL_TOLERATION, waitNode } from '../support/objects.ts';
@@ -63,17 +63,20 @@ describe('virtual nodes per member node pool and per member node', () => {
     second = h.extraMembers.find((m) => m.name === 'member2') ?? await h.addMember('member2', '10.30');
     member = client(second);
     const [hostKc, memberKc] = await Promise.all([h.host, second].map((c) => clusterletKubeconfig(c)));
+    // One namespace for the whole suite: its pods outlive a test (the switch of granularity keeps them running).
+    ns = uniqueName('groups');
+    await host.core.createNamespace({ body: { metadata: { name: ns, labels: { 'clusterlet.io/test': 'true' } } } });
     args = (nodes) => ['--host-kubeconfig', hostKc, '--member-kubeconfig', memberKc, '--member-name', 'member2', '--nodename', BASE,
       '--nodes', nodes, '--health-port', '0', '--watch-silence-seconds', '30', '--probe-period-seconds', '2'];
   });
   after(async () => {
+    await deleteNamespaceAndWait(host, ns, 90_000).catch(() => undefined);
     await cl?.stop();
     for (const n of added) await removeMemberNode(n);
     for (const n of await hostNodes(host)) await host.core.deleteNode({ name: n.metadata!.name! }).catch(() => undefined);
   });
 
-  it('pool mode: one virtual node per instance type, with its member nodes\' capacity, labels and taints; pools come and go', async (t) => {
-    ns = await namespaces(t, 'groups', [host]);
+  it('pool mode: one virtual node per instance type, with its member nodes\' capacity, labels and taints; pools come and go', async () => {
     cl = startClusterlet(args(`pool=${POOL}`));
     const expected: [string, string, string][] = [['medium', '16', 'local-1a'], ['large', '32', 'local-1b'], ['gpu', '8', 'local-1c']];
     for (const [pool, cpu, zone] of expected) {

@@ -1,8 +1,8 @@
 // Wires one process: the host client, and per member its cluster, node controller and pod controller.
 // Per member, the caches run on every replica; the writers only while this replica leads it (src/host/ha/).
 // Members are isolated: one that cannot be reached or fails never stops another.
-// One file, though long: it is the only place host and member side meet (test/unit/layers.test.ts), so everything a
-// member's wiring needs is here.
+// One file, though long: with virtualnodes.ts (the node and pod controllers of each of a member's virtual nodes), it
+// is the only place host and member side meet (test/unit/layers.test.ts), so everything a member's wiring needs is here.
 import { ConfigError, type Config, type MemberConfig } from './config.ts';
 import { toKubeError } from './kube/errors.ts';
 import { MEMBER_LABEL } from './forge/keys.ts';

@@ -1,6 +1,6 @@
 // The host side of one virtual node: registers it, keeps its labels, taints and status in line with what its
-// NodeProvider reports (patches, only on change and at least once a minute), renews its lease on each ping
-// while the back end answers, and recreates the node if someone deletes it.
+// NodeProvider reports (patches, only on change and at least every 5 minutes, as a kubelet's nodeStatusReportFrequency),
+// renews its lease on each ping while the back end answers, and recreates the node if someone deletes it.
 import { interval, type Subscription } from 'rxjs';
 import type { V1Node, V1NodeStatus } from '@kubernetes/client-node';
 import { PATCH, type ClusterClient } from '../../kube/client.ts';
@@ -74,7 +74,7 @@ export class NodeController {
     this.#ctx = ctx;
     this.#provider = provider;
     this.#log = log;
-    this.#opts = { statusRefreshMs: opts.statusRefreshMs ?? 60_000, watchSilenceMs: opts.watchSilenceMs ?? 90_000 };
+    this.#opts = { statusRefreshMs: opts.statusRefreshMs ?? 300_000, watchSilenceMs: opts.watchSilenceMs ?? 90_000 };
     const name = ctx.nodeName;
     this.#sharedNodes = opts.nodes !== undefined;
     this.#node = opts.nodes ?? new Informer(`node-${name}`, listWatch<V1Node>(host, {

@@ -48,6 +48,8 @@ async function main(): Promise<number> {
   let api: KubeletApi;
   try {
     api = await startKubeletApi(config, manager.host, manager, log);
+    const server = api.server;
+    manager.useKubeletPorts({ open: () => server.openPort(), close: (port) => server.closePort(port) });
   } catch (err) {
     process.stderr.write(`clusterlet: bad configuration: kubelet API: ${(err as Error).message}\n`);
     return 2;

@@ -18,7 +18,7 @@ import type { NodeControllerOptions } from './host/node/controller.ts';
 import { MemberPodProvider } from './member/pod/provider.ts';
 import { MemberNamespaces } from './member/pod/namespaces.ts';
 import { proxyInformer } from './host/pod/controller.ts';
-import { MemberVirtualNodes } from './virtualnodes.ts';
+import { MemberVirtualNodes, type KubeletPorts } from './virtualnodes.ts';
 import { CLUSTER_GRANULARITY } from './forge/groups.ts';
 import { Leadership, hostLeaseApi, leaseInformer } from './host/ha/leadership.ts';
 import type { LeaseElector } from './host/ha/elector.ts';
@@ -110,6 +110,8 @@ export class Manager implements NodeDirectory {
   #hostAccess: ClusterAccess;
   /** The host's identity on member objects: --host-name, or its cluster ID once read. */
   #hostName: string | undefined;
+  /** Ports of their own for the virtual nodes of members shown per pool or node (the kubelet API server's). */
+  #kubeletPorts: KubeletPorts | undefined;
 
   constructor(config: Config, log: Logger, opts: ManagerOptions = {}) {
     this.config = config;
@@ -203,6 +205,9 @@ export class Manager implements NodeDirectory {
         + '(manifests/host does), choose another with --leader-elect-namespace, or run without election (--leader-elect=false)');
     }
   }
+
+  /** Where the virtual nodes of members shown per pool or node get kubelet API ports of their own; before start(). */
+  useKubeletPorts(ports: KubeletPorts): void { this.#kubeletPorts = ports; }
 
   /** The host's identity (clusterlet.io/origin) once known. */
   get hostName(): string | undefined { return this.#hostName; }
@@ -312,7 +317,7 @@ export class Manager implements NodeDirectory {
           : { available: false, message: `offloaded pods get the member's ServiceAccount tokens: ${hostApi.unavailable ?? ''}` },
       },
       nodeOptions: this.#opts.node, podSyncWorkers: this.config.podSyncWorkers, watchSilenceMs: silence,
-      kubeletPort: m.config.kubeletPort ?? this.config.kubeletPort,
+      kubeletPort: m.config.kubeletPort ?? this.config.kubeletPort, ports: this.#kubeletPorts,
     }, log);
     const grouped = (m.config.nodes ?? CLUSTER_GRANULARITY).mode !== 'cluster';
     const storage = new VolumeController(hostStorageApi(host, { claims: this.hostClaims, volumes: this.hostVolumes }, m.config.nodeName),

@@ -23,6 +23,12 @@ import { PodController, proxyInformer } from './host/pod/controller.ts';
 import type { VirtualNode } from './host/api/nodes.ts';
 import type { Logger } from './log.ts';
 
+/** Opens and closes a kubelet API port for one virtual node (KubeletServer.openPort). */
+export interface KubeletPorts {
+  open(): Promise<number>;
+  close(port: number): void;
+}
+
 /** What a member's virtual nodes are made of. */
 export interface VirtualNodesOptions {
   member: MemberConfig;
@@ -39,6 +45,12 @@ export interface VirtualNodesOptions {
   watchSilenceMs: number;
   /** The kubelet API port of the member's nodes. */
   kubeletPort: number;
+  /**
+   * With a granularity other than the whole member, each group's node gets a port of its own from here (its daemon
+   * endpoint), so that a scraper calling a node's port (metrics-server, with the node status port) reaches that node
+   * alone; without it, or when it fails, the member's port.
+   */
+  ports?: KubeletPorts;
   /** How often retiring nodes are looked at again besides their pods' changes (default 30 s). */
   recheckMs?: number;
 }
@@ -46,6 +58,8 @@ export interface VirtualNodesOptions {
 /** One virtual node as it runs. */
 interface Running {
   name: string;
+  /** Its kubelet API port: the member's, or one of its own (VirtualNodesOptions.ports). */
+  port: number;
   group: NodeGroup;
   node: NodeController;
   pods: PodController;
@@ -126,7 +140,7 @@ export class MemberVirtualNodes {
     const out: VirtualNode[] = [];
     for (const r of this.#running.values()) {
       if (!r.podsStarted) continue;
-      out.push({ name: r.name, port: this.#o.kubeletPort, proxies: r.pods.proxies, running: () => r.pods.running(), runtime: r.runtime });
+      out.push({ name: r.name, port: r.port, proxies: r.pods.proxies, running: () => r.pods.running(), runtime: r.runtime });
     }
     return out;
   }
@@ -219,7 +233,12 @@ export class MemberVirtualNodes {
     if (this.#stopped || this.#running.has(name)) return this.#running.get(name);
     const o = this.#o;
     const log = this.#log.child({ node: name });
-    const node = new NodeController(o.host, { ...o.node, nodeName: name, group }, o.cluster.nodeProvider(group), log,
+    const port = await this.#portFor(name, log);
+    if (this.#stopped || this.#running.has(name)) {
+      if (port !== o.kubeletPort) o.ports?.close(port);
+      return this.#running.get(name);
+    }
+    const node = new NodeController(o.host, { ...o.node, nodeName: name, group, kubeletPort: port }, o.cluster.nodeProvider(group), log,
       { watchSilenceMs: o.watchSilenceMs, ...o.nodeOptions, nodes: this.#hostNodes });
     const ownProxies = name !== o.member.nodeName;
     const proxies = ownProxies ? proxyInformer(o.host, name, log, o.watchSilenceMs) : o.baseProxies;
@@ -230,7 +249,7 @@ export class MemberVirtualNodes {
     const runtime = new MemberRuntime(o.cluster, pods.proxies, { log: log.child({ component: 'kubelet-api' }) });
     // A retiring node's last pod gone: it may go.
     const watch = proxies.events$.subscribe((ev) => { if (ev.type === 'DELETED') this.#reconcile.next(); });
-    const r: Running = { name, group, node, pods, view, runtime, ownProxies, podsStarted: false, removing: false, watch };
+    const r: Running = { name, port, group, node, pods, view, runtime, ownProxies, podsStarted: false, removing: false, watch };
     this.#running.set(name, r);
     node.start();
     if (ownProxies) proxies.start();
@@ -250,6 +269,18 @@ export class MemberVirtualNodes {
     if (r.podsStarted) r.pods.stop();
     r.node.stop();
     if (r.ownProxies) r.pods.proxies.stop();
+    if (r.port !== this.#o.kubeletPort) this.#o.ports?.close(r.port);
+  }
+
+  /** The node's kubelet API port: its own for a group's node (VirtualNodesOptions.ports), else the member's. */
+  async #portFor(name: string, log: Logger): Promise<number> {
+    const o = this.#o;
+    const grouped = (o.member.nodes ?? CLUSTER_GRANULARITY).mode !== 'cluster';
+    if (!grouped || !o.ports || name === o.member.nodeName) return o.kubeletPort;
+    return o.ports.open().catch((err: unknown) => {
+      log.warn({ err: (err as Error).message, port: o.kubeletPort }, 'could not open a kubelet API port of its own; the node shares the member\'s');
+      return o.kubeletPort;
+    });
   }
 
   /**

@@ -10,6 +10,8 @@ import {
 import { waitUntil, pollUntil } from '../support/wait.ts';
 import { condition, eventSpec, isReady, podSpec, podsSpec, VIRTUAL_TOLERATION, waitNode } from '../support/objects.ts';
 import { fakeNode } from '../harness/cluster.ts';
+import { freePort } from '../harness/net.ts';
+import { kubectl } from '../support/kubectl.ts';
 import { parseQuantity } from '../../src/forge/quantity.ts';
 import { toKubeError } from '../../src/kube/errors.ts';
 import type { ClusterClient } from '../../src/kube/client.ts';
@@ -47,6 +49,7 @@ describe('virtual nodes per member node pool and per member node', () => {
   let cl: ClusterletProcess | undefined;
   let args: (nodes: string) => string[];
   let ns: string;
+  let kubeletPort: number;
   const added: string[] = [];
 
   const addMemberNode = async (name: string, cpu: string, labels: Record<string, string>, taints?: V1Taint[]): Promise<void> => {
@@ -63,11 +66,14 @@ describe('virtual nodes per member node pool and per member node', () => {
     second = h.extraMembers.find((m) => m.name === 'member2') ?? await h.addMember('member2', '10.30');
     member = client(second);
     const [hostKc, memberKc] = await Promise.all([h.host, second].map((c) => clusterletKubeconfig(c)));
+    // The kubelet API where the host API server reaches it (its node proxy refuses loopback addresses).
+    kubeletPort = await freePort();
     // One namespace for the whole suite: its pods outlive a test (the switch of granularity keeps them running).
     ns = uniqueName('groups');
     await host.core.createNamespace({ body: { metadata: { name: ns, labels: { 'clusterlet.io/test': 'true' } } } });
     args = (nodes) => ['--host-kubeconfig', hostKc, '--member-kubeconfig', memberKc, '--member-name', 'member2', '--nodename', BASE,
-      '--nodes', nodes, '--health-port', '0', '--watch-silence-seconds', '30', '--probe-period-seconds', '2'];
+      '--nodes', nodes, '--health-port', '0',
+      '--kubelet-port', String(kubeletPort), '--node-ip', h.nodeAddress, '--watch-silence-seconds', '30', '--probe-period-seconds', '2'];
   });
   after(async () => {
     await deleteNamespaceAndWait(host, ns, 90_000).catch(() => undefined);
@@ -180,6 +186,18 @@ describe('virtual nodes per member node pool and per member node', () => {
       const proxy = apart.find((p) => p.metadata!.name === d.metadata!.name)!;
       assert.equal(`${BASE}-${d.spec!.nodeName}`, proxy.spec!.nodeName, 'each delegate on the member node of its virtual node');
     }
+    // Each node has a kubelet API port of its own, and its pods are its own there (a scraper of the node's port, as
+    // metrics-server, reaches that node alone).
+    const ports = new Set<number>();
+    for (const p of apart) {
+      const vn = await host.core.readNode({ name: p.spec!.nodeName! });
+      const port = vn.status!.daemonEndpoints!.kubeletEndpoint!.Port;
+      assert.notEqual(port, kubeletPort, 'not the member\'s port');
+      ports.add(port);
+      const listed = JSON.parse(await kubectl(harness().host, 'get', '--raw', `/api/v1/nodes/${p.spec!.nodeName}/proxy/pods`)) as { items: V1Pod[] };
+      assert.deepEqual(listed.items.map((x) => x.metadata!.name), [p.metadata!.name], `the pods of ${p.spec!.nodeName} through its port`);
+    }
+    assert.equal(ports.size, 3, 'three ports');
 
     // The spread pods go: so do the pools' nodes.
     await apps().patchNamespacedDeploymentScale({ namespace: ns, name: 'spread', body: { spec: { replicas: 0 } } },

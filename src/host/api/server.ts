@@ -5,7 +5,7 @@
 import type { X509Certificate } from 'node:crypto';
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
+import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '../../log.ts';
 import { metrics } from '../../metrics.ts';
@@ -55,6 +55,9 @@ export class KubeletServer {
   #retries = new Set<NodeJS.Timeout>();
   #stopped = false;
   #bound = new Set<number>();
+  /** The ports openPort opened, with their listeners, and their open connections. */
+  #extra = new Map<number, NetServer>();
+  #sockets = new Map<number, Set<Socket>>();
   /** The client CA bundle each open connection's TLS handshake verifies against (auth.ts holds it to the current one). */
   #handshakeCA = new Map<string, readonly X509Certificate[]>();
   #noCA: readonly X509Certificate[] = [];
@@ -71,6 +74,46 @@ export class KubeletServer {
    * the nodes and their pods keep working without the kubelet API (readiness reports it).
    */
   start(): void {
+    for (const port of new Set(this.#opts.ports)) this.#listen(this.#server(), port, 0);
+  }
+
+  /**
+   * Opens one more port, chosen by the system, for a virtual node of its own (a member shown per pool or per node:
+   * a scraper that calls a node's port, as metrics-server does with the node's daemon endpoint, then reaches that node
+   * alone); resolves with the port. Its connections go to the first port's TLS server: one secure context for all, a
+   * plain listener per port.
+   */
+  openPort(): Promise<number> {
+    const tlsServer = this.#servers[0];
+    if (!tlsServer) return Promise.reject(new Error('the kubelet API server has not started'));
+    const listener = createNetServer((raw) => { tlsServer.emit('connection', raw); });
+    return new Promise((resolve, reject) => {
+      listener.once('error', reject);
+      listener.once('listening', () => {
+        listener.off('error', reject);
+        listener.on('error', (err: Error) => this.#opts.log.error({ err: err.message }, 'kubelet API: server error'));
+        const address = listener.address();
+        const port = typeof address === 'object' && address ? address.port : 0;
+        this.#extra.set(port, listener);
+        this.#opts.log.info({ port }, 'kubelet API listening for one virtual node');
+        resolve(port);
+      });
+      listener.listen(0, this.#opts.address);
+    });
+  }
+
+  /** Closes a port openPort opened (its node is gone), and its connections. */
+  closePort(port: number): void {
+    const listener = this.#extra.get(port);
+    if (!listener) return;
+    this.#extra.delete(port);
+    listener.close();
+    for (const socket of this.#sockets.get(port) ?? []) socket.destroy();
+    this.#sockets.delete(port);
+  }
+
+  /** A TLS server of the kubelet API, not listening yet. */
+  #server(): Server {
     const o = this.#opts;
     // `ca` is never left out: without it Node verifies client certificates against its default roots
     // (Mozilla's, NODE_EXTRA_CA_CERTS, the system store), so before the client CA is loaded any certificate
@@ -78,23 +121,29 @@ export class KubeletServer {
     const tls = (): { cert: string; key: string; ca: string | string[] } => ({
       cert: o.serving.current.cert, key: o.serving.current.key, ca: o.clientCA?.current ?? [],
     });
-    for (const port of new Set(o.ports)) {
-      const server = createServer({ ...tls(), requestCert: true, rejectUnauthorized: false, minVersion: 'TLSv1.2' });
-      const refresh = (): void => { server.setSecureContext({ ...tls(), minVersion: 'TLSv1.2' }); };
-      o.serving.onChange(refresh);
-      o.clientCA?.onChange(refresh);
-      // tls.Server has just wrapped this socket with its current secure context, so the CA it verifies with is this one.
-      server.on('connection', (raw: Socket) => {
-        const key = connectionKey(raw);
-        this.#handshakeCA.set(key, this.#clientCA);
-        raw.once('close', () => this.#handshakeCA.delete(key));
-      });
-      server.on('request', (req: IncomingMessage, res: ServerResponse) => { void this.#onRequest(req, res); });
-      server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => { void this.#onUpgrade(req, socket, head); });
-      server.on('tlsClientError', (err) => o.log.debug({ err: err.message }, 'kubelet API: TLS handshake failed'));
-      this.#servers.push(server);
-      this.#listen(server, port, 0);
-    }
+    const server = createServer({ ...tls(), requestCert: true, rejectUnauthorized: false, minVersion: 'TLSv1.2' });
+    const refresh = (): void => { server.setSecureContext({ ...tls(), minVersion: 'TLSv1.2' }); };
+    o.serving.onChange(refresh);
+    o.clientCA?.onChange(refresh);
+    // tls.Server has just wrapped this socket with its current secure context, so the CA it verifies with is this one.
+    server.on('connection', (raw: Socket) => {
+      const key = connectionKey(raw);
+      this.#handshakeCA.set(key, this.#clientCA);
+      raw.once('close', () => this.#handshakeCA.delete(key));
+      // A connection of a port openPort opened is closed with it.
+      const extra = this.#extra.has(raw.localPort ?? 0) ? raw.localPort : undefined;
+      if (extra !== undefined) {
+        let set = this.#sockets.get(extra);
+        if (!set) this.#sockets.set(extra, (set = new Set()));
+        set.add(raw);
+        raw.once('close', () => set.delete(raw));
+      }
+    });
+    server.on('request', (req: IncomingMessage, res: ServerResponse) => { void this.#onRequest(req, res); });
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => { void this.#onUpgrade(req, socket, head); });
+    server.on('tlsClientError', (err) => o.log.debug({ err: err.message }, 'kubelet API: TLS handshake failed'));
+    this.#servers.push(server);
+    return server;
   }
 
   #listen(server: Server, port: number, attempt: number): void {
@@ -125,6 +174,7 @@ export class KubeletServer {
       s.close();
       s.closeAllConnections();
     }
+    for (const port of [...this.#extra.keys()]) this.closePort(port);
   }
 
   get #clientCA(): readonly X509Certificate[] { return this.#opts.clientCA?.certificates ?? this.#noCA; }

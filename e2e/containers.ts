@@ -7,12 +7,13 @@
 import { it } from 'node:test';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import type { V1Container, V1EndpointSlice, V1Pod, V1Service } from '@kubernetes/client-node';
+import type { V1Container, V1EndpointSlice, V1Node, V1Pod, V1Service } from '@kubernetes/client-node';
 import { queryOf, type ClusterClient } from '../src/kube/client.ts';
 import { namespacedName } from '../src/forge/meta.ts';
 import type { ListWatchSpec } from '../src/kube/listwatch.ts';
 import { toKubeError } from '../src/kube/errors.ts';
-import { ORIGIN_LABEL, PROXY_NAMESPACE_ANNOTATION, VIRTUAL_NODE_TAINT_KEY } from '../src/forge/keys.ts';
+import { ORIGIN_LABEL, PROXY_NAMESPACE_ANNOTATION, RETIRING_TAINT_KEY, VIRTUAL_NODE_TAINT_KEY } from '../src/forge/keys.ts';
+import { virtualNodeName } from '../src/forge/groups.ts';
 import { waitUntil } from '../test/support/wait.ts';
 import { isReady, podsSpec } from '../test/support/objects.ts';
 import { forNamespace, ms, type E2EContext } from './scenarios.ts';
@@ -96,6 +97,8 @@ Promise<{ match: RegExpMatchArray; stdout: string; stop: () => void }> {
 /** The pod `name` of a namespace, watched. */
 const podNamed = (c: ClusterClient, namespace: string, name: string): ListWatchSpec<V1Pod> =>
   ({ ...podsSpec(c, namespace), fieldSelector: `metadata.name=${name}` });
+const nodeNamed = (c: ClusterClient, name: string): ListWatchSpec<V1Node> =>
+  ({ path: '/api/v1/nodes', model: 'V1Node', resource: 'nodes', fieldSelector: `metadata.name=${name}`, list: (p) => c.core.listNode(p) });
 
 /** Waits until the proxy `name` satisfies `pred`; resolves with it. */
 async function proxyUntil(ctx: E2EContext, namespace: string, name: string, pred: (p: V1Pod) => boolean, seconds: number,
@@ -295,6 +298,63 @@ export function registerContainerStory(context: () => E2EContext, opts: Containe
       }
       const t = await kubectl(ctx, ['logs', '-n', namespace, 'ticker', '--tail=1']);
       if (t.code !== 0 || !/tick \d+/.test(t.stdout)) throw new Error(`kubectl logs after the upgrade: ${t.stdout}${t.stderr}`);
+    });
+  }
+
+  if (opts.helmRelease) {
+    const hr = opts.helmRelease;
+    const upgrade = async (ctx: E2EContext, set: string): Promise<void> => {
+      const r = await new Promise<Run>((resolve) => {
+        const child = spawn(hr.helm, ['--kubeconfig', ctx.opts.hostKubeconfig, 'upgrade', hr.release, hr.chart,
+          '--namespace', hr.namespace, '--reuse-values', '--set', set, '--wait', '--timeout', '180s']);
+        let out = '';
+        child.stdout.on('data', (c: Buffer) => { out += c.toString(); });
+        child.stderr.on('data', (c: Buffer) => { out += c.toString(); });
+        child.on('exit', (code) => resolve({ code, stdout: out, stderr: '' }));
+      });
+      if (r.code !== 0) throw new Error(`helm upgrade --set ${set}: ${r.stdout}`);
+    };
+    it('real containers: switched to a virtual node per member node, running pods stay; a pod on a member node\'s node has logs, exec and stats through its own port', async () => {
+      const ctx = context();
+      const base = ctx.opts.nodeName;
+      const before = new Map((await delegatesOf(ctx, namespace)).map((d) => [d.metadata!.name!, d.metadata!.uid!]));
+      const memberNode = (await ctx.member.core.listNode()).items.map((n) => n.metadata!.name!).sort()[0];
+      const vn = virtualNodeName(base, { kind: 'node', node: memberNode });
+      await upgrade(ctx, 'nodes=node');
+      const [node] = await waitUntil(ctx.host, nodeNamed(ctx.host, vn), (ns) => ns.length === 1 && isReady(ns[0])
+        && !(ns[0].spec?.taints ?? []).some((t) => t.key.startsWith('node.kubernetes.io/')), ms(ctx, 120), `virtual node ${vn} Ready`);
+      const port = node.status?.daemonEndpoints?.kubeletEndpoint?.Port;
+      if (!port || port === 10250) throw new Error(`${vn} publishes kubelet port ${port}, not a port of its own`);
+      // The whole member's node stays while its pods run, Ready and retiring; its pods are the same.
+      await waitUntil(ctx.host, nodeNamed(ctx.host, base), (ns) => ns.length === 1 && isReady(ns[0])
+        && (ns[0].spec?.taints ?? []).some((t) => t.key === RETIRING_TAINT_KEY), ms(ctx, 60), `${base} Ready and retiring`);
+      for (const name of ['ticker', 'web', 'echo', 'probe']) await running(name);
+      const after = new Map((await delegatesOf(ctx, namespace)).map((d) => [d.metadata!.name!, d.metadata!.uid!]));
+      for (const [name, uid] of before) {
+        if (after.get(name) !== uid) throw new Error(`delegate ${name} was ${uid}, is ${after.get(name) ?? 'gone'} after the switch`);
+      }
+      // A pod for the member node's own virtual node: its delegate runs on that member node, and the kubelet API of its
+      // node answers for it (logs, exec, /stats/summary through the API server, which calls the node's own port).
+      const p = pod('pernode', { command: ['sh', '-c', 'echo "on my own node"; trap "exit 0" TERM; while true; do sleep 1 & wait $!; done'] });
+      p.spec!.nodeSelector = { 'kubernetes.io/hostname': vn };
+      await create(p);
+      await running('pernode');
+      const [d] = (await delegatesOf(ctx, namespace)).filter((x) => x.metadata?.name === 'pernode');
+      if (d?.spec?.nodeName !== memberNode) throw new Error(`the delegate of pernode is on ${d?.spec?.nodeName}, not ${memberNode}`);
+      const logs = await kubectl(ctx, ['logs', '-n', namespace, 'pernode']);
+      if (logs.code !== 0 || !logs.stdout.includes('on my own node')) throw new Error(`kubectl logs pernode: ${logs.stdout}${logs.stderr}`);
+      const ex = await kubectl(ctx, ['exec', '-n', namespace, 'pernode', '--', 'sh', '-c', 'echo exec-ok; exit 3']);
+      if (ex.code !== 3 || !ex.stdout.includes('exec-ok')) throw new Error(`kubectl exec pernode: ${ex.code} ${ex.stdout}${ex.stderr}`);
+      const stats = await kubectl(ctx, ['get', '--raw', `/api/v1/nodes/${vn}/proxy/stats/summary`]);
+      const names = stats.code === 0 ? ((JSON.parse(stats.stdout) as { pods?: { podRef: { name: string } }[] }).pods ?? []).map((x) => x.podRef.name) : [];
+      if (!names.includes('pernode') || names.includes('web')) throw new Error(`/stats/summary of ${vn}: want pernode alone of the test pods, got ${names.join(', ')} ${stats.stderr}`);
+      await ctx.host.core.deleteNamespacedPod({ namespace, name: 'pernode', gracePeriodSeconds: 0 });
+      await waitUntil(ctx.host, podNamed(ctx.host, namespace, 'pernode'), (ps) => ps.length === 0, ms(ctx, 60), 'pernode gone');
+      // Back to one node for the member: the member node's node goes (no pod left), the whole member's is no longer retiring.
+      await upgrade(ctx, 'nodes=cluster');
+      await waitUntil(ctx.host, nodeNamed(ctx.host, vn), (ns) => ns.length === 0, ms(ctx, 120), `${vn} deleted`);
+      await waitUntil(ctx.host, nodeNamed(ctx.host, base), (ns) => ns.length === 1 && isReady(ns[0])
+        && !(ns[0].spec?.taints ?? []).some((t) => t.key === RETIRING_TAINT_KEY), ms(ctx, 60), `${base} no longer retiring`);
     });
   }
 

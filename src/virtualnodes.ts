@@ -203,13 +203,13 @@ export class MemberVirtualNodes {
   }
 
   /**
-   * The group a host node of this member records (the member's own node name, before groups were recorded, is the
-   * whole member's); undefined for a node not named after the member's node name.
+   * The group a host node of this member records, when the node is the one clusterlet names for that group (the
+   * member's own node name, before groups were recorded, is the whole member's); undefined for any other node.
    */
   #recordedGroup(n: V1Node, base: string): NodeGroup | undefined {
     const name = n.metadata?.name ?? '';
-    if (name !== base && !name.startsWith(`${base}-`)) return undefined;
-    return parseGroupId(n.metadata?.annotations?.[GROUP_ANNOTATION]) ?? (name === base ? { kind: 'cluster' } : undefined);
+    const group = parseGroupId(n.metadata?.annotations?.[GROUP_ANNOTATION]) ?? (name === base ? { kind: 'cluster' } : undefined);
+    return group && virtualNodeName(base, group) === name ? group : undefined;
   }
 
   /** A retiring node without pods is deleted and its controllers stopped. */

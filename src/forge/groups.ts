@@ -90,13 +90,17 @@ const HASH_LENGTH = 8;
 export function virtualNodeName(base: string, group: NodeGroup): string {
   if (group.kind === 'cluster') return base;
   const value = group.kind === 'pool' ? group.value : group.node;
-  const clean = value.toLowerCase().replace(/[^a-z0-9.-]+/g, '-').replace(/^[^a-z0-9]+|[^a-z0-9]+$/g, '');
+  // DNS-1123: dot-separated parts of letters, digits and inner dashes.
+  const clean = value.toLowerCase().replace(/[^a-z0-9.-]+/g, '-').split('.')
+    .map((part) => part.replace(/^-+|-+$/g, '')).filter(Boolean).join('.');
   const plain = `${base}-${clean}`;
   if (clean === value && clean !== '' && plain.length <= NAME_MAX) return plain;
   const hash = createHash('sha256').update(value).digest('hex').slice(0, HASH_LENGTH);
-  const room = NAME_MAX - base.length - HASH_LENGTH - 2;
+  // A node name near the limit leaves no room for the value: it is cut too (the hash keeps the name the group's).
+  const head = base.length + HASH_LENGTH + 1 > NAME_MAX ? base.slice(0, NAME_MAX - HASH_LENGTH - 1).replace(/[^a-z0-9]+$/, '') : base;
+  const room = NAME_MAX - head.length - HASH_LENGTH - 2;
   const cut = clean.slice(0, Math.max(0, room)).replace(/[^a-z0-9]+$/, '');
-  return cut ? `${base}-${cut}-${hash}` : `${base}-${hash}`;
+  return cut ? `${head}-${cut}-${hash}` : `${head}-${hash}`;
 }
 
 /** What keeps a delegate in its group: a label requirement (pool) or a field requirement on the node name (node). */

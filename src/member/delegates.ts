@@ -27,8 +27,9 @@ export class DelegateIndex {
   #pods: Informer<V1Pod>;
   /** host key → member key of its delegate. */
   #byHost = new Map<string, string>();
-  /** virtual node → host keys of its delegates (a member's delegates are spread over its virtual nodes). */
+  /** virtual node → host keys of its delegates (a member's delegates are spread over its virtual nodes), and back. */
   #byNode = new Map<string, Set<string>>();
+  #nodeOf = new Map<string, string>();
   /** member key → host ref, kept a while after the delegate is gone so its last events still map. */
   #recent = new LRUCache<string, HostRef>(upTo(20_000));
   #changes = new Subject<DelegateChange>();
@@ -51,17 +52,11 @@ export class DelegateIndex {
       if (ev.type === 'DELETED') {
         if (this.#byHost.get(hostKey) === ev.key) {
           this.#byHost.delete(hostKey);
-          this.#unindex(hostKey, node);
+          this.#index(hostKey, undefined);
         }
       } else {
         this.#byHost.set(hostKey, ev.key);
-        const before = ev.old && virtualNodeOf(ev.old);
-        if (before !== node) this.#unindex(hostKey, before);
-        if (node !== undefined) {
-          let keys = this.#byNode.get(node);
-          if (!keys) this.#byNode.set(node, (keys = new Set()));
-          keys.add(hostKey);
-        }
+        this.#index(hostKey, node);
       }
       const lifecycle = ev.type !== 'MODIFIED'
         || (ev.old?.metadata?.deletionTimestamp === undefined) !== (ev.object.metadata?.deletionTimestamp === undefined);
@@ -70,11 +65,23 @@ export class DelegateIndex {
     });
   }
 
-  #unindex(hostKey: string, node: string | undefined): void {
-    const keys = node === undefined ? undefined : this.#byNode.get(node);
-    if (!keys || node === undefined) return;
-    keys.delete(hostKey);
-    if (keys.size === 0) this.#byNode.delete(node);
+  /** Files the host key under the virtual node of its delegate (the one #byHost names), and under no other. */
+  #index(hostKey: string, node: string | undefined): void {
+    const before = this.#nodeOf.get(hostKey);
+    if (before === node) return;
+    const keys = before === undefined ? undefined : this.#byNode.get(before);
+    if (keys && before !== undefined) {
+      keys.delete(hostKey);
+      if (keys.size === 0) this.#byNode.delete(before);
+    }
+    if (node === undefined) {
+      this.#nodeOf.delete(hostKey);
+      return;
+    }
+    this.#nodeOf.set(hostKey, node);
+    let now = this.#byNode.get(node);
+    if (!now) this.#byNode.set(node, (now = new Set()));
+    now.add(hostKey);
   }
 
   stop(): void {

@@ -15,9 +15,11 @@ import {
   managedTaintIds,
   managedTaintsValue,
   nodeStatusMatches,
+  RETIRING_TAINT,
   stampConditions,
   virtualNodeTaint,
 } from '../../../src/forge/node.ts';
+import type { NodeGroup } from '../../../src/forge/groups.ts';
 import type { DesiredNodeStatus, NodeContext, NodeState } from '../../../src/forge/node.ts';
 
 const T0 = new Date('2026-03-01T10:00:00Z');
@@ -526,5 +528,92 @@ describe('forgeNewNode', () => {
   it('registers a not Ready node for an unreachable member', () => {
     const node = forgeNewNode(context(), state({ reachable: false, unreachableReason: 'dial tcp: i/o timeout' }), T0);
     assert.equal(ready(node.status?.conditions).reason, 'MemberUnreachable');
+  });
+});
+
+describe('a virtual node of a group of the member\'s nodes', () => {
+  const gpu: NodeGroup = { kind: 'pool', label: 'example.com/pool', value: 'gpu' };
+  const w1: NodeGroup = { kind: 'node', node: 'w1' };
+  const grouped = (group: NodeGroup) => context({ nodeName: 'clusterlet-m1-x', group });
+
+  const cases: { name: string; group: NodeGroup; st: Partial<NodeState>; status: string; reason: string; message: string | RegExp }[] = [
+    {
+      name: 'a pool with Ready nodes', group: gpu, st: { groupNodes: 3, readyNodes: 2 }, status: 'True', reason: 'MemberReady',
+      message: 'member m1 (pool example.com/pool=gpu) answers and has 2 Ready, schedulable nodes',
+    },
+    {
+      name: 'a pool with one Ready node', group: gpu, st: { groupNodes: 1, readyNodes: 1 }, status: 'True', reason: 'MemberReady',
+      message: 'member m1 (pool example.com/pool=gpu) answers and has 1 Ready, schedulable node',
+    },
+    {
+      name: 'a member node, Ready', group: w1, st: { groupNodes: 1, readyNodes: 1 }, status: 'True', reason: 'MemberReady',
+      message: 'member m1 (node w1) answers and has 1 Ready, schedulable node',
+    },
+    {
+      name: 'a pool whose nodes are all NotReady', group: gpu, st: { groupNodes: 2, readyNodes: 0 }, status: 'False',
+      reason: 'MemberHasNoReadyNode', message: 'member m1 (pool example.com/pool=gpu) has no Ready, schedulable node',
+    },
+    {
+      name: 'a pool with no node any more', group: gpu, st: { groupNodes: 0, readyNodes: 0 }, status: 'False', reason: 'MemberGroupGone',
+      message: /^member m1 \(pool example\.com\/pool=gpu\) has no node any more: no pod is placed here/,
+    },
+    {
+      name: 'a member node gone', group: w1, st: { groupNodes: 0, readyNodes: 0 }, status: 'False', reason: 'MemberGroupGone',
+      message: /^member m1 \(node w1\) has no node any more/,
+    },
+    {
+      name: 'a pool gone, the member unreachable: unreachable', group: gpu,
+      st: { groupNodes: 0, readyNodes: 0, reachable: false, unreachableReason: 'timeout' }, status: 'False', reason: 'MemberUnreachable',
+      message: 'member cluster m1 does not answer: timeout',
+    },
+    {
+      name: 'a pool, not synced yet: not synced, not gone', group: gpu, st: { groupNodes: 0, readyNodes: 0, synced: false }, status: 'False',
+      reason: 'MemberNotSynced', message: 'member cluster m1 answers; listing its nodes',
+    },
+    {
+      name: 'the whole member as a group: the member\'s messages, never gone', group: { kind: 'cluster' }, st: { groupNodes: 0, readyNodes: 3 },
+      status: 'True', reason: 'MemberReady', message: 'member cluster m1 answers and has 3 Ready, schedulable nodes',
+    },
+  ];
+  for (const c of cases) {
+    it(`Ready: ${c.name}`, () => {
+      const r = ready(forgeNodeConditions(grouped(c.group), state(c.st)));
+      assert.deepEqual([r.status, r.reason], [c.status, c.reason]);
+      if (typeof c.message === 'string') assert.equal(r.message, c.message);
+      else assert.match(r.message ?? '', c.message);
+    });
+  }
+
+  it('forgeNewNode records the group (clusterlet.io/node-group); a node without a group records none', () => {
+    const ann = (group?: NodeGroup) => forgeNewNode(context(group ? { group } : {}), state(), T0).metadata!.annotations!;
+    assert.equal(ann(gpu)['clusterlet.io/node-group'], 'pool:example.com/pool=gpu');
+    assert.equal(ann(w1)['clusterlet.io/node-group'], 'node:w1');
+    assert.equal(ann({ kind: 'cluster' })['clusterlet.io/node-group'], 'cluster');
+    assert.equal('clusterlet.io/node-group' in ann(), false);
+    assert.ok(ann(gpu)['clusterlet.io/managed-labels'], 'the other annotations still there');
+  });
+
+  it('RETIRING_TAINT: NoSchedule, a valid label value, taken onto the node from the state and recorded as copied', () => {
+    assert.deepEqual(RETIRING_TAINT, { key: 'clusterlet.io/retiring', value: 'granularity-changed', effect: 'NoSchedule' });
+    assert.match(RETIRING_TAINT.value!, /^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$/);
+    const retiring = state({ taints: [RETIRING_TAINT] });
+    assert.deepEqual(forgeNodeTaints(context(), retiring), [OUR_TAINT, RETIRING_TAINT]);
+    assert.equal(managedTaintsValue(retiring), 'clusterlet.io/retiring:NoSchedule');
+    const node = forgeNewNode(context(), retiring, T0);
+    assert.deepEqual(node.spec!.taints, [OUR_TAINT, RETIRING_TAINT]);
+    assert.deepEqual(managedTaintIds(node), new Set(['clusterlet.io/retiring:NoSchedule']));
+  });
+
+  it('mergeTaints: adds RETIRING_TAINT when wanted, removes it once not (recorded as ours), keeps everyone else\'s', () => {
+    const user: V1Taint = { key: 'example.com/maintenance', effect: 'NoSchedule' };
+    assert.deepEqual(mergeTaints([OUR_TAINT, user, UNREACHABLE], forgeNodeTaints(context(), { taints: [RETIRING_TAINT] })),
+      [OUR_TAINT, user, UNREACHABLE, RETIRING_TAINT]);
+    const current = [OUR_TAINT, user, RETIRING_TAINT, UNREACHABLE];
+    const previouslyOurs = new Set(['clusterlet.io/retiring:NoSchedule']);
+    assert.deepEqual(mergeTaints(current, forgeNodeTaints(context(), { taints: [] }), previouslyOurs), [OUR_TAINT, user, UNREACHABLE]);
+    assert.equal(mergeTaints(current, forgeNodeTaints(context(), { taints: [] })), undefined,
+      'not recorded as ours: someone else\'s, left alone');
+    assert.equal(mergeTaints(current, forgeNodeTaints(context(), { taints: [RETIRING_TAINT] }), previouslyOurs), undefined,
+      'still wanted: nothing to do');
   });
 });

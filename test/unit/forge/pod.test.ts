@@ -560,3 +560,87 @@ describe('predicates', () => {
     it(`isTerminal(${phase}) = ${expected}`, () => assert.equal(isTerminal({ status: { phase } }), expected));
   }
 });
+
+describe('forgeDelegatePod and delegateUpdate for a virtual node of a group of the member\'s nodes', () => {
+  const POOL = 'example.com/pool';
+  const VN = 'clusterlet-eu1-gpu';
+  const poolReq = { key: POOL, operator: 'In', values: ['gpu'] };
+  const pooled: DelegateContext = { ...ctx, virtualNode: { name: VN, constraint: { matchExpression: poolReq } } };
+  const onNode: DelegateContext = {
+    ...ctx, virtualNode: { name: 'clusterlet-eu1-w1', constraint: { matchField: { key: 'metadata.name', operator: 'In', values: ['w1'] } } },
+  };
+  /** A proxy bound to the pool's virtual node, chosen by its hostname and the pool label. */
+  const boundToPool = (): V1Pod => {
+    const p = hostPod();
+    p.spec!.nodeName = VN;
+    p.spec!.nodeSelector = { 'kubernetes.io/hostname': VN, [POOL]: 'gpu' };
+    p.spec!.affinity!.nodeAffinity!.requiredDuringSchedulingIgnoredDuringExecution!.nodeSelectorTerms[0].matchExpressions![0].values = [VN];
+    return p;
+  };
+  const terms = (pod: V1Pod) => pod.spec!.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
+
+  it('labels the delegate with its virtual node when that is not the member\'s own node; clusterlet.io/node stays the member\'s', () => {
+    const labels = forgeDelegatePod(boundToPool(), pooled).metadata!.labels!;
+    assert.equal(labels['clusterlet.io/virtual-node'], VN);
+    assert.equal(labels['clusterlet.io/node'], 'clusterlet-eu1');
+  });
+
+  it('no virtual-node label for the member\'s own node, named or not', () => {
+    for (const c of [ctx, { ...ctx, virtualNode: { name: ctx.nodeName } }]) {
+      const labels = forgeDelegatePod(hostPod(), c).metadata!.labels!;
+      assert.equal('clusterlet.io/virtual-node' in labels, false);
+      assert.equal(labels['clusterlet.io/node'], 'clusterlet-eu1');
+    }
+  });
+
+  it('strips the virtual node\'s hostname from the node selector (it chose the virtual node), keeps the pool label', () => {
+    assert.deepEqual(forgeDelegatePod(boundToPool(), pooled).spec!.nodeSelector, { [POOL]: 'gpu' });
+    assert.deepEqual(forgeDelegatePod(boundToPool(), ctx).spec!.nodeSelector, { 'kubernetes.io/hostname': VN, [POOL]: 'gpu' },
+      'the member\'s own node\'s identity does not strip another virtual node\'s hostname');
+  });
+
+  it('strips required and preferred terms on the virtual node\'s hostname and name, then constrains the result to the group', () => {
+    const proxy = specWith({
+      affinity: { nodeAffinity: {
+        requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [
+          { key: 'kubernetes.io/hostname', operator: 'In', values: [VN] },
+          { key: 'topology.kubernetes.io/zone', operator: 'In', values: ['eu-1a'] },
+        ], matchFields: [{ key: 'metadata.name', operator: 'In', values: [VN] }] }] },
+        preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 1, preference: { matchFields: [{ key: 'metadata.name', operator: 'In', values: [VN] }] } }],
+      } },
+    });
+    assert.deepEqual(forgeDelegatePod(proxy, pooled).spec!.affinity, { nodeAffinity: {
+      requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{
+        matchExpressions: [{ key: 'topology.kubernetes.io/zone', operator: 'In', values: ['eu-1a'] }, poolReq],
+      }] },
+    } });
+  });
+
+  it('the forged spec carries the group\'s constraint in every required term; the proxy is not changed', () => {
+    const proxy = boundToPool();
+    const before = structuredClone(proxy);
+    const d = forgeDelegatePod(proxy, pooled);
+    assert.deepEqual(terms(d), [{ matchExpressions: [{ key: 'topology.kubernetes.io/zone', operator: 'In', values: ['eu-1a'] }, poolReq] }]);
+    assert.deepEqual(d.spec!.affinity!.podAntiAffinity, proxy.spec!.affinity!.podAntiAffinity, 'the pod anti-affinity kept');
+    assert.deepEqual(proxy, before);
+    assert.deepEqual(terms(forgeDelegatePod(specWith({}), onNode)), [{ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['w1'] }] }]);
+    assert.equal(forgeDelegatePod(specWith({}), ctx).spec!.affinity, undefined, 'the whole member: no constraint');
+    assert.equal(forgeDelegatePod(specWith({}), { ...ctx, virtualNode: { name: ctx.nodeName } }).spec!.affinity, undefined);
+  });
+
+  it('delegateUpdate: nothing to do for a delegate forged for the same virtual node (no churn), constraint given or not', () => {
+    const proxy = boundToPool();
+    const forged = forgeDelegatePod(proxy, pooled);
+    assert.equal(delegateUpdate(proxy, forged, pooled), undefined);
+    // The provider's updatePod names the virtual node without its constraint: the affinity is not compared.
+    assert.equal(delegateUpdate(proxy, forged, { ...ctx, virtualNode: { name: VN } }), undefined);
+    const own = forgeDelegatePod(hostPod(), ctx);
+    assert.equal(delegateUpdate(hostPod(), own, { ...ctx, virtualNode: { name: ctx.nodeName } }), undefined);
+  });
+
+  it('delegateUpdate: a delegate forged without the label, updated for a group\'s virtual node, gets it', () => {
+    const proxy = boundToPool();
+    const updated = delegateUpdate(proxy, forgeDelegatePod(proxy, ctx), pooled);
+    assert.equal(updated?.metadata?.labels?.['clusterlet.io/virtual-node'], VN);
+  });
+});

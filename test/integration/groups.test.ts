@@ -214,4 +214,22 @@ describe('virtual nodes per member node pool and per member node', () => {
     await pollUntil(() => hostNodes(host), (ns) => !ns.some((x) => x.metadata!.name === `${BASE}-member2-n`), 30_000,
       'its virtual node deleted');
   });
+
+  it('the member API down: every one of its nodes NotReady with the reason; back: Ready, the same delegates running', async () => {
+    const nodesNow = [`${BASE}-member2-a`, `${BASE}-member2-b`, `${BASE}-member2-gpu`];
+    const uids = (await member.core.listNamespacedPod({ namespace: ns, labelSelector: 'app=apart' })).items.map((d) => d.metadata!.uid).sort();
+    assert.equal(uids.length, 3);
+    await second.stopApiServer();
+    try {
+      for (const n of nodesNow) {
+        await waitNode(host, n, (x) => condition(x, 'Ready')?.reason === 'MemberUnreachable', `${n} NotReady, member unreachable`);
+      }
+    } finally {
+      await second.startApiServer();
+    }
+    for (const n of nodesNow) await waitNode(host, n, isReady, `${n} Ready again`);
+    await waitUntil(host, podsSpec(host, ns, 'app=apart'), (ps) => ps.length === 3 && ps.every(isReady), 60_000, 'the apart pods Ready again');
+    assert.deepEqual((await member.core.listNamespacedPod({ namespace: ns, labelSelector: 'app=apart' })).items.map((d) => d.metadata!.uid).sort(),
+      uids, 'the same delegates');
+  });
 });

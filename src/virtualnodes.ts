@@ -10,7 +10,7 @@ import type { ClusterClient } from './kube/client.ts';
 import { Informer } from './kube/informer.ts';
 import { listWatch } from './kube/listwatch.ts';
 import { toKubeError } from './kube/errors.ts';
-import { GROUP_ANNOTATION, MEMBER_LABEL } from './forge/keys.ts';
+import { GROUP_ANNOTATION, MEMBER_LABEL, RETIRING_TAINT_KEY } from './forge/keys.ts';
 import { CLUSTER_GRANULARITY, groupId, parseGroupId, virtualNodeName, type NodeGroup } from './forge/groups.ts';
 import type { NodeContext } from './forge/node.ts';
 import type { MemberConfig } from './config.ts';
@@ -28,6 +28,9 @@ export interface KubeletPorts {
   open(): Promise<number>;
   close(port: number): void;
 }
+
+/** Whether a host node carries the retiring taint (clusterlet's, of an earlier granularity). */
+const isRetiring = (n: V1Node): boolean => (n.spec?.taints ?? []).some((t) => t.key === RETIRING_TAINT_KEY);
 
 /** What a member's virtual nodes are made of. */
 export interface VirtualNodesOptions {
@@ -179,13 +182,13 @@ export class MemberVirtualNodes {
       for (const n of this.#hostNodes.list()) {
         const name = n.metadata?.name ?? '';
         const group = this.#recordedGroup(n, base);
-        if (group && !this.#running.has(name)) await this.#startOne(name, group);
+        if (group && !this.#running.has(name)) await this.#startOne(name, group, isRetiring(n));
       }
       return;
     }
     const desired = new Map(groups.map((g) => [virtualNodeName(base, g), g]));
     for (const [name, group] of desired) {
-      const r = this.#running.get(name) ?? await this.#startOne(name, group);
+      const r = this.#running.get(name) ?? await this.#startOne(name, group, false);
       r?.node.retire(false);
     }
     // This member's nodes of earlier granularities (their group recorded on them; the member's own node name, before
@@ -194,7 +197,7 @@ export class MemberVirtualNodes {
       const name = n.metadata?.name ?? '';
       const group = this.#recordedGroup(n, base);
       if (desired.has(name) || !group) continue;
-      const r = this.#running.get(name) ?? await this.#startOne(name, group);
+      const r = this.#running.get(name) ?? await this.#startOne(name, group, true);
       r?.node.retire(true);
     }
     for (const r of [...this.#running.values()]) {
@@ -227,7 +230,8 @@ export class MemberVirtualNodes {
     }
   }
 
-  async #startOne(name: string, group: NodeGroup): Promise<Running | undefined> {
+  /** Starts a node's controllers; `retiring`: it starts with the retiring taint (a node of an earlier granularity). */
+  async #startOne(name: string, group: NodeGroup, retiring: boolean): Promise<Running | undefined> {
     if (this.#refused.has(name)) return undefined;
     if (!(await this.#mayUse(name))) return undefined;
     if (this.#stopped || this.#running.has(name)) return this.#running.get(name);
@@ -251,6 +255,7 @@ export class MemberVirtualNodes {
     const watch = proxies.events$.subscribe((ev) => { if (ev.type === 'DELETED') this.#reconcile.next(); });
     const r: Running = { name, port, group, node, pods, view, runtime, ownProxies, podsStarted: false, removing: false, watch };
     this.#running.set(name, r);
+    node.retire(retiring);
     node.start();
     if (ownProxies) proxies.start();
     if (this.#podsOn) this.#startPods(r);

@@ -130,7 +130,7 @@ export function podCounts(pods: V1Pod[]): Pick<HostView, 'pods' | 'ready' | 'pha
 }
 
 /** CPU time the whole machine spent (all but idle and iowait), in clock ticks (100 Hz). */
-function machineBusyTicks(): number {
+export function machineBusyTicks(): number {
   const [user, nice, system, , , irq, softirq, steal] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
   return user! + nice! + system! + irq! + softirq! + steal!;
 }
@@ -142,7 +142,7 @@ export function withRest(groups: Record<string, number>, machineSeconds: number)
 }
 
 /** A process's VmRSS in MB; 0 once it is gone. */
-const rssMB = (pid: number): number => (rssKB(pid)?.total ?? 0) / 1024;
+export const rssMB = (pid: number): number => (rssKB(pid)?.total ?? 0) / 1024;
 
 interface Member { name: string; node: string; cluster: LocalCluster; client: ClusterClient }
 

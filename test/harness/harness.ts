@@ -182,9 +182,12 @@ export class Harness {
     return h;
   }
 
-  /** Starts another member cluster (its own control plane and KWOK nodes) on the same etcd; `lean`: see ClusterOptions. */
-  async addMember(name: string, netPrefix: string, opts: { lean?: boolean } = {}): Promise<LocalCluster> {
-    const c = new LocalCluster({ name, nodes: memberNodes(name), netPrefix, componentQPS: this.#opts.componentQPS,
+  /**
+   * Starts another member cluster (its own control plane and KWOK nodes) on the same etcd; `lean`: see ClusterOptions;
+   * `nodes`: its KWOK nodes (default memberNodes(name)'s three).
+   */
+  async addMember(name: string, netPrefix: string, opts: { lean?: boolean; nodes?: FakeNode[] } = {}): Promise<LocalCluster> {
+    const c = new LocalCluster({ name, nodes: opts.nodes ?? memberNodes(name), netPrefix, componentQPS: this.#opts.componentQPS,
       nodeAddress: this.network.address, lean: opts.lean },
       this.bin, this.#etcdURL, this.dir);
     this.extraMembers.push(c);

@@ -2,6 +2,10 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { connectionWaitOf, countsBetween, queuePriorities, queueWaitBuckets, runsPerPod, cpuPerApiServer, deltas, parseScrape, pLine, statTicks, threadKind, v8Share, restartsLine, histogramQuantile, median, modeOrder, pairMax, pairRatios, percentile, rssKB, summarize,
   toMarkdown, waitLine, type OffloadedRun, type RunResult, type Scrape } from '../../bench/bench.ts';
+import type { V1Node } from '@kubernetes/client-node';
+import { memberNames } from '../../bench/members.ts';
+import { leaseAge, leaseAges, manyMemberNodes, NodeWriteCounter, nodeChanges, nodeMemberNames, nodesMarkdown, nodeWriteKind, requestsPerMinute,
+  spreadDeployment } from '../../bench/nodes.ts';
 
 const h = (pairs: [number, number][]): Map<number, number> => new Map(pairs);
 
@@ -322,5 +326,97 @@ describe('toMarkdown', () => {
     assert.match(only, /^\| 100 \| – \| – \| 3\.00 s \| – \| – \| 3, 5, 4 \(median 4\) \| 123 MB \|$/m);
     assert.match(only, /^\| 100 \| – \| – \| 0\.80 s \| – \|$/m);
     assert.match(only, /^\| 100 \| [\d.]+ \| [\d.]+ \| – \/ – \/ [\d.]+ \([\d.]+\) \|$/m);
+  });
+});
+
+describe('the many-nodes run (bench/nodes.ts)', () => {
+  const node = (o: { labels?: Record<string, string>; taints?: { key: string; effect: string }[]; ready?: string; beat?: string;
+    rv?: string; cpu?: string } = {}): V1Node => ({
+    metadata: { name: 'clusterlet-n01-n01-n01', resourceVersion: o.rv ?? '1', labels: { type: 'virtual-kubelet', ...o.labels } },
+    spec: { taints: o.taints ?? [{ key: 'virtual-kubelet.io/provider', effect: 'NoSchedule' }] },
+    status: {
+      capacity: { cpu: o.cpu ?? '16' },
+      conditions: [{ type: 'Ready', status: o.ready ?? 'True', reason: 'KubeletReady', lastHeartbeatTime: new Date(o.beat ?? '2026-01-01T00:00:00Z'),
+        lastTransitionTime: new Date('2026-01-01T00:00:00Z') }],
+    },
+  });
+
+  it('names members n01, ... and their nodes <member>-n01, ..., no name a prefix of another, the nodes over 3 zones', () => {
+    const names = nodeMemberNames(10);
+    assert.deepEqual([names[0], names[9]], ['n01', 'n10']);
+    for (const a of [...names, ...memberNames(10), 'host', 'member']) {
+      for (const b of [...names, ...memberNames(10), 'host', 'member']) if (a !== b) assert.ok(!b.startsWith(a), `${a} starts ${b}`);
+    }
+    assert.equal(nodeMemberNames(100)[0], 'n001');
+    const nodes = manyMemberNodes('n01', 50);
+    assert.equal(nodes.length, 50);
+    assert.deepEqual([nodes[0]!.name, nodes[49]!.name], ['n01-n01', 'n01-n50']);
+    assert.deepEqual(nodes[0]!.capacity, { cpu: '16', memory: '64Gi', pods: '110' });
+    assert.deepEqual(new Set(nodes.map((n) => n.labels?.['topology.kubernetes.io/zone'])), new Set(['local-1a', 'local-1b', 'local-1c']));
+  });
+
+  it('tells what a write to a node changed, the heartbeat times aside, and of what kind it is', () => {
+    const a = node();
+    assert.deepEqual(nodeChanges(a, node({ rv: '2', beat: '2026-01-01T00:01:00Z' })), []);
+    assert.equal(nodeWriteKind([]), 'refresh');
+    const notReady = nodeChanges(a, node({ rv: '2', ready: 'False' }));
+    assert.deepEqual(notReady, ['condition Ready']);
+    assert.equal(nodeWriteKind(notReady), 'status');
+    assert.deepEqual(nodeChanges(a, node({ cpu: '8' })), ['status capacity']);
+    const meta = nodeChanges(a, node({ labels: { 'beta.kubernetes.io/os': 'linux' }, taints: [], cpu: '8' }));
+    assert.deepEqual(meta, ['label beta.kubernetes.io/os', 'spec taints', 'status capacity']);
+    assert.equal(nodeWriteKind(meta), 'metadata');
+  });
+
+  it('counts the writes per node per minute, by kind and by change, and Ready → not Ready', () => {
+    const c = new NodeWriteCounter();
+    const ev = (type: 'ADDED' | 'MODIFIED' | 'DELETED', object: V1Node, old?: V1Node) => ({ type, key: 'x', object, old });
+    c.add(ev('MODIFIED', node({ rv: '2', beat: '2026-01-01T00:01:00Z' }), node()));
+    c.add(ev('MODIFIED', node({ rv: '3', ready: 'False' }), node()));
+    c.add(ev('MODIFIED', node({ rv: '4', labels: { a: 'b' } }), node()));
+    c.add(ev('ADDED', node()));
+    const r = c.result(2, 120_000, 0);
+    assert.deepEqual({ ...r, changes: undefined }, { total: 3, perNodePerMinute: 0.75, maxPerNode: 3, refresh: 1, status: 1, metadata: 1,
+      notReady: 1, added: 1, deleted: 0, relists: 0, changes: undefined });
+    assert.deepEqual(r.changes, { 'condition Ready': 1, 'label a': 1 });
+  });
+
+  it("reads a Lease's renewTime age, and sums up the ages", () => {
+    const now = Date.parse('2026-01-01T00:00:10Z');
+    assert.equal(leaseAge({ spec: { renewTime: new Date('2026-01-01T00:00:04Z') } }, now), 6000);
+    assert.equal(leaseAge({ spec: { renewTime: '2026-01-01T00:00:04.500000Z' as unknown as Date } }, now), 5500);
+    assert.equal(leaseAge({ spec: {} }, now), undefined);
+    const ages = [...Array.from({ length: 98 }, () => 5000), 25_000, 41_000];
+    assert.deepEqual(leaseAges(ages, 10, 1), { samples: 10, ages: 100, missing: 1, p50Ms: 5000, p99Ms: 25_000, maxMs: 41_000, over20s: 2, over40s: 1 });
+  });
+
+  it('gives requests per minute, the members summed', () => {
+    assert.deepEqual(requestsPerMinute({ 'host/patch': 120, 'n01/get': 12, 'n02/get': 12, 'member/get': 3 }, 120_000, ['n01', 'n02']),
+      { 'host/patch': 60, 'members/get': 12, 'member/get': 1.5 });
+  });
+
+  it('spreads one pod per virtual node of the members', () => {
+    const d = spreadDeployment('bench', 500, ['n01', 'n02']);
+    assert.equal(d.spec?.replicas, 500);
+    assert.deepEqual(d.spec?.template.spec?.topologySpreadConstraints?.[0]?.topologyKey, 'kubernetes.io/hostname');
+    assert.deepEqual(d.spec?.template.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms[0]
+      ?.matchExpressions?.[0], { key: 'clusterlet.io/member', operator: 'In', values: ['n01', 'n02'] });
+  });
+
+  it('writes a "## Many nodes" section, with the window and the pods when they ran', () => {
+    const base = { members: ['n01', 'n02'], nodesPerMember: 5, virtualNodes: 10, registeredMs: 1200, readyMs: 1300, cpuToReadyClusterlet: 0.5,
+      idleRssMB: 78, rssMB: { clusterlet: 78, members: 900 } };
+    const md = nodesMarkdown(base);
+    assert.match(md, /^## Many nodes: one clusterlet, 2 members × 5 nodes in node mode \(10 virtual nodes\)$/m);
+    assert.match(md, /^\| 1\.2 s \| 1\.3 s \| 0\.5 \| 78 MB \|$/m);
+    assert.doesNotMatch(md, /Steady window/);
+    const full = nodesMarkdown({ ...base,
+      window: { ms: 180_000, cpuSeconds: 3, cpuPerMinute: 1, cpuByGroup: { clusterlet: 3 }, peakRssMB: 90, endRssMB: 85,
+        leases: leaseAges([5000, 9000], 2, 0), requestsPerMinute: { 'host/patch': 60 }, watchRestarts: {},
+        writes: { total: 30, perNodePerMinute: 1, maxPerNode: 4, refresh: 30, status: 0, metadata: 0, changes: {}, notReady: 0, added: 0, deleted: 0,
+          relists: 0 } },
+      pods: { pods: 10, readyMs: 700, nodesUsed: 10, cpuToReadyClusterlet: 0.1, peakRssMB: 84, deleteMs: 600, left: { proxies: 0, delegates: 0 } } });
+    assert.match(full, /^\| 3\.0 \(1\) \| 90 \/ 85 MB \| 5\.0 s \/ 9\.0 s \/ 9\.0 s \| 0 \/ 0 \| 30 \(1\) \| 30 \/ 0 \/ 0 \| 0 \|$/m);
+    assert.match(full, /all Ready in 0\.7 s, on 10 virtual nodes/);
   });
 });

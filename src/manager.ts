@@ -322,7 +322,7 @@ export class Manager implements NodeDirectory {
     const grouped = (m.config.nodes ?? CLUSTER_GRANULARITY).mode !== 'cluster';
     const storage = new VolumeController(hostStorageApi(host, { claims: this.hostClaims, volumes: this.hostVolumes }, m.config.nodeName),
       volumes, { member: m.config.name, nodeName: m.config.nodeName, ...m.config.storage,
-        ...grouped ? { isOwnNode: (name: string) => vnodes.has(name) } : {} }, log);
+        ...grouped ? { isOwnNode: (name: string) => vnodes.has(name), zoneOf: (name: string) => vnodes.zoneOf(name) } : {} }, log);
     const pods: Part = { start: () => vnodes.startPods(), stop: () => vnodes.stopPods() };
     m.parts = [vnodes, reflection, volumes, storage, ...provider.tokens ? [provider.tokens] : [], pods];
     // The nodes register, or show this replica's address, whatever happens next.

@@ -11,7 +11,8 @@ import { Informer } from './kube/informer.ts';
 import { listWatch } from './kube/listwatch.ts';
 import { toKubeError } from './kube/errors.ts';
 import { GROUP_ANNOTATION, MEMBER_LABEL, RETIRING_TAINT_KEY } from './forge/keys.ts';
-import { CLUSTER_GRANULARITY, groupId, parseGroupId, virtualNodeName, type NodeGroup } from './forge/groups.ts';
+import { CLUSTER_GRANULARITY, groupId, parseGroupId, virtualNodeName, type NodeGranularity, type NodeGroup } from './forge/groups.ts';
+import { isDaemonSetPod, isTerminal } from './forge/pod.ts';
 import type { NodeContext } from './forge/node.ts';
 import type { MemberConfig } from './config.ts';
 import type { MemberCluster } from './member/cluster.ts';
@@ -27,6 +28,18 @@ import type { Logger } from './log.ts';
 export interface KubeletPorts {
   open(): Promise<number>;
   close(port: number): void;
+}
+
+/**
+ * Why a node is retiring (its taint's value): its member is shown at another granularity now, or its group (a pool, a
+ * member node) is gone.
+ */
+type RetiringReason = 'granularity-changed' | 'group-gone';
+
+function retiringReason(group: NodeGroup, now: NodeGranularity): RetiringReason {
+  const same = (group.kind === 'cluster' && now.mode === 'cluster') || (group.kind === 'node' && now.mode === 'node')
+    || (group.kind === 'pool' && now.mode === 'pool' && group.label === now.label);
+  return same ? 'group-gone' : 'granularity-changed';
 }
 
 /** Whether a host node carries the retiring taint (clusterlet's, of an earlier granularity). */
@@ -84,6 +97,8 @@ export class MemberVirtualNodes {
   #running = new Map<string, Running>();
   /** Names this member may not use: a host node of that name is someone else's. */
   #refused = new Map<string, string>();
+  /** Nodes deleted here, by UID, until the informer shows them gone. */
+  #removed = new Map<string, string>();
   #groups: NodeGroup[] | undefined;
   #subs: Subscription[] = [];
   #podsOn = false;
@@ -107,11 +122,18 @@ export class MemberVirtualNodes {
   start(): void {
     this.#hostNodes.start();
     this.#subs.push(
-      this.#o.cluster.groups$.subscribe((g) => { this.#groups = g; this.#reconcile.next(); }),
+      this.#o.cluster.groups$.subscribe((g) => {
+        const pool = this.#o.member.nodes?.mode === 'pool' ? this.#o.member.nodes.label : undefined;
+        if (pool !== undefined && g.length === 0 && this.#groups?.length !== 0) {
+          this.#log.warn({ label: pool }, 'no member node has the pool label: the member shows no virtual node');
+        }
+        this.#groups = g;
+        this.#reconcile.next();
+      }),
       merge(this.#reconcile, this.#hostNodes.events$, interval(this.#o.recheckMs ?? 30_000))
         .pipe(auditTime(200)).subscribe(() => this.#kick()),
     );
-    // The member's own node registers at once, as before groups: its granularity may well be the whole member.
+    // A first sync once the host's nodes are listed: the whole member's node (cluster mode) needs nothing else.
     void this.#hostNodes.waitSynced().then(() => this.#reconcile.next());
   }
 
@@ -151,6 +173,9 @@ export class MemberVirtualNodes {
   /** Whether a host node is one of this member's virtual nodes (running here). */
   has(name: string): boolean { return this.#running.has(name); }
 
+  /** The zone one of this member's virtual nodes shows, if any. */
+  zoneOf(name: string): string | undefined { return this.#hostNodes.get(name)?.metadata?.labels?.['topology.kubernetes.io/zone']; }
+
   /** The pod controllers, for tests that await them. */
   podControllers(): PodController[] { return [...this.#running.values()].map((r) => r.pods); }
 
@@ -175,39 +200,72 @@ export class MemberVirtualNodes {
   async #sync(): Promise<void> {
     if (this.#stopped || !this.#hostNodes.hasSynced) return;
     const base = this.#o.member.nodeName;
+    const granularity = this.#o.member.nodes ?? CLUSTER_GRANULARITY;
+    // Nodes deleted here stay out until the informer shows them gone (a sync owed meanwhile would start them again).
+    for (const [name, uid] of this.#removed) if (this.#hostNodes.get(name)?.metadata?.uid !== uid) this.#removed.delete(name);
+    const hostNodes = this.#hostNodes.list().filter((n) => !this.#removed.has(n.metadata?.name ?? ''));
     // The whole member's node needs no look at the member's nodes: it registers at once, reachable or not.
-    const groups = this.#groups ?? ((this.#o.member.nodes ?? CLUSTER_GRANULARITY).mode === 'cluster' ? [{ kind: 'cluster' as const }] : undefined);
+    const groups = this.#groups ?? (granularity.mode === 'cluster' ? [{ kind: 'cluster' as const }] : undefined);
     if (!groups) {
       // The member's nodes are not listed yet: the virtual nodes it has run on as they are.
-      for (const n of this.#hostNodes.list()) {
+      for (const n of hostNodes) {
         const name = n.metadata?.name ?? '';
         const group = this.#recordedGroup(n, base);
-        if (group && !this.#running.has(name)) await this.#startOne(name, group, isRetiring(n));
+        if (group && !this.#running.has(name)) await this.#startOne(name, group, isRetiring(n) ? retiringReason(group, granularity) : undefined);
       }
       return;
     }
     const desired = new Map(groups.map((g) => [virtualNodeName(base, g), g]));
     for (const [name, group] of desired) {
-      const r = this.#running.get(name) ?? await this.#startOne(name, group, false);
+      let r = this.#running.get(name);
+      // Another granularity can name another group alike (two pool labels with the same values): it is the new group's.
+      if (r && groupId(r.group) !== groupId(group)) {
+        this.#running.delete(name);
+        this.#stopOne(r);
+        r = undefined;
+      }
+      r ??= await this.#startOne(name, group, undefined);
       r?.node.retire(false);
     }
-    // This member's nodes of earlier granularities (their group recorded on them; the member's own node name, before
-    // groups were recorded, is the whole member's).
-    for (const n of this.#hostNodes.list()) {
+    // This member's nodes of earlier granularities, or of groups gone (their group recorded on them).
+    for (const n of hostNodes) {
       const name = n.metadata?.name ?? '';
       const group = this.#recordedGroup(n, base);
       if (desired.has(name) || !group) continue;
-      const r = this.#running.get(name) ?? await this.#startOne(name, group, true);
-      r?.node.retire(true);
+      const reason = retiringReason(group, granularity);
+      const r = this.#running.get(name) ?? await this.#startOne(name, group, reason);
+      r?.node.retire(true, reason);
     }
+    // The groups may have changed during the awaits above: a node is removed only if still not shown.
+    const shown = new Set((this.#groups ?? groups).map((g) => virtualNodeName(base, g)));
     for (const r of [...this.#running.values()]) {
-      if (!desired.has(r.name)) await this.#removeIfEmpty(r);
+      if (!desired.has(r.name) && !shown.has(r.name)) await this.#removeIfEmpty(r);
+    }
+    this.#sweepOrphans(hostNodes);
+  }
+
+  /**
+   * Delegates of a virtual node of this member that no longer exists on the host and runs here (deleted by someone,
+   * or removed while a delegate for it was still being made): no controller looks after them, and their proxies,
+   * bound to a node that is gone, are the host's pod garbage collector's. They are deleted.
+   */
+  #sweepOrphans(hostNodes: V1Node[]): void {
+    if (!this.#groups || !this.#o.provider.hasSynced()) return;
+    const known = new Set(hostNodes.map((n) => n.metadata?.name ?? ''));
+    for (const vn of this.#o.cluster.delegates.virtualNodes()) {
+      if (this.#running.has(vn) || known.has(vn)) continue;
+      for (const key of this.#o.cluster.delegates.hostKeysOf(vn)) {
+        const [namespace = '', name = ''] = key.split('/');
+        this.#log.info({ pod: key, node: vn }, 'deleting a delegate whose virtual node is gone');
+        void this.#o.provider.deletePod(namespace, name).catch((err: unknown) =>
+          this.#log.warn({ pod: key, err: toKubeError(err).message }, 'could not delete a delegate whose virtual node is gone'));
+      }
     }
   }
 
   /**
    * The group a host node of this member records, when the node is the one clusterlet names for that group (the
-   * member's own node name, before groups were recorded, is the whole member's); undefined for any other node.
+   * member's own node name, without a recorded group, is the whole member's); undefined for any other node.
    */
   #recordedGroup(n: V1Node, base: string): NodeGroup | undefined {
     const name = n.metadata?.name ?? '';
@@ -215,23 +273,33 @@ export class MemberVirtualNodes {
     return group && virtualNodeName(base, group) === name ? group : undefined;
   }
 
-  /** A retiring node without pods is deleted and its controllers stopped. */
+  /**
+   * A retiring node without pods is deleted and its controllers stopped. Pods that hold no node, as `kubectl drain`
+   * counts (DaemonSet pods, which tolerate every taint and run nowhere through clusterlet, and pods that have ended),
+   * do not keep it: the host's pod garbage collector takes them with the node.
+   */
   async #removeIfEmpty(r: Running): Promise<void> {
     if (r.removing || !r.podsStarted || !r.pods.proxies.hasSynced || !this.#o.provider.hasSynced()) return;
-    if (r.pods.proxies.size > 0 || r.view.podCount() > 0) return;
+    if (r.pods.proxies.list().some((p) => !isDaemonSetPod(p) && !isTerminal(p)) || r.view.podCount() > 0) return;
     r.removing = true;
     this.#running.delete(r.name);
     this.#stopOne(r);
+    const uid = r.node.node?.metadata?.uid;
+    if (uid) this.#removed.set(r.name, uid);
     try {
       await r.node.remove();
     } catch (err) {
+      this.#removed.delete(r.name);
       this.#log.warn({ node: r.name, err: toKubeError(err).message }, 'could not delete a retired virtual node; trying again');
       this.#reconcile.next();
     }
   }
 
-  /** Starts a node's controllers; `retiring`: it starts with the retiring taint (a node of an earlier granularity). */
-  async #startOne(name: string, group: NodeGroup, retiring: boolean): Promise<Running | undefined> {
+  /**
+   * Starts a node's controllers; `retiring` (why): it starts with the retiring taint (a node of an earlier granularity,
+   * or of a group gone).
+   */
+  async #startOne(name: string, group: NodeGroup, retiring: RetiringReason | undefined): Promise<Running | undefined> {
     if (this.#refused.has(name)) return undefined;
     if (!(await this.#mayUse(name))) return undefined;
     if (this.#stopped || this.#running.has(name)) return this.#running.get(name);
@@ -246,16 +314,16 @@ export class MemberVirtualNodes {
       { watchSilenceMs: o.watchSilenceMs, ...o.nodeOptions, nodes: this.#hostNodes });
     const ownProxies = name !== o.member.nodeName;
     const proxies = ownProxies ? proxyInformer(o.host, name, log, o.watchSilenceMs) : o.baseProxies;
-    const view = new VirtualNodePods(o.provider, o.cluster.delegates, { name, group });
+    const view = new VirtualNodePods(o.provider, o.cluster.delegates, { name, group }, proxies);
     const pods = new PodController(o.host, view, log, {
       nodeName: name, member: o.member.name, workers: o.podSyncWorkers, watchSilenceMs: o.watchSilenceMs, proxies,
     });
-    const runtime = new MemberRuntime(o.cluster, pods.proxies, { log: log.child({ component: 'kubelet-api' }) });
+    const runtime = new MemberRuntime(o.cluster, pods.proxies, { log: log.child({ component: 'kubelet-api' }), virtualNode: name });
     // A retiring node's last pod gone: it may go.
     const watch = proxies.events$.subscribe((ev) => { if (ev.type === 'DELETED') this.#reconcile.next(); });
     const r: Running = { name, port, group, node, pods, view, runtime, ownProxies, podsStarted: false, removing: false, watch };
     this.#running.set(name, r);
-    node.retire(retiring);
+    node.retire(retiring !== undefined, retiring);
     node.start();
     if (ownProxies) proxies.start();
     if (this.#podsOn) this.#startPods(r);
@@ -277,11 +345,13 @@ export class MemberVirtualNodes {
     if (r.port !== this.#o.kubeletPort) this.#o.ports?.close(r.port);
   }
 
-  /** The node's kubelet API port: its own for a group's node (VirtualNodesOptions.ports), else the member's. */
+  /**
+   * The node's kubelet API port: the member's for the member's own node name, its own for any other
+   * (VirtualNodesOptions.ports), whatever the granularity now.
+   */
   async #portFor(name: string, log: Logger): Promise<number> {
     const o = this.#o;
-    const grouped = (o.member.nodes ?? CLUSTER_GRANULARITY).mode !== 'cluster';
-    if (!grouped || !o.ports || name === o.member.nodeName) return o.kubeletPort;
+    if (!o.ports || name === o.member.nodeName) return o.kubeletPort;
     return o.ports.open().catch((err: unknown) => {
       log.warn({ err: (err as Error).message, port: o.kubeletPort }, 'could not open a kubelet API port of its own; the node shares the member\'s');
       return o.kubeletPort;

@@ -28,6 +28,12 @@ const SHARED_LABELS = [
 
 type ResourceList = { [name: string]: string } | undefined;
 
+/** A virtual kubelet's node (type=virtual-kubelet), or one of clusterlet's (its clusterlet.io/member label). */
+export function isVirtualNode(node: V1Node): boolean {
+  const labels = node.metadata?.labels ?? {};
+  return labels['type'] === 'virtual-kubelet' || labels[MEMBER_LABEL] !== undefined;
+}
+
 /**
  * Ready, schedulable, not cordoned and not a virtual node: any virtual kubelet's (type=virtual-kubelet), or one of
  * clusterlet's (its clusterlet.io/member label, whatever labels a user added). Other clusterlet.io/ labels on a real
@@ -35,8 +41,7 @@ type ResourceList = { [name: string]: string } | undefined;
  */
 export function nodeIsUsable(node: V1Node): boolean {
   const ready = node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
-  const labels = node.metadata?.labels ?? {};
-  const virtual = labels['type'] === 'virtual-kubelet' || labels[MEMBER_LABEL] !== undefined;
+  const virtual = isVirtualNode(node);
   const cordoned = (node.spec?.taints ?? []).some(
     (t) => t.key === UNSCHEDULABLE_TAINT && (t.effect === 'NoSchedule' || t.effect === 'NoExecute'),
   );
@@ -167,8 +172,8 @@ export function aggregateCapacityFromRequests(nodes: V1Node[], usage: RequestsBy
 }
 
 /** The shared labels (SHARED_LABELS) whose value is the same on every usable node; empty when there is none. */
-export function sharedNodeLabels(nodes: V1Node[]): Record<string, string> {
-  const usable = nodes.filter(nodeIsUsable);
+export function sharedNodeLabels(nodes: V1Node[], opts: SharedOptions = {}): Record<string, string> {
+  const usable = sharedAmong(nodes, opts);
   const shared: Record<string, string> = {};
   if (usable.length === 0) return shared;
   for (const key of SHARED_LABELS) {
@@ -179,6 +184,17 @@ export function sharedNodeLabels(nodes: V1Node[]): Record<string, string> {
   return shared;
 }
 
+/**
+ * `all`: the labels and taints of a group of member nodes (a pool's, a member node's: forge/groups.ts) are those of
+ * all its nodes, Ready or not: they describe the group, and do not come and go with its nodes' readiness. Without,
+ * those of the usable nodes (the whole member's node).
+ */
+export interface SharedOptions { all?: boolean }
+
+function sharedAmong(nodes: V1Node[], opts: SharedOptions): V1Node[] {
+  return nodes.filter(opts.all ? (n) => !isVirtualNode(n) : nodeIsUsable);
+}
+
 /** Taint keys the host's own controllers and virtual kubelets own: never copied from member nodes. */
 const OWN_TAINT_PREFIXES = ['node.kubernetes.io/', 'node.cloudprovider.kubernetes.io/', 'virtual-kubelet.io/'];
 
@@ -187,8 +203,8 @@ const OWN_TAINT_PREFIXES = ['node.kubernetes.io/', 'node.cloudprovider.kubernete
  * tolerates none of the member's dedicated nodes does not bind to the virtual node; the node-lifecycle and cloud
  * provider taints are the host's own business and never copied. Sorted by key, effect.
  */
-export function sharedTaints(nodes: V1Node[]): V1Taint[] {
-  const usable = nodes.filter(nodeIsUsable);
+export function sharedTaints(nodes: V1Node[], opts: SharedOptions = {}): V1Taint[] {
+  const usable = sharedAmong(nodes, opts);
   const [first, ...rest] = usable;
   if (!first) return [];
   const id = (t: V1Taint): string => `${t.key}=${t.value ?? ''}:${t.effect}`;

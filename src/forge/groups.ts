@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import type { V1Affinity, V1Node, V1NodeSelectorRequirement, V1NodeSelectorTerm, V1PodSpec } from '@kubernetes/client-node';
 import { NAME_MAX } from './namespace.ts';
+import { isVirtualNode } from './capacity.ts';
 
 /** The granularity of a member's virtual nodes (provider config `nodes`, flag --nodes). */
 export type NodeGranularity = { mode: 'cluster' } | { mode: 'pool'; label: string } | { mode: 'node' };
@@ -62,13 +63,16 @@ export function inGroup(node: V1Node, group: NodeGroup): boolean {
 }
 
 /**
- * The groups of the member's nodes under `g`, by id, each with its nodes, in the order of their ids. In cluster mode
- * the one group exists even without nodes (the member's virtual node shows it has none).
+ * The groups of the member's nodes under `g`, by id, each with its nodes, in the order of their ids; the member's own
+ * virtual nodes are in none. In cluster mode the one group exists even without nodes (the member's virtual node shows
+ * it has none).
  */
 export function memberGroups(nodes: readonly V1Node[], g: NodeGranularity): Map<string, { group: NodeGroup; nodes: V1Node[] }> {
   const out = new Map<string, { group: NodeGroup; nodes: V1Node[] }>();
   if (g.mode === 'cluster') return new Map([['cluster', { group: { kind: 'cluster' }, nodes: [...nodes] }]]);
+  // Virtual nodes of the member (another virtual kubelet's, another clusterlet's) run nothing of ours: no group.
   for (const node of nodes) {
+    if (isVirtualNode(node)) continue;
     const group = groupOf(node, g);
     if (!group) continue;
     const id = groupId(group);

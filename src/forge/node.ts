@@ -47,7 +47,7 @@ export interface NodeContext {
   hostAPI?: { available: boolean; message: string };
   /**
    * The group of member nodes the node stands for (forge/groups.ts), recorded on it (GROUP_ANNOTATION); undefined is
-   * the whole member, unrecorded (as before groups existed).
+   * the whole member, not recorded.
    */
   group?: NodeGroup;
 }

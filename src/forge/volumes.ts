@@ -5,12 +5,14 @@
 // PV controller's storage-provisioner annotation, a volume pre-bound to its claim by claimRef.
 import type {
   V1PersistentVolume, V1PersistentVolumeClaim, V1PersistentVolumeClaimCondition, V1PersistentVolumeClaimStatus, V1Pod,
-  V1StorageClass, V1Volume,
+  V1NodeSelectorRequirement, V1StorageClass, V1Volume,
 } from '@kubernetes/client-node';
 import {
   CLAIM_UID_ANNOTATION, HOSTNAME_LABEL, MEMBER_CLAIM_ANNOTATION, MEMBER_LABEL, PROXY_NAMESPACE_ANNOTATION, RECLAIM_POLICY_ANNOTATION,
   VOLUME_FINALIZER,
 } from './keys.ts';
+
+const ZONE_LABEL = 'topology.kubernetes.io/zone';
 import { ownerLabels, type Owner } from './owner.ts';
 import { compare, parseQuantity } from './quantity.ts';
 import { sortedJSON } from './refs.ts';
@@ -39,6 +41,8 @@ export interface StorageContext {
    * claim whichever of them the scheduler selected, and pins the volume to that one.
    */
   isOwnNode?: (name: string) => boolean;
+  /** With isOwnNode: the zone of one of the member's virtual nodes (its topology.kubernetes.io/zone), if it has one. */
+  zoneOf?: (name: string) => string | undefined;
   /** The host StorageClass. */
   className: string;
   reclaimPolicy: ReclaimPolicy;
@@ -220,17 +224,24 @@ export function forgeHostVolume(claim: V1PersistentVolumeClaim, v: VolumeState, 
       storageClassName: ctx.className,
       persistentVolumeReclaimPolicy: ctx.reclaimPolicy,
       claimRef: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace, name, uid },
-      nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: HOSTNAME_LABEL, operator: 'In',
-        values: [pinnedNode(claim, ctx)] }] }] } },
+      nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: volumeTopology(claim, ctx) }] } },
       csi: { driver: CSI_DRIVER, volumeHandle: v.location, volumeAttributes: { member: ctx.member } },
     }),
   };
 }
 
-/** The virtual node a claim's volume is pinned to: the one the scheduler selected for it, if ours, else the member's. */
-function pinnedNode(claim: V1PersistentVolumeClaim, ctx: StorageContext): string {
+/**
+ * Where a claim's volume may be used: on the member's virtual node; for a member shown as several (its pools', its
+ * nodes'), on any of them (their clusterlet.io/member label) in the zone of the one the scheduler selected, when that
+ * one has a zone. Not pinned to one of them: a node of a pool or member node goes when its group goes or the member's
+ * granularity changes, and the volume stays usable from the others.
+ */
+function volumeTopology(claim: V1PersistentVolumeClaim, ctx: StorageContext): V1NodeSelectorRequirement[] {
+  if (!ctx.isOwnNode) return [{ key: HOSTNAME_LABEL, operator: 'In', values: [ctx.nodeName] }];
   const selected = claim.metadata?.annotations?.[SELECTED_NODE_ANNOTATION];
-  return selected !== undefined && isOwnSelected(selected, ctx) ? selected : ctx.nodeName;
+  const zone = selected === undefined ? undefined : ctx.zoneOf?.(selected);
+  return [{ key: MEMBER_LABEL, operator: 'In', values: [ctx.member] },
+    ...zone === undefined ? [] : [{ key: ZONE_LABEL, operator: 'In', values: [zone] }]];
 }
 
 /** A host volume this member's provisioner made. */

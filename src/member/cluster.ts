@@ -15,7 +15,7 @@ import { PodRequests } from './requests.ts';
 import { DelegateIndex } from './delegates.ts';
 import { toKubeError } from '../kube/errors.ts';
 
-import { aggregateCapacityFromRequests, nodeSystemInfo, sharedNodeLabels, sharedTaints } from '../forge/capacity.ts';
+import { aggregateCapacityFromRequests, isVirtualNode, nodeSystemInfo, sharedNodeLabels, sharedTaints } from '../forge/capacity.ts';
 import { ownedBy, type Owner } from '../forge/owner.ts';
 import { memberFit, type FitAnswer } from '../forge/fit.ts';
 import { CLUSTER_GRANULARITY, groupId, inGroup, memberGroups, type NodeGroup } from '../forge/groups.ts';
@@ -201,14 +201,16 @@ export class MemberCluster implements NodeProvider {
 
   #computeCapacity(group: NodeGroup): Omit<NodeState, 'reachable' | 'unreachableReason' | 'backendVersion'> {
     const all = this.nodes.list();
-    const nodes = group.kind === 'cluster' ? all : all.filter((n) => inGroup(n, group));
+    const grouped = group.kind !== 'cluster';
+    const nodes = grouped ? all.filter((n) => inGroup(n, group) && !isVirtualNode(n)) : all;
     const agg = aggregateCapacityFromRequests(nodes, this.#usage.byNode);
     const info = nodeSystemInfo(nodes);
     // A pool's virtual node shows its pool label: every node of the pool has it.
     const poolLabel = group.kind === 'pool' ? { [group.label]: group.value } : {};
     return {
       synced: true, readyNodes: agg.nodeCount, capacity: agg.capacity, allocatable: agg.allocatable,
-      topologyLabels: { ...sharedNodeLabels(nodes), ...poolLabel }, taints: sharedTaints(nodes), operatingSystem: info.operatingSystem,
+      topologyLabels: { ...sharedNodeLabels(nodes, { all: grouped }), ...poolLabel }, taints: sharedTaints(nodes, { all: grouped }),
+      operatingSystem: info.operatingSystem,
       architecture: info.architecture, ...(group.kind === 'cluster' ? {} : { groupNodes: nodes.length }),
     };
   }

@@ -119,6 +119,9 @@ export class DelegateIndex {
   /** Host keys of the delegates of one virtual node's proxies. */
   hostKeysOf(virtualNode: string): string[] { return [...this.#byNode.get(virtualNode) ?? []]; }
 
+  /** The virtual nodes that have delegates. */
+  virtualNodes(): string[] { return [...this.#byNode.keys()]; }
+
   /** How many delegates one virtual node's proxies have. */
   sizeOf(virtualNode: string): number { return this.#byNode.get(virtualNode)?.size ?? 0; }
 

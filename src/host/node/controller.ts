@@ -64,8 +64,8 @@ export class NodeController {
   #opts: Required<Omit<NodeControllerOptions, 'nodes'>>;
   /** The informer is someone else's (NodeControllerOptions.nodes). */
   #sharedNodes: boolean;
-  /** A node of an earlier granularity, kept while pods are bound to it: it carries RETIRING_TAINT. */
-  #retiring = false;
+  /** A node of an earlier granularity or of a group gone, kept while pods are bound to it: the retiring taint's value. */
+  #retiring: string | undefined;
   /** The node is being removed: it is not registered again. */
   #removed = false;
 
@@ -112,14 +112,18 @@ export class NodeController {
     if (!this.#sharedNodes) this.#node.stop();
   }
 
-  /** Whether the node is one of an earlier granularity, kept while pods are bound to it (RETIRING_TAINT) or not. */
-  retire(retiring: boolean): void {
-    if (this.#retiring === retiring) return;
-    this.#retiring = retiring;
+  /**
+   * Whether the node is one of an earlier granularity or of a group gone, kept while pods are bound to it (the
+   * retiring taint, its value `reason`), or not.
+   */
+  retire(retiring: boolean, reason: string = RETIRING_TAINT.value ?? ''): void {
+    const next = retiring ? reason : undefined;
+    if (this.#retiring === next) return;
+    this.#retiring = next;
     this.#queue.add('node');
   }
 
-  get retiring(): boolean { return this.#retiring; }
+  get retiring(): boolean { return this.#retiring !== undefined; }
 
   /**
    * Stops and deletes the node (its Lease goes with it, owned by it): the node of a group that is no longer shown,
@@ -139,7 +143,8 @@ export class NodeController {
   async #sync(): Promise<void> {
     const shown = this.#state;
     if (!shown || !this.#node.hasSynced || this.#removed) return;
-    const state = this.#retiring ? { ...shown, taints: [...shown.taints ?? [], RETIRING_TAINT] } : shown;
+    const retiring = this.#retiring;
+    const state = retiring !== undefined ? { ...shown, taints: [...shown.taints ?? [], { ...RETIRING_TAINT, value: retiring }] } : shown;
     const now = new Date();
     const current = this.#current();
     if (!current) {

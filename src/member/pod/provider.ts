@@ -132,7 +132,8 @@ export class MemberPodProvider implements PodProvider {
     // none: no inner stream is made for those (this runs for every watch event of a delegate).
     const released$ = delegateChanges$.pipe(mergeMap(({ creation }) => (creation?.events.length ? from(creation.events) : EMPTY)));
     const events$ = memberPodEvents(member, this.#creations, released$, log, this.#opts.eventReplayWindowMs);
-    this.podEvents$ = this.tokens ? merge(events$, this.tokens.warnings$) : events$;
+    // One stream for all subscribers (each virtual node's view): the events are read and told once.
+    this.podEvents$ = (this.tokens ? merge(events$, this.tokens.warnings$) : events$).pipe(share());
   }
 
   get #ctxBase(): Omit<DelegateContext, 'memberNamespace'> {

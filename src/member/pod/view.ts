@@ -8,6 +8,9 @@ import type { CreateOptions, PodChange, PodEvent, PodNotice, PodProvider, Provid
 import type { MemberPodProvider, VirtualNodeTarget } from './provider.ts';
 import type { DelegateIndex } from '../delegates.ts';
 
+/** The proxies a view's pod controller has, by host key. */
+export interface ProxyLookup { get(key: string): unknown }
+
 export class VirtualNodePods implements PodProvider {
   readonly podChanges$: Observable<PodChange>;
   readonly podEvents$: Observable<PodEvent>;
@@ -17,7 +20,12 @@ export class VirtualNodePods implements PodProvider {
   #provider: MemberPodProvider;
   #delegates: DelegateIndex;
 
-  constructor(provider: MemberPodProvider, delegates: DelegateIndex, target: VirtualNodeTarget) {
+  /**
+   * `proxies`: the proxies of this node's controller. A delegate's lifecycle change reaches the view of its proxy's
+   * node whatever node the delegate was of (a pod of that name recreated on another node waits for the old delegate to
+   * go, and is told when it does).
+   */
+  constructor(provider: MemberPodProvider, delegates: DelegateIndex, target: VirtualNodeTarget, proxies?: ProxyLookup) {
     this.#provider = provider;
     this.#delegates = delegates;
     this.target = target;
@@ -25,11 +33,15 @@ export class VirtualNodePods implements PodProvider {
     // A change that names no virtual node (an object a waiting pod needs appeared, a resize refused, room for a pod
     // that did not fit) goes to every view: a controller without that proxy does nothing with it.
     this.podChanges$ = provider.podChanges$.pipe(
-      filter((c) => c.virtualNode === undefined || c.virtualNode === name),
+      filter((c) => c.virtualNode === undefined || c.virtualNode === name || (c.lifecycle && proxies?.get(c.key) !== undefined)),
       map(({ virtualNode: _, ...c }) => c),
     );
-    // Events are written onto proxies this node's controller has: others' are dropped there.
-    this.podEvents$ = provider.podEvents$;
+    // The member's events about this node's delegates (and about pods whose delegate is gone, which only the
+    // controller that has the proxy writes).
+    this.podEvents$ = provider.podEvents$.pipe(filter((e) => {
+      const node = delegates.virtualNodeOf(e.namespace, e.name);
+      return node === undefined || node === name;
+    }));
     this.resync$ = provider.resync$;
     this.unreachable$ = provider.unreachable$;
   }
@@ -56,7 +68,20 @@ export class VirtualNodePods implements PodProvider {
 
   creating(namespace: string, name: string): boolean { return this.#provider.creating(namespace, name); }
 
-  createPod(proxy: V1Pod, opts?: CreateOptions): Promise<PodNotice[]> { return this.#provider.createPod(proxy, opts, this.target); }
+  /**
+   * Creates the proxy's delegate for this node. While a delegate of another node's pod of that name is there (its pod
+   * deleted, its controller deleting it), the create waits: it fails, to be retried, and the change of that delegate's
+   * end wakes this node's controller.
+   */
+  createPod(proxy: V1Pod, opts?: CreateOptions): Promise<PodNotice[]> {
+    const { namespace = '', name = '' } = proxy.metadata ?? {};
+    const other = this.#delegates.virtualNodeOf(namespace, name);
+    if (other !== undefined && other !== this.target.name) {
+      return Promise.reject(new Error(`the delegate of an earlier pod ${namespace}/${name}, of virtual node ${other}, is still there: `
+        + 'this one is created once it is gone'));
+    }
+    return this.#provider.createPod(proxy, opts, this.target);
+  }
 
   async updatePod(proxy: V1Pod): Promise<PodNotice[]> {
     const { namespace = '', name = '' } = proxy.metadata ?? {};

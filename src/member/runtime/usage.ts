@@ -12,7 +12,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { LRUCache } from 'lru-cache';
 import { upTo } from '../../util/lru.ts';
 import { parseQuantity } from '../../forge/quantity.ts';
-import { NODE_LABEL } from '../../forge/keys.ts';
+import { NODE_LABEL, VIRTUAL_NODE_LABEL } from '../../forge/keys.ts';
 import type { HostRef } from '../../forge/owner.ts';
 import { namespacedName, objectId } from '../../forge/meta.ts';
 import type { Informer } from '../../kube/informer.ts';
@@ -149,6 +149,11 @@ export interface MemberUsageOptions {
   cacheMs?: number;
   /** Member nodes scraped at once. */
   concurrency?: number;
+  /**
+   * The virtual node, when it is a pool's or a member node's (not the member's own node name): the metrics API is
+   * asked for its delegates only (their clusterlet.io/virtual-node label).
+   */
+  virtualNode?: string;
 }
 
 /** What MemberUsage reads of the member: its client, its nodes (for their metrics path) and this node's delegates. */
@@ -158,7 +163,7 @@ export type UsageCluster = Pick<MemberCluster, 'client' | 'nodes' | 'delegates' 
 export class MemberUsage {
   #cluster: UsageCluster;
   #proxies: ProxyLookup;
-  #opts: Required<MemberUsageOptions>;
+  #opts: Required<Omit<MemberUsageOptions, 'virtualNode'>> & Pick<MemberUsageOptions, 'virtualNode'>;
   #cache: { at: number; usage: Promise<MeasuredNodeUsage> } | undefined;
   /** Last cumulative reading per container (host uid/container), for rates. */
   #last = new LRUCache<string, { cpuSeconds: number; timestamp: number }>(upTo(100_000));
@@ -170,7 +175,7 @@ export class MemberUsage {
   constructor(cluster: UsageCluster, proxies: ProxyLookup, opts: MemberUsageOptions) {
     this.#cluster = cluster;
     this.#proxies = proxies;
-    this.#opts = { cacheMs: opts.cacheMs ?? 5_000, concurrency: opts.concurrency ?? 8, log: opts.log };
+    this.#opts = { cacheMs: opts.cacheMs ?? 5_000, concurrency: opts.concurrency ?? 8, log: opts.log, virtualNode: opts.virtualNode };
   }
 
   usage(): Promise<MeasuredNodeUsage> {
@@ -229,7 +234,9 @@ export class MemberUsage {
 
   async #fromMetricsApi(delegates: DelegateRef[], now: number): Promise<MeasuredPodUsage[]> {
     try {
-      const text = await this.#read(`/apis/metrics.k8s.io/v1beta1/pods?labelSelector=${encodeURIComponent(`${NODE_LABEL}=${this.#cluster.owner.node}`)}`);
+      const vn = this.#opts.virtualNode;
+      const selector = vn !== undefined && vn !== this.#cluster.owner.node ? `${VIRTUAL_NODE_LABEL}=${vn}` : `${NODE_LABEL}=${this.#cluster.owner.node}`;
+      const text = await this.#read(`/apis/metrics.k8s.io/v1beta1/pods?labelSelector=${encodeURIComponent(selector)}`);
       const pods = usageFromPodMetrics((JSON.parse(text) as { items?: PodMetricsItem[] }).items ?? [], delegates, now);
       for (const p of pods) this.#integrate(p);
       return pods;

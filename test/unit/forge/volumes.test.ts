@@ -157,6 +157,32 @@ describe('memberVolumeState and volumeReady', () => {
   });
 });
 
+describe('storage of a member shown per pool or per node (isOwnNode)', () => {
+  const own = new Set(['clusterlet-eu-gpu', 'clusterlet-eu-cpu']);
+  const zones: Record<string, string> = { 'clusterlet-eu-gpu': 'eu-1a' };
+  const grouped: StorageContext = { ...ctx, isOwnNode: (n) => own.has(n), zoneOf: (n) => zones[n] };
+  const selected = (node: string) => claim({ annotations: { 'volume.kubernetes.io/selected-node': node } });
+
+  it('the class allows every node of the member (its clusterlet.io/member label)', () => {
+    assert.deepEqual(forgeHostStorageClass(grouped).allowedTopologies,
+      [{ matchLabelExpressions: [{ key: 'clusterlet.io/member', values: ['eu'] }] }]);
+  });
+
+  it('provisions for a claim whichever of the member\'s nodes the scheduler selected, and no other node\'s', () => {
+    for (const [node, want] of [['clusterlet-eu-gpu', true], ['clusterlet-eu-cpu', true], ['clusterlet-eu', true], ['another-node', false]] as const) {
+      assert.equal(shouldProvision(selected(node), grouped), want, node);
+    }
+    assert.equal(shouldProvision(selected('clusterlet-eu-gpu'), ctx), false, 'one node per member: that node only');
+  });
+
+  it('pins the volume to the member\'s nodes, in the zone of the node selected when it has one, not to that node', () => {
+    const terms = (node: string) => forgeHostVolume(selected(node), state({ capacity: '1Gi' }), grouped).spec?.nodeAffinity?.required?.nodeSelectorTerms;
+    assert.deepEqual(terms('clusterlet-eu-gpu'), [{ matchExpressions: [
+      { key: 'clusterlet.io/member', operator: 'In', values: ['eu'] }, { key: 'topology.kubernetes.io/zone', operator: 'In', values: ['eu-1a'] }] }]);
+    assert.deepEqual(terms('clusterlet-eu-cpu'), [{ matchExpressions: [{ key: 'clusterlet.io/member', operator: 'In', values: ['eu'] }] }]);
+  });
+});
+
 describe('forgeHostVolume', () => {
   it('named after the claim, pre-bound to it, the member\'s size, pinned to the virtual node, the member claim recorded, finalized', () => {
     assert.deepEqual(forgeHostVolume(claim(), state({ capacity: '2Gi' }), ctx), {

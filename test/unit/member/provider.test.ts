@@ -801,3 +801,28 @@ describe('MemberPodProvider: a delegate that fits no member node', () => {
     assert.deepEqual(changes.filter((c) => c.key === 'shop/big'), [], 'no longer waiting for room');
   });
 });
+
+describe('podEvents$ with several subscribers (one per virtual node view)', () => {
+  const event = (uid: string, resourceVersion: string, pod: { name: string; uid?: string }): CoreV1Event => ({
+    metadata: { namespace: 'h-shop', name: `${pod.name}.${uid}`, uid, resourceVersion },
+    involvedObject: { kind: 'Pod', namespace: 'h-shop', name: pod.name, uid: pod.uid },
+    type: 'Warning', reason: 'BackOff', message: 'Back-off', count: 1,
+    firstTimestamp: new Date(Date.now() - 6000), lastTimestamp: new Date(Date.now() - 1000),
+    source: { component: 'kubelet', host: 'worker-1' },
+  });
+
+  it('passes each member event to every subscriber (each VirtualNodePods view subscribes the provider once)', async () => {
+    const w = world({ eventReplayWindowMs: 60_000 });
+    await w.provider.createPod(proxy('web'));
+    const web = { name: 'web', uid: w.memberPod('h-shop', 'web')?.metadata?.uid };
+    const first: PodEvent[] = [];
+    const second: PodEvent[] = [];
+    const s1 = w.provider.podEvents$.subscribe((e) => first.push(e));
+    const s2 = w.provider.podEvents$.subscribe((e) => second.push(e));
+    stops.push(() => { s1.unsubscribe(); s2.unsubscribe(); });
+    const watch = await w.member.events.watch(1);
+    watch.send('ADDED', event('ev-1', '10', web));
+    assert.equal(first.length, 1, 'the first subscriber sees it');
+    assert.equal(second.length, 1, 'the second subscriber (the view of the node that has the proxy) sees it too');
+  });
+});

@@ -69,11 +69,14 @@ function world(opts: Partial<MemberPodProviderOptions> = {}) {
   const cluster: ProviderMember = { client: member.client(), config, hostName: HOST, owner, pods, delegates, probe$, reachable: true };
   const provider = new MemberPodProvider(cluster, mirror, log, { nodeName: NODE, hostIP: '10.1.2.3', ...opts });
   const view = (name: string, group: NodeGroup) => {
-    const v = new VirtualNodePods(provider, delegates, { name, group });
+    // The proxies the view's controller has (host keys): a lifecycle change of one of them reaches the view whatever
+    // virtual node the delegate was of.
+    const held = new Set<string>();
+    const v = new VirtualNodePods(provider, delegates, { name, group }, { get: (key) => (held.has(key) ? {} : undefined) });
     const changes: PodChange[] = [];
     const sub = v.podChanges$.subscribe((c) => changes.push(c));
     stops.push(() => sub.unsubscribe());
-    return { v, changes };
+    return { v, changes, held };
   };
   const gpu = view(GPU, pool('gpu'));
   const cpu = view(CPU, pool('cpu'));
@@ -190,5 +193,25 @@ describe('VirtualNodePods', () => {
     await eventually('every view woken', () => woken(gpu.changes) && woken(cpu.changes) && woken(own.changes));
     await settle();
     for (const cs of [gpu.changes, cpu.changes, own.changes]) assert.deepEqual(cs, [{ key: 'shop/big', lifecycle: true }]);
+  });
+});
+
+describe('a pod of the same name bound to another virtual node (a StatefulSet pod force-deleted and recreated)', () => {
+  it('is not taken as created while the old node\'s delegate is there; the new node\'s view is told once it is gone', async () => {
+    const { member, gpu, cpu, memberPod } = world();
+    await gpu.v.createPod(proxy('db-0'));                       // old proxy uid-db-0 on the gpu node
+    const newer: V1Pod = { ...proxy('db-0'), metadata: { namespace: 'shop', name: 'db-0', uid: 'uid-db-0-new' } };
+    cpu.held.add('shop/db-0');
+    // The cpu node's controller sees no delegate of its own: its create waits until the old one is gone.
+    assert.equal(cpu.v.getPod('shop', 'db-0'), undefined);
+    await assert.rejects(cpu.v.createPod(newer), /of virtual node vnode-a-gpu, is still there/);
+    assert.equal(memberPod('db-0')?.metadata?.labels?.['clusterlet.io/proxy-uid'], 'uid-db-0', 'still the old pod\'s delegate');
+    // The gpu node's controller deletes its orphan.
+    await gpu.v.deletePod('shop', 'db-0', 0);
+    await settle();
+    assert.equal(memberPod('db-0'), undefined);
+    assert.ok(cpu.changes.some((c) => c.key === 'shop/db-0' && c.lifecycle),
+      'the cpu view gets a lifecycle change for shop/db-0 once the old delegate is gone (else its pod waits for the 5 min resync)');
+    void member;
   });
 });

@@ -182,7 +182,9 @@ export const metrics = {
     name: 'clusterlet_queue_depth', help: 'Keys waiting in a work queue.',
     labelNames: ['queue'] as const, registers: [registry],
     collect() {
-      for (const q of queueDepths) this.set({ queue: q.name }, q.depth);
+      const sums = new Map<string, number>();
+      for (const q of queueDepths) sums.set(q.name, (sums.get(q.name) ?? 0) + q.depth);
+      for (const [queue, depth] of sums) this.set({ queue }, depth);
     },
   }),
   kubeletApiRequests: new Counter({

@@ -311,12 +311,13 @@ export class MemberVirtualNodes {
       return this.#running.get(name);
     }
     const node = new NodeController(o.host, { ...o.node, nodeName: name, group, kubeletPort: port }, o.cluster.nodeProvider(group), log,
-      { watchSilenceMs: o.watchSilenceMs, ...o.nodeOptions, nodes: this.#hostNodes });
+      { watchSilenceMs: o.watchSilenceMs, ...o.nodeOptions, nodes: this.#hostNodes, queueName: this.#queueName(name) });
     const ownProxies = name !== o.member.nodeName;
     const proxies = ownProxies ? proxyInformer(o.host, name, log, o.watchSilenceMs) : o.baseProxies;
     const view = new VirtualNodePods(o.provider, o.cluster.delegates, { name, group }, proxies);
     const pods = new PodController(o.host, view, log, {
       nodeName: name, member: o.member.name, workers: o.podSyncWorkers, watchSilenceMs: o.watchSilenceMs, proxies,
+      queueName: this.#queueName(name),
     });
     const runtime = new MemberRuntime(o.cluster, pods.proxies, { log: log.child({ component: 'kubelet-api' }), virtualNode: name });
     // A retiring node's last pod gone: it may go.
@@ -343,6 +344,15 @@ export class MemberVirtualNodes {
     r.node.stop();
     if (r.ownProxies) r.pods.proxies.stop();
     if (r.port !== this.#o.kubeletPort) this.#o.ports?.close(r.port);
+  }
+
+  /**
+   * What the node's queues are named after on /metrics: its own name for the member's own node name, `<node name>:groups`
+   * for the nodes of its pools or member nodes, which share their series.
+   */
+  #queueName(name: string): string {
+    const base = this.#o.member.nodeName;
+    return name === base ? base : `${base}:groups`;
   }
 
   /**

@@ -185,7 +185,9 @@ export class WorkQueue {
     this.#queued.clear();
     this.#waiting.clear();
     // Its series go with it (a member removed, a lead lost): a gauge left behind would show work that is not there.
+    // Queues that share a name (the nodes of a member's pools or member nodes) share their series: the last one's go.
     queueDepths.delete(this);
+    if ([...queueDepths].some((q) => q.name === this.name)) return;
     metrics.queueDepth.remove({ queue: this.name });
     metrics.syncLatency.remove({ queue: this.name });
     for (const priority of this.#waitLabels.values()) metrics.queueWait.remove({ queue: this.name, priority });

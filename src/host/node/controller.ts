@@ -26,6 +26,8 @@ export interface NodeControllerOptions {
   /** The status is written at least this often, changed or not (its heartbeat times). */
   statusRefreshMs?: number;
   watchSilenceMs?: number;
+  /** What its queue is named after on /metrics (default the node's name; see PodControllerOptions.queueName). */
+  queueName?: string;
   /**
    * The host's nodes from an informer someone else runs (the virtual nodes of one member, shared by their controllers);
    * the controller then neither starts nor stops it. Default: its own, of this node alone.
@@ -61,7 +63,7 @@ export class NodeController {
    */
   #written: { node: V1Node; replaced: Set<string> } | undefined;
   #subs: Subscription[] = [];
-  #opts: Required<Omit<NodeControllerOptions, 'nodes'>>;
+  #opts: Required<Omit<NodeControllerOptions, 'nodes' | 'queueName'>>;
   /** The informer is someone else's (NodeControllerOptions.nodes). */
   #sharedNodes: boolean;
   /** A node of an earlier granularity or of a group gone, kept while pods are bound to it: the retiring taint's value. */
@@ -81,7 +83,7 @@ export class NodeController {
       path: '/api/v1/nodes', model: 'V1Node', resource: 'nodes', fieldSelector: `metadata.name=${name}`,
       list: (p) => host.core.listNode(p),
     }, { log, silenceMs: this.#opts.watchSilenceMs }));
-    this.#queue = new WorkQueue({ name: `node-${name}`, workers: 1, log, maxDelayMs: 10_000 });
+    this.#queue = new WorkQueue({ name: `node-${opts.queueName ?? name}`, workers: 1, log, maxDelayMs: 10_000 });
   }
 
   get nodeName(): string { return this.#ctx.nodeName; }

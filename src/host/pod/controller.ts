@@ -48,6 +48,11 @@ export interface PodControllerOptions {
   proxies?: Informer<V1Pod>;
   /** The longest a mirrored event waits for the status writes under way (default 5 s). */
   eventYieldMs?: number;
+  /**
+   * What its queues are named after on /metrics (default the node's name): the nodes of a member's pools or member
+   * nodes share one name, so that hundreds of nodes do not make hundreds of series sets.
+   */
+  queueName?: string;
   /** How soon a proxy being deleted looks again while its new delegate has not shown; default UNSHOWN_RETRY_MS. */
   unshownRetryMs?: number;
 }
@@ -85,7 +90,7 @@ export class PodController {
     this.#opts = opts;
     this.#log = log;
     this.proxies = opts.proxies ?? proxyInformer(host, opts.nodeName, log, opts.watchSilenceMs);
-    const names = podQueueNames(opts.nodeName);
+    const names = podQueueNames(opts.queueName ?? opts.nodeName);
     const now = (): number => this.#now();
     const stopped = (): boolean => this.#stopped;
     const writer = new ProxyWriter(host, this.proxies, { nodeName: opts.nodeName, member: opts.member, stopped });

@@ -663,6 +663,29 @@ describe('WorkQueue', () => {
       assert.deepEqual(await series(), []);
     });
 
+    it('queues of one name (a member\'s group nodes) share their series: depths summed, kept until the last one goes', async () => {
+      const a = started({ name: 'shared-series', workers: 1 });
+      const b = started({ name: 'shared-series', workers: 1 });
+      for (const k of ['a1', 'a2', 'a3']) a.q.add(k);
+      for (const k of ['b1', 'b2']) b.q.add(k);
+      await a.gate.waiting(1);
+      await b.gate.waiting(1);
+      const depth = async (): Promise<number | undefined> => {
+        const m = /^clusterlet_queue_depth\{queue="shared-series"\} (\S+)$/m.exec(await registry.metrics());
+        return m ? Number(m[1]) : undefined;
+      };
+      assert.equal(await depth(), 3, 'two waiting in one, one in the other (each has one under way)');
+      a.q.shutdown();
+      a.gate.release('a1');
+      await a.q.idle();
+      assert.equal(await depth(), 1, 'the other one\'s still shown');
+      b.q.shutdown();
+      b.gate.release('b1');
+      await b.q.idle();
+      await flush();
+      assert.equal(await depth(), undefined, 'gone with the last');
+    });
+
     it('cancels pending retries', async (t) => {
       t.mock.timers.enable({ apis: ['setTimeout'] });
       const q = new WorkQueue({ name: 'shutdown-retry', workers: 1, baseDelayMs: 5 });

@@ -42,6 +42,9 @@ function retiringReason(group: NodeGroup, now: NodeGranularity): RetiringReason 
   return same ? 'group-gone' : 'granularity-changed';
 }
 
+/** How long a name found to be someone else's node is not looked at again. */
+const REFUSED_RECHECK_MS = 300_000;
+
 /** Whether a host node carries the retiring taint (clusterlet's, of an earlier granularity). */
 const isRetiring = (n: V1Node): boolean => (n.spec?.taints ?? []).some((t) => t.key === RETIRING_TAINT_KEY);
 
@@ -95,8 +98,8 @@ export class MemberVirtualNodes {
   /** The host's nodes of this member (its clusterlet.io/member label): those of an earlier granularity among them. */
   #hostNodes: Informer<V1Node>;
   #running = new Map<string, Running>();
-  /** Names this member may not use: a host node of that name is someone else's. */
-  #refused = new Map<string, string>();
+  /** Names this member may not use (a host node of that name is someone else's), until when: looked at again later. */
+  #refused = new Map<string, number>();
   /** Nodes deleted here, by UID, until the informer shows them gone. */
   #removed = new Map<string, string>();
   #groups: NodeGroup[] | undefined;
@@ -300,7 +303,7 @@ export class MemberVirtualNodes {
    * or of a group gone).
    */
   async #startOne(name: string, group: NodeGroup, retiring: RetiringReason | undefined): Promise<Running | undefined> {
-    if (this.#refused.has(name)) return undefined;
+    if ((this.#refused.get(name) ?? 0) > Date.now()) return undefined;
     if (!(await this.#mayUse(name))) return undefined;
     if (this.#stopped || this.#running.has(name)) return this.#running.get(name);
     const o = this.#o;
@@ -387,7 +390,7 @@ export class MemberVirtualNodes {
     if (node && owner !== this.#o.member.name) {
       const why = `host node "${name}" exists and is not a virtual node of member ${this.#o.member.name}`
         + `${owner ? ` (it is member ${owner}'s)` : ''}: the group it would stand for is not shown`;
-      this.#refused.set(name, why);
+      this.#refused.set(name, Date.now() + REFUSED_RECHECK_MS);
       this.#log.error({ node: name }, why);
       return false;
     }

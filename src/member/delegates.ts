@@ -54,7 +54,7 @@ export class DelegateIndex {
           this.#byHost.delete(hostKey);
           this.#index(hostKey, undefined);
         }
-      } else {
+      } else if (this.#takes(hostKey, ev.key, ev.object)) {
         this.#byHost.set(hostKey, ev.key);
         this.#index(hostKey, node);
       }
@@ -63,6 +63,17 @@ export class DelegateIndex {
       const appearedAt = ev.type === 'ADDED' ? ev.object.metadata?.resourceVersion : undefined;
       this.#changes.next({ hostKey, memberKey: ev.key, lifecycle, appearedAt, virtualNode: node });
     });
+  }
+
+  /**
+   * Whether a delegate's event makes it the one its proxy maps to: yes, unless another delegate of that proxy (in
+   * another member namespace) maps now, runs, and this one is being deleted (its end must not hide the one that runs).
+   */
+  #takes(hostKey: string, memberKey: string, pod: V1Pod): boolean {
+    const current = this.#byHost.get(hostKey);
+    if (current === undefined || current === memberKey || pod.metadata?.deletionTimestamp === undefined) return true;
+    const other = this.#pods.get(current);
+    return other === undefined || other.metadata?.deletionTimestamp !== undefined;
   }
 
   /** Files the host key under the virtual node of its delegate (the one #byHost names), and under no other. */

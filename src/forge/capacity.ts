@@ -28,6 +28,11 @@ const SHARED_LABELS = [
 
 type ResourceList = { [name: string]: string } | undefined;
 
+/** The node's Ready condition is True. */
+export function isNodeReady(node: V1Node): boolean {
+  return node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+}
+
 /** A virtual kubelet's node (type=virtual-kubelet), or one of clusterlet's (its clusterlet.io/member label). */
 export function isVirtualNode(node: V1Node): boolean {
   const labels = node.metadata?.labels ?? {};
@@ -40,7 +45,7 @@ export function isVirtualNode(node: V1Node): boolean {
  * node are a user's or a tool's, and leave it usable.
  */
 export function nodeIsUsable(node: V1Node): boolean {
-  const ready = node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+  const ready = isNodeReady(node);
   const virtual = isVirtualNode(node);
   const cordoned = (node.spec?.taints ?? []).some(
     (t) => t.key === UNSCHEDULABLE_TAINT && (t.effect === 'NoSchedule' || t.effect === 'NoExecute'),

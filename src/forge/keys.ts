@@ -90,3 +90,5 @@ export const GROUP_ANNOTATION = 'clusterlet.io/node-group';
 export const VIRTUAL_NODE_LABEL = 'clusterlet.io/virtual-node';
 /** A taint on a virtual node of an earlier granularity, kept while pods are bound to it (forge/node.ts RETIRING_TAINT). */
 export const RETIRING_TAINT_KEY = 'clusterlet.io/retiring';
+/** A taint on a virtual node of a pool or member node whose Ready member nodes are all cordoned (forge/node.ts CORDONED_TAINT). */
+export const CORDONED_TAINT_KEY = 'clusterlet.io/cordoned';

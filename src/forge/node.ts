@@ -1,7 +1,7 @@
 // The virtual node, forged from what its provider reports. Pure functions: node state in, node parts out.
 import type { V1Node, V1NodeCondition, V1NodeStatus, V1NodeSystemInfo, V1Taint } from '@kubernetes/client-node';
 import {
-  GROUP_ANNOTATION, HOSTNAME_LABEL, MANAGED_LABELS_ANNOTATION, RETIRING_TAINT_KEY, MANAGED_TAINTS_ANNOTATION, MEMBER_LABEL, ROLE_LABEL, VIRTUAL_NODE_ROLE, VIRTUAL_NODE_TAINT_EFFECT, VIRTUAL_NODE_TAINT_KEY,
+  CORDONED_TAINT_KEY, GROUP_ANNOTATION, HOSTNAME_LABEL, MANAGED_LABELS_ANNOTATION, RETIRING_TAINT_KEY, MANAGED_TAINTS_ANNOTATION, MEMBER_LABEL, ROLE_LABEL, VIRTUAL_NODE_ROLE, VIRTUAL_NODE_TAINT_EFFECT, VIRTUAL_NODE_TAINT_KEY,
   VIRTUAL_NODE_TAINT_VALUE, VIRTUAL_NODE_TYPE, VIRTUAL_NODE_TYPE_LABEL,
 } from './keys.ts';
 import { VERSION } from '../version.ts';
@@ -51,6 +51,12 @@ export interface NodeContext {
    */
   group?: NodeGroup;
 }
+
+/**
+ * On a virtual node of a pool or member node whose Ready member nodes are all cordoned (being drained, say): no new pod
+ * goes there, and the pods there stay (a cordoned node is not a lost one).
+ */
+export const CORDONED_TAINT: V1Taint = { key: CORDONED_TAINT_KEY, effect: 'NoSchedule' };
 
 /**
  * On a virtual node of an earlier granularity, kept while pods are bound to it: no new pod is placed there. The value
@@ -140,8 +146,9 @@ export function forgeNodeConditions(ctx: NodeContext, state: NodeState): V1NodeC
   } else if (group && state.reachable && state.synced) {
     const n = state.readyNodes;
     ready = n === 0
-      ? condition('Ready', false, 'MemberHasNoReadyNode', `${describeGroup(name, group)} has no Ready, schedulable node`)
-      : condition('Ready', true, 'MemberReady', `${describeGroup(name, group)} answers and has ${n} Ready, schedulable node${n === 1 ? '' : 's'}`);
+      ? condition('Ready', false, 'MemberHasNoReadyNode', `${describeGroup(name, group)} has no Ready node`)
+      : condition('Ready', true, 'MemberReady', `${describeGroup(name, group)} answers and has ${n} Ready node${n === 1 ? '' : 's'}${
+        (state.taints ?? []).some((t) => t.key === CORDONED_TAINT.key) ? ', all cordoned: no new pod is placed here' : ''}`);
   } else if (!state.reachable) {
     ready = condition('Ready', false, 'MemberUnreachable',
       `member cluster ${name} does not answer: ${state.unreachableReason ?? 'unknown error'}`);

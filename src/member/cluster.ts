@@ -15,10 +15,11 @@ import { PodRequests } from './requests.ts';
 import { DelegateIndex } from './delegates.ts';
 import { toKubeError } from '../kube/errors.ts';
 
-import { aggregateCapacityFromRequests, isVirtualNode, nodeSystemInfo, sharedNodeLabels, sharedTaints } from '../forge/capacity.ts';
+import { aggregateCapacityFromRequests, isNodeReady, isVirtualNode, nodeSystemInfo, sharedNodeLabels, sharedTaints } from '../forge/capacity.ts';
 import { ownedBy, type Owner } from '../forge/owner.ts';
 import { memberFit, type FitAnswer } from '../forge/fit.ts';
 import { CLUSTER_GRANULARITY, groupId, inGroup, memberGroups, type NodeGroup } from '../forge/groups.ts';
+import { CORDONED_TAINT } from '../forge/node.ts';
 import type { NodeProvider, NodeState } from '../provider/node.ts';
 import type { Logger } from '../log.ts';
 import { metrics } from '../metrics.ts';
@@ -207,9 +208,14 @@ export class MemberCluster implements NodeProvider {
     const info = nodeSystemInfo(nodes);
     // A pool's virtual node shows its pool label: every node of the pool has it.
     const poolLabel = group.kind === 'pool' ? { [group.label]: group.value } : {};
+    // A group's node is Ready while one of its member nodes is, cordoned or not: cordoned, it takes no new pod (a
+    // taint) but keeps its pods, as a cordoned kubelet node does. The whole member's counts usable nodes only.
+    const ready = grouped ? nodes.filter(isNodeReady).length : agg.nodeCount;
+    const cordoned = grouped && ready > 0 && agg.nodeCount === 0 ? [CORDONED_TAINT] : [];
     return {
-      synced: true, readyNodes: agg.nodeCount, capacity: agg.capacity, allocatable: agg.allocatable,
-      topologyLabels: { ...sharedNodeLabels(nodes, { all: grouped }), ...poolLabel }, taints: sharedTaints(nodes, { all: grouped }),
+      synced: true, readyNodes: ready, capacity: agg.capacity, allocatable: agg.allocatable,
+      topologyLabels: { ...sharedNodeLabels(nodes, { all: grouped }), ...poolLabel },
+      taints: [...sharedTaints(nodes, { all: grouped }), ...cordoned],
       operatingSystem: info.operatingSystem,
       architecture: info.architecture, ...(group.kind === 'cluster' ? {} : { groupNodes: nodes.length }),
     };

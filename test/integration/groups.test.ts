@@ -14,7 +14,7 @@ import { freePort } from '../harness/net.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { parseQuantity } from '../../src/forge/quantity.ts';
 import { toKubeError } from '../../src/kube/errors.ts';
-import type { ClusterClient } from '../../src/kube/client.ts';
+import { PATCH, type ClusterClient } from '../../src/kube/client.ts';
 import type { LocalCluster } from '../harness/cluster.ts';
 
 const BASE = 'grp';
@@ -213,6 +213,23 @@ describe('virtual nodes per member node pool and per member node', () => {
     await removeMemberNode('member2-n');
     await pollUntil(() => hostNodes(host), (ns) => !ns.some((x) => x.metadata!.name === `${BASE}-member2-n`), 30_000,
       'its virtual node deleted');
+  });
+
+  it('node mode: a member node cordoned keeps its node Ready and its pods, tainted clusterlet.io/cordoned; uncordoned, untainted', async () => {
+    const vn = `${BASE}-member2-b`;
+    const merge = { contentType: PATCH.merge };
+    await member.core.patchNode({ name: 'member2-b', body: { spec: { unschedulable: true } } }, merge);
+    try {
+      const n = await waitNode(host, vn, (x) => (x.spec?.taints ?? []).some((t) => t.key === 'clusterlet.io/cordoned' && t.effect === 'NoSchedule'),
+        `${vn} tainted cordoned`);
+      assert.ok(isReady(n), 'still Ready: a cordoned node keeps its pods');
+      assert.match(condition(n, 'Ready')?.message ?? '', /all cordoned: no new pod is placed here/);
+    } finally {
+      await member.core.patchNode({ name: 'member2-b', body: { spec: { unschedulable: null } } }, merge);
+    }
+    await waitNode(host, vn, (x) => isReady(x) && !(x.spec?.taints ?? []).some((t) => t.key === 'clusterlet.io/cordoned'), `${vn} untainted`);
+    const apart = await waitUntil(host, podsSpec(host, ns, 'app=apart'), (ps) => ps.length === 3 && ps.every(isReady), 30_000, 'the apart pods Ready');
+    assert.ok(apart.some((p) => p.spec!.nodeName === vn), `the pod on ${vn} stayed`);
   });
 
   it('the member API down: every one of its nodes NotReady with the reason; back: Ready, the same delegates running', async () => {

@@ -539,19 +539,19 @@ describe('a virtual node of a group of the member\'s nodes', () => {
   const cases: { name: string; group: NodeGroup; st: Partial<NodeState>; status: string; reason: string; message: string | RegExp }[] = [
     {
       name: 'a pool with Ready nodes', group: gpu, st: { groupNodes: 3, readyNodes: 2 }, status: 'True', reason: 'MemberReady',
-      message: 'member m1 (pool example.com/pool=gpu) answers and has 2 Ready, schedulable nodes',
+      message: 'member m1 (pool example.com/pool=gpu) answers and has 2 Ready nodes',
     },
     {
       name: 'a pool with one Ready node', group: gpu, st: { groupNodes: 1, readyNodes: 1 }, status: 'True', reason: 'MemberReady',
-      message: 'member m1 (pool example.com/pool=gpu) answers and has 1 Ready, schedulable node',
+      message: 'member m1 (pool example.com/pool=gpu) answers and has 1 Ready node',
     },
     {
       name: 'a member node, Ready', group: w1, st: { groupNodes: 1, readyNodes: 1 }, status: 'True', reason: 'MemberReady',
-      message: 'member m1 (node w1) answers and has 1 Ready, schedulable node',
+      message: 'member m1 (node w1) answers and has 1 Ready node',
     },
     {
       name: 'a pool whose nodes are all NotReady', group: gpu, st: { groupNodes: 2, readyNodes: 0 }, status: 'False',
-      reason: 'MemberHasNoReadyNode', message: 'member m1 (pool example.com/pool=gpu) has no Ready, schedulable node',
+      reason: 'MemberHasNoReadyNode', message: 'member m1 (pool example.com/pool=gpu) has no Ready node',
     },
     {
       name: 'a pool with no node any more', group: gpu, st: { groupNodes: 0, readyNodes: 0 }, status: 'False', reason: 'MemberGroupGone',

@@ -143,4 +143,24 @@ describe('MemberCluster: groups of its nodes', () => {
     await eventually('the gpu pool empty', () => states.at(-1)?.groupNodes === 0);
     assert.equal(states.at(-1)?.readyNodes, 0);
   });
+
+  it('stateOf(node) of a cordoned member node: still Ready (its pods stay), tainted clusterlet.io/cordoned; uncordoned, not', async () => {
+    const api = new FakeMemberApi();
+    api.nodes = [memberNode('n1'), memberNode('n2')];
+    const c = cluster(api, { mode: 'node' });
+    const states: NodeState[] = [];
+    const sub = c.stateOf({ kind: 'node', node: 'n1' }).subscribe((s) => states.push(s));
+    stops.push(() => sub.unsubscribe());
+    const cordonedTaint = (s: NodeState | undefined) => (s?.taints ?? []).some((t) => t.key === 'clusterlet.io/cordoned' && t.effect === 'NoSchedule');
+    await eventually('n1 synced', () => states.at(-1)?.synced === true && states.at(-1)?.readyNodes === 1);
+    assert.equal(cordonedTaint(states.at(-1)), false);
+    await eventually('the node watch', () => api.watching);
+    api.send('MODIFIED', { ...memberNode('n1'), spec: { unschedulable: true } });
+    await eventually('n1 cordoned', () => cordonedTaint(states.at(-1)));
+    assert.equal(states.at(-1)?.readyNodes, 1, 'Ready: a cordoned node keeps its pods');
+    api.send('MODIFIED', memberNode('n1'));
+    await eventually('n1 uncordoned', () => states.at(-1) !== undefined && !cordonedTaint(states.at(-1)));
+    const whole = await first(c.state$, (s) => s.synced, 'the member');
+    assert.equal(cordonedTaint(whole), false, 'the whole member\'s node never has it');
+  });
 });

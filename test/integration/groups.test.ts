@@ -220,10 +220,10 @@ describe('virtual nodes per member node pool and per member node', () => {
     const merge = { contentType: PATCH.merge };
     await member.core.patchNode({ name: 'member2-b', body: { spec: { unschedulable: true } } }, merge);
     try {
-      const n = await waitNode(host, vn, (x) => (x.spec?.taints ?? []).some((t) => t.key === 'clusterlet.io/cordoned' && t.effect === 'NoSchedule'),
-        `${vn} tainted cordoned`);
+      // The taint (a metadata patch) and the Ready message (a status patch) are two writes.
+      const n = await waitNode(host, vn, (x) => (x.spec?.taints ?? []).some((t) => t.key === 'clusterlet.io/cordoned' && t.effect === 'NoSchedule')
+        && /all cordoned: no new pod is placed here/.test(condition(x, 'Ready')?.message ?? ''), `${vn} tainted cordoned, and saying so`);
       assert.ok(isReady(n), 'still Ready: a cordoned node keeps its pods');
-      assert.match(condition(n, 'Ready')?.message ?? '', /all cordoned: no new pod is placed here/);
     } finally {
       await member.core.patchNode({ name: 'member2-b', body: { spec: { unschedulable: null } } }, merge);
     }

@@ -108,6 +108,24 @@ async function proxyUntil(ctx: E2EContext, namespace: string, name: string, pred
   return p;
 }
 
+/**
+ * Once a Helm upgrade has rolled clusterlet's pods, the node `name` shows the address of one of the release's pods now
+ * running (its new leader's): until then the API server reaches for the kubelet API of a pod that is gone.
+ */
+async function servedByRelease(ctx: E2EContext, hr: { namespace: string }, name: string): Promise<void> {
+  const podIPs = async (): Promise<Set<string>> => new Set((await ctx.host.core.listNamespacedPod({ namespace: hr.namespace,
+    labelSelector: 'app.kubernetes.io/name=clusterlet' })).items.filter((p) => !p.metadata?.deletionTimestamp && isReady(p))
+    .map((p) => p.status?.podIP ?? ''));
+  let ips = await podIPs();
+  await waitUntil(ctx.host, {
+    path: '/api/v1/nodes', model: 'V1Node', resource: 'nodes', fieldSelector: `metadata.name=${name}`, list: (p) => ctx.host.core.listNode(p),
+  }, (ns) => {
+    const ip = ns[0]?.status?.addresses?.find((a) => a.type === 'InternalIP')?.address;
+    if (ip !== undefined && !ips.has(ip)) void podIPs().then((now) => { ips = now; });
+    return ip !== undefined && ips.has(ip);
+  }, ms(ctx, 60), `node ${name} at the address of a running clusterlet pod`);
+}
+
 /** The delegates of a host namespace in the member, found by the proxy-namespace annotation. */
 async function delegatesOf(ctx: E2EContext, namespace: string): Promise<V1Pod[]> {
   const list = await ctx.member.core.listPodForAllNamespaces({ labelSelector: ORIGIN_LABEL });
@@ -290,6 +308,7 @@ export function registerContainerStory(context: () => E2EContext, opts: Containe
         const mine = ps.filter((p) => p.metadata?.labels?.['app.kubernetes.io/name'] === 'clusterlet' && !p.metadata?.deletionTimestamp);
         return mine.length >= 1 && mine.every((p) => isReady(p) && p.spec?.containers[0].image?.endsWith(`:${hr.upgradeTag}`));
       }, ms(ctx, 180), `clusterlet's pods on image tag ${hr.upgradeTag}, Ready`);
+      await servedByRelease(ctx, hr, ctx.opts.nodeName);
       // The proxies stay Running and Ready, and their delegates are the same pods (same UIDs) as before.
       for (const name of ['ticker', 'web', 'echo', 'probe']) await running(name);
       const after = new Map((await delegatesOf(ctx, namespace)).map((d) => [d.metadata!.name!, d.metadata!.uid!]));
@@ -313,6 +332,7 @@ export function registerContainerStory(context: () => E2EContext, opts: Containe
         child.on('exit', (code) => resolve({ code, stdout: out, stderr: '' }));
       });
       if (r.code !== 0) throw new Error(`helm upgrade --set ${set}: ${r.stdout}`);
+      await servedByRelease(ctx, hr, ctx.opts.nodeName);
     };
     it('real containers: switched to a virtual node per member node, running pods stay; a pod on a member node\'s node has logs, exec and stats through its own port', async () => {
       const ctx = context();

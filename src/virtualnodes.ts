@@ -136,7 +136,9 @@ export class MemberVirtualNodes {
       merge(this.#reconcile, this.#hostNodes.events$, interval(this.#o.recheckMs ?? 30_000))
         .pipe(auditTime(200)).subscribe(() => this.#kick()),
     );
-    // A first sync once the host's nodes are listed: the whole member's node (cluster mode) needs nothing else.
+    // The whole member's node (cluster mode) starts at once, as a kubelet registers: a replica that takes the member
+    // over shows its address without waiting for any list. The others once the host's nodes are listed.
+    if ((this.#o.member.nodes ?? CLUSTER_GRANULARITY).mode === 'cluster') void this.#startOne(this.#o.member.nodeName, { kind: 'cluster' }, undefined);
     void this.#hostNodes.waitSynced().then(() => this.#reconcile.next());
   }
 
@@ -376,6 +378,8 @@ export class MemberVirtualNodes {
    * would be delegated here. The group is not shown, and the log says why.
    */
   async #mayUse(name: string): Promise<boolean> {
+    // The member's own node name was checked when the member was set up (Manager #checkNodeName).
+    if (name === this.#o.member.nodeName) return true;
     const cached = this.#hostNodes.get(name);
     if (cached) return true;
     const node = await this.#o.host.core.readNode({ name }).catch((err: unknown) => {

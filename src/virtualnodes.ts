@@ -136,9 +136,7 @@ export class MemberVirtualNodes {
       merge(this.#reconcile, this.#hostNodes.events$, interval(this.#o.recheckMs ?? 30_000))
         .pipe(auditTime(200)).subscribe(() => this.#kick()),
     );
-    // The whole member's node (cluster mode) starts at once, as a kubelet registers: a replica that takes the member
-    // over shows its address without waiting for any list. The others once the host's nodes are listed.
-    if ((this.#o.member.nodes ?? CLUSTER_GRANULARITY).mode === 'cluster') void this.#startOne(this.#o.member.nodeName, { kind: 'cluster' }, undefined);
+    // A first sync once the host's nodes are listed.
     void this.#hostNodes.waitSynced().then(() => this.#reconcile.next());
   }
 

@@ -291,6 +291,9 @@ export class Manager implements NodeDirectory {
    * with the member's host writer (`host`).
    */
   #lead(m: MemberParts, cluster: MemberCluster, host: ClusterClient, log: Logger): void {
+    // Set with the member's caches, before any lead (#startMember).
+    const proxies = m.proxies;
+    if (!proxies) throw new Error(`member ${m.config.name} leads before its proxies are watched`);
     const term = ++m.term;
     const silence = this.config.watchSilenceSeconds * 1000;
     const access = m.config.apiAccess ?? { mode: 'host' };
@@ -308,7 +311,7 @@ export class Manager implements NodeDirectory {
       apiAccess: { mode: access.mode, host: hostApi, tokens: { maxAgeMs: this.config.hostTokenMaxAgeMs, ...this.#opts.tokens } } });
     // Its virtual nodes: the whole member's, or one per pool or member node, each with its node and pod controllers.
     const vnodes = m.vnodes = new MemberVirtualNodes({
-      member: m.config, cluster, provider, host, baseProxies: m.proxies ?? proxyInformer(this.host, m.config.nodeName, log, silence),
+      member: m.config, cluster, provider, host, baseProxies: proxies,
       node: {
         memberName: m.config.name, labels: m.config.labels, taints: m.config.taints,
         nodeIP: this.config.nodeIP, kubeletPort: m.config.kubeletPort ?? this.config.kubeletPort,
@@ -316,8 +319,7 @@ export class Manager implements NodeDirectory {
           ? { available: true, message: `offloaded pods reach the host API server at ${hostApi.endpoint.host}:${hostApi.endpoint.port}` }
           : { available: false, message: `offloaded pods get the member's ServiceAccount tokens: ${hostApi.unavailable ?? ''}` },
       },
-      nodeOptions: this.#opts.node, podSyncWorkers: this.config.podSyncWorkers, watchSilenceMs: silence,
-      kubeletPort: m.config.kubeletPort ?? this.config.kubeletPort, ports: this.#kubeletPorts,
+      nodeOptions: this.#opts.node, podSyncWorkers: this.config.podSyncWorkers, watchSilenceMs: silence, ports: this.#kubeletPorts,
     }, log);
     const grouped = (m.config.nodes ?? CLUSTER_GRANULARITY).mode !== 'cluster';
     const storage = new VolumeController(hostStorageApi(host, { claims: this.hostClaims, volumes: this.hostVolumes }, m.config.nodeName),

@@ -7,7 +7,7 @@
 import { auditTime, interval, merge, Subject, type Subscription } from 'rxjs';
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import type { ClusterClient } from './kube/client.ts';
-import { Informer } from './kube/informer.ts';
+import { Informer, splitKey } from './kube/informer.ts';
 import { listWatch } from './kube/listwatch.ts';
 import { toKubeError } from './kube/errors.ts';
 import { GROUP_ANNOTATION, MEMBER_LABEL, RETIRING_TAINT_KEY } from './forge/keys.ts';
@@ -62,8 +62,6 @@ export interface VirtualNodesOptions {
   baseProxies: Informer<V1Pod>;
   podSyncWorkers: number;
   watchSilenceMs: number;
-  /** The kubelet API port of the member's nodes. */
-  kubeletPort: number;
   /**
    * With a granularity other than the whole member, each group's node gets a port of its own from here (its daemon
    * endpoint), so that a scraper calling a node's port (metrics-server, with the node status port) reaches that node
@@ -87,7 +85,6 @@ interface Running {
   /** The proxies informer is this node's own (every node's but the member's own node name, whose the manager keeps). */
   ownProxies: boolean;
   podsStarted: boolean;
-  removing: boolean;
   /** Its proxies' deletions, which may leave a retiring node empty. */
   watch: Subscription;
 }
@@ -179,9 +176,6 @@ export class MemberVirtualNodes {
   /** The zone one of this member's virtual nodes shows, if any. */
   zoneOf(name: string): string | undefined { return this.#hostNodes.get(name)?.metadata?.labels?.['topology.kubernetes.io/zone']; }
 
-  /** The pod controllers, for tests that await them. */
-  podControllers(): PodController[] { return [...this.#running.values()].map((r) => r.pods); }
-
   /** Runs a sync, or has one run again after the one under way. */
   #kick(): void {
     if (this.#syncing) {
@@ -258,7 +252,7 @@ export class MemberVirtualNodes {
     for (const vn of this.#o.cluster.delegates.virtualNodes()) {
       if (this.#running.has(vn) || known.has(vn)) continue;
       for (const key of this.#o.cluster.delegates.hostKeysOf(vn)) {
-        const [namespace = '', name = ''] = key.split('/');
+        const { namespace, name } = splitKey(key);
         this.#log.info({ pod: key, node: vn }, 'deleting a delegate whose virtual node is gone');
         void this.#o.provider.deletePod(namespace, name).catch((err: unknown) =>
           this.#log.warn({ pod: key, err: toKubeError(err).message }, 'could not delete a delegate whose virtual node is gone'));
@@ -282,9 +276,8 @@ export class MemberVirtualNodes {
    * do not keep it: the host's pod garbage collector takes them with the node.
    */
   async #removeIfEmpty(r: Running): Promise<void> {
-    if (r.removing || !r.podsStarted || !r.pods.proxies.hasSynced || !this.#o.provider.hasSynced()) return;
+    if (!r.podsStarted || !r.pods.proxies.hasSynced || !this.#o.provider.hasSynced()) return;
     if (r.pods.proxies.list().some((p) => !isDaemonSetPod(p) && !isTerminal(p)) || r.view.podCount() > 0) return;
-    r.removing = true;
     this.#running.delete(r.name);
     this.#stopOne(r);
     const uid = r.node.node?.metadata?.uid;
@@ -310,7 +303,7 @@ export class MemberVirtualNodes {
     const log = this.#log.child({ node: name });
     const port = await this.#portFor(name, log);
     if (this.#stopped || this.#running.has(name)) {
-      if (port !== o.kubeletPort) o.ports?.close(port);
+      if (port !== o.node.kubeletPort) o.ports?.close(port);
       return this.#running.get(name);
     }
     const node = new NodeController(o.host, { ...o.node, nodeName: name, group, kubeletPort: port }, o.cluster.nodeProvider(group), log,
@@ -325,7 +318,7 @@ export class MemberVirtualNodes {
     const runtime = new MemberRuntime(o.cluster, pods.proxies, { log: log.child({ component: 'kubelet-api' }), virtualNode: name });
     // A retiring node's last pod gone: it may go.
     const watch = proxies.events$.subscribe((ev) => { if (ev.type === 'DELETED') this.#reconcile.next(); });
-    const r: Running = { name, port, group, node, pods, view, runtime, ownProxies, podsStarted: false, removing: false, watch };
+    const r: Running = { name, port, group, node, pods, view, runtime, ownProxies, podsStarted: false, watch };
     this.#running.set(name, r);
     node.retire(retiring !== undefined, retiring);
     node.start();
@@ -346,7 +339,7 @@ export class MemberVirtualNodes {
     if (r.podsStarted) r.pods.stop();
     r.node.stop();
     if (r.ownProxies) r.pods.proxies.stop();
-    if (r.port !== this.#o.kubeletPort) this.#o.ports?.close(r.port);
+    if (r.port !== this.#o.node.kubeletPort) this.#o.ports?.close(r.port);
   }
 
   /**
@@ -364,10 +357,10 @@ export class MemberVirtualNodes {
    */
   async #portFor(name: string, log: Logger): Promise<number> {
     const o = this.#o;
-    if (!o.ports || name === o.member.nodeName) return o.kubeletPort;
+    if (!o.ports || name === o.member.nodeName) return o.node.kubeletPort;
     return o.ports.open().catch((err: unknown) => {
-      log.warn({ err: (err as Error).message, port: o.kubeletPort }, 'could not open a kubelet API port of its own; the node shares the member\'s');
-      return o.kubeletPort;
+      log.warn({ err: (err as Error).message, port: o.node.kubeletPort }, 'could not open a kubelet API port of its own; the node shares the member\'s');
+      return o.node.kubeletPort;
     });
   }
 

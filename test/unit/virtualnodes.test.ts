@@ -49,7 +49,7 @@ describe('MemberVirtualNodes: retired nodes', () => {
       member: { name: 'm', nodeName: 'vn', nodes: { mode: 'pool', label: 'p' } } as never,
       cluster: cluster as never, provider: provider as never, host: host as never,
       node: { memberName: 'm', labels: {}, taints: [], nodeIP: '10.0.0.1', kubeletPort: 10250 },
-      baseProxies, podSyncWorkers: 1, watchSilenceMs: 60_000, kubeletPort: 10250, recheckMs: 3_600_000, ports,
+      baseProxies, podSyncWorkers: 1, watchSilenceMs: 60_000, recheckMs: 3_600_000, ports,
     }, log);
     stops.push(() => vnodes.stop());
     vnodes.start();
@@ -92,7 +92,7 @@ describe('MemberVirtualNodes: retired nodes', () => {
       member: { name: 'm', nodeName: 'vn', nodes: { mode: 'pool', label: 'p' } } as never,
       cluster: cluster as never, provider: provider as never, host: host as never,
       node: { memberName: 'm', labels: {}, taints: [], nodeIP: '10.0.0.1', kubeletPort: 10250 },
-      baseProxies, podSyncWorkers: 1, watchSilenceMs: 60_000, kubeletPort: 10250, recheckMs: 300,
+      baseProxies, podSyncWorkers: 1, watchSilenceMs: 60_000, recheckMs: 300,
     }, log);
     stops.push(() => vnodes.stop());
     vnodes.start();

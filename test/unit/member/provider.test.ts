@@ -6,27 +6,22 @@ import { describe, it, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { Observable, Subject } from 'rxjs';
 import type { CoreV1Event, V1Namespace, V1Pod, V1PodSpec, V1Secret } from '@kubernetes/client-node';
-import { MemberPodProvider, type MemberPodProviderOptions, type ProviderMember } from '../../../src/member/pod/provider.ts';
-import type { ProbeResult } from '../../../src/member/cluster.ts';
-import { DelegateIndex } from '../../../src/member/delegates.ts';
-import { ObjectMirror, mirrorSelector } from '../../../src/member/reflection/mirror.ts';
-import { HostObjects } from '../../../src/host/reflection/caches.ts';
+import { MemberPodProvider, type MemberPodProviderOptions } from '../../../src/member/pod/provider.ts';
 import type { MemberConfig } from '../../../src/config.ts';
 import { checkMemberNamespace } from '../../../src/forge/namespace.ts';
 import { forgeDelegatePod } from '../../../src/forge/pod.ts';
 import { KubeError } from '../../../src/kube/errors.ts';
-import { Informer } from '../../../src/kube/informer.ts';
 import type { ListWatchEvent } from '../../../src/kube/listwatch.ts';
 import { PodRejectedError } from '../../../src/provider/errors.ts';
 import type { PodChange, PodEvent } from '../../../src/provider/pod.ts';
 import { createLogger } from '../../../src/log.ts';
-import { FakeObjects, labelled } from '../fakes/objects.ts';
-import { FakeMember } from '../fakes/member.ts';
 import { eventually, settle } from '../fakes/wait.ts';
 import type { FitAnswer } from '../../../src/forge/fit.ts';
 import { DelegateTokens } from '../../../src/member/pod/tokens.ts';
 import type { IssuedToken, TokenRequestFor } from '../../../src/provider/tokens.ts';
 import { tokenMount, tokenVolume } from '../forge/fixtures.ts';
+import { providerWorld } from '../fakes/providerworld.ts';
+import { FakeMember } from '../fakes/member.ts';
 
 const HOST = 'host-1';
 const NODE = 'vnode-a';
@@ -68,35 +63,12 @@ afterEach(() => { for (const s of stops.splice(0).reverse()) s(); });
 
 /** A member and a host, and the provider of virtual node NODE over them; the member answers (`reachable`). */
 function world(opts: Partial<MemberPodProviderOptions> = {}, podWatch: PodWatchVia = (w) => w) {
-  const member = new FakeMember();
-  const host = new FakeObjects();
-  const owner = { hostName: HOST, node: NODE };
-  const pods = new Informer<V1Pod>('fake-Pod', podWatch(member.objects.watch<V1Pod>('Pod')));
-  const delegates = new DelegateIndex(pods, owner);
-  const caches = {
-    configMaps: new HostObjects('host-cm', host.watch('ConfigMap'), (ns, name) => host.read('ConfigMap', ns, name)),
-    secrets: new HostObjects('host-secrets', host.watch('Secret'), (ns, name) => host.read('Secret', ns, name)),
-  };
-  const origin = labelled(mirrorSelector(HOST));
-  const mirror = new ObjectMirror({ pods, owner, config }, {
-    ConfigMap: member.objects.target('ConfigMap', origin), Secret: member.objects.target('Secret', origin),
-    ServiceAccount: member.objects.target('ServiceAccount', origin),
-  }, caches, log);
-  const probe$ = new Subject<ProbeResult>();
-  const cluster: ProviderMember = { client: member.client(), config, hostName: HOST, owner, pods, delegates, probe$, reachable: true };
-  const provider = new MemberPodProvider(cluster, mirror, log, { nodeName: NODE, hostIP: HOST_IP, ...opts });
+  const w = providerWorld({ config, hostName: HOST, node: NODE, hostIP: HOST_IP, log, stops, provider: opts, podWatch });
   const changes: PodChange[] = [];
-  provider.podChanges$.subscribe(({ virtualNode: _, ...c }) => changes.push(c));
-  caches.configMaps.start();
-  caches.secrets.start();
-  delegates.start();
-  pods.start();
-  mirror.start();
-  stops.push(() => {
-    mirror.stop(); delegates.stop(); pods.stop(); caches.configMaps.stop(); caches.secrets.stop();
-  });
-  const memberPod = (namespace: string, name: string): V1Pod | undefined => member.objects.get<V1Pod>('Pod', namespace, name);
-  return { member, host, provider, probe$, changes, memberPod };
+  w.provider.podChanges$.subscribe(({ virtualNode: _, ...c }) => changes.push(c));
+  w.start();
+  const memberPod = (namespace: string, name: string): V1Pod | undefined => w.member.objects.get<V1Pod>('Pod', namespace, name);
+  return { member: w.member, host: w.host, provider: w.provider, probe$: w.probe$, changes, memberPod };
 }
 
 describe('MemberPodProvider.createPod', () => {

@@ -5,22 +5,16 @@ import { describe, it, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { Subject } from 'rxjs';
 import type { V1Pod, V1PodSpec } from '@kubernetes/client-node';
-import { MemberPodProvider, type MemberPodProviderOptions, type ProviderMember } from '../../../src/member/pod/provider.ts';
+import type { MemberPodProviderOptions } from '../../../src/member/pod/provider.ts';
 import { VirtualNodePods } from '../../../src/member/pod/view.ts';
-import type { ProbeResult } from '../../../src/member/cluster.ts';
-import { DelegateIndex } from '../../../src/member/delegates.ts';
-import { ObjectMirror, mirrorSelector } from '../../../src/member/reflection/mirror.ts';
-import { HostObjects } from '../../../src/host/reflection/caches.ts';
 import type { MemberConfig } from '../../../src/config.ts';
 import { forgeDelegatePod } from '../../../src/forge/pod.ts';
-import { Informer } from '../../../src/kube/informer.ts';
 import { PodRejectedError } from '../../../src/provider/errors.ts';
 import type { PodChange } from '../../../src/provider/pod.ts';
 import type { FitAnswer } from '../../../src/forge/fit.ts';
 import type { NodeGroup } from '../../../src/forge/groups.ts';
 import { createLogger } from '../../../src/log.ts';
-import { FakeObjects, labelled } from '../fakes/objects.ts';
-import { FakeMember } from '../fakes/member.ts';
+import { providerWorld } from '../fakes/providerworld.ts';
 import { eventually, settle } from '../fakes/wait.ts';
 
 const HOST = 'host-1';
@@ -51,23 +45,7 @@ afterEach(() => { for (const s of stops.splice(0).reverse()) s(); });
  * and the member's own node; each view's changes recorded.
  */
 function world(opts: Partial<MemberPodProviderOptions> = {}) {
-  const member = new FakeMember();
-  const host = new FakeObjects();
-  const owner = { hostName: HOST, node: NODE };
-  const pods = new Informer<V1Pod>('fake-Pod', member.objects.watch<V1Pod>('Pod'));
-  const delegates = new DelegateIndex(pods, owner);
-  const caches = {
-    configMaps: new HostObjects('host-cm', host.watch('ConfigMap'), (ns, name) => host.read('ConfigMap', ns, name)),
-    secrets: new HostObjects('host-secrets', host.watch('Secret'), (ns, name) => host.read('Secret', ns, name)),
-  };
-  const origin = labelled(mirrorSelector(HOST));
-  const mirror = new ObjectMirror({ pods, owner, config }, {
-    ConfigMap: member.objects.target('ConfigMap', origin), Secret: member.objects.target('Secret', origin),
-    ServiceAccount: member.objects.target('ServiceAccount', origin),
-  }, caches, log);
-  const probe$ = new Subject<ProbeResult>();
-  const cluster: ProviderMember = { client: member.client(), config, hostName: HOST, owner, pods, delegates, probe$, reachable: true };
-  const provider = new MemberPodProvider(cluster, mirror, log, { nodeName: NODE, hostIP: '10.1.2.3', ...opts });
+  const { member, provider, delegates, start } = providerWorld({ config, hostName: HOST, node: NODE, hostIP: '10.1.2.3', log, stops, provider: opts });
   const view = (name: string, group: NodeGroup) => {
     // The proxies the view's controller has (host keys): a lifecycle change of one of them reaches the view whatever
     // virtual node the delegate was of.
@@ -81,14 +59,7 @@ function world(opts: Partial<MemberPodProviderOptions> = {}) {
   const gpu = view(GPU, pool('gpu'));
   const cpu = view(CPU, pool('cpu'));
   const own = view(NODE, { kind: 'cluster' });
-  caches.configMaps.start();
-  caches.secrets.start();
-  delegates.start();
-  pods.start();
-  mirror.start();
-  stops.push(() => {
-    mirror.stop(); delegates.stop(); pods.stop(); caches.configMaps.stop(); caches.secrets.stop();
-  });
+  start();
   const memberPod = (name: string): V1Pod | undefined => member.objects.get<V1Pod>('Pod', 'h-shop', name);
   return { member, provider, gpu, cpu, own, memberPod };
 }

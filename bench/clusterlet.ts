@@ -29,8 +29,9 @@ const words = (s: string | undefined): string[] => (s ?? '').split(' ').filter(B
  */
 export async function startBenchClusterlet(h: Harness, args: string[], logName: string, what: string): Promise<BenchClusterlet> {
   // The compiled build, as deployed (running the TypeScript sources directly costs about 40 MB more).
-  const cli = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
-  if (!existsSync(cli)) throw new Error('dist/cli.js is missing: run `npm run build` (make bench does)');
+  // CLUSTERLET_CLI runs another build's bundle under this bench (bench/ab.sh compares two builds in one run).
+  const cli = process.env.CLUSTERLET_CLI ?? fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+  if (!existsSync(cli)) throw new Error(`${cli} is missing: run \`npm run build\` (make bench does)`);
   const [healthPort, kubeletPort] = await Promise.all([freePort(), freePort()]);
   const logFile = join(h.dir, logName);
   const fd = openSync(logFile, 'a');

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Compares two builds of clusterlet in one run: `bench/ab.sh [BASE_REV] [ROUNDS]` builds BASE_REV (default: the
-# previous commit that landed, origin/main or HEAD~1) in a temporary worktree, then runs this checkout's bench at
+# Compares two builds of clusterlet in one run: `bench/ab.sh BASE_REV [ROUNDS]` builds BASE_REV (the last landed
+# commit, say) in a temporary worktree, then runs this checkout's bench at
 # N=1,000 (one direct and one offloaded run per round) against each build in turn, alternating which goes first,
 # ROUNDS times (default 2). Both builds run under the same bench code (CLUSTERLET_CLI), so only clusterlet differs.
 # The results go to bench/results/ab-<base>-<head>-<round>-<build>.{json,md}; a summary table to stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-base=${1:-$(git rev-parse --verify -q origin/main || git rev-parse HEAD~1)}
+base=${1:?usage: bench/ab.sh BASE_REV [ROUNDS] (BASE_REV: the build to compare this checkout with)}
 rounds=${2:-2}
 sizes=${AB_SIZES:-1000}
 base=$(git rev-parse --short "$base")

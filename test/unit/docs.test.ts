@@ -4,7 +4,7 @@
 // against /metrics.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -74,6 +74,13 @@ describe('repository paths in the docs', () => {
     const named = docFiles().flatMap((f) => pathsNamedIn(f));
     assert.ok(new Set(named.map((n) => n.path)).size >= 150, `${named.length} paths named`);
     assert.deepEqual(missingPaths(named, (p) => existsSync(join(ROOT, p))), []);
+  });
+
+  it('every result file in bench/results/ is cited by README.md or docs/ (the others live in git history)', () => {
+    const cited = new Set(docFiles().flatMap((f) => pathsNamedIn(f)).map((n) => n.path));
+    const results = readdirSync(join(ROOT, 'bench/results')).filter((f) => f.endsWith('.md')).map((f) => `bench/results/${f}`);
+    assert.ok(results.length >= 1, 'bench/results/ holds result files');
+    assert.deepEqual(results.filter((r) => !cited.has(r)), [], 'cite them in docs/performance.md, or git rm them');
   });
 
   it('finds paths in code spans, shell blocks and relative links; leaves URLs, anchors, patterns and placeholders', () => {

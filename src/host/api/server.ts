@@ -140,7 +140,9 @@ export class KubeletServer {
         raw.once('close', () => set.delete(raw));
       }
     });
-    server.on('request', (req: IncomingMessage, res: ServerResponse) => { settle(this.#onRequest(req, res), o.log, 'kubelet API: request failed'); });
+    server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+      settle(this.#onRequest(req, res), o.log, 'kubelet API: request failed');
+    });
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       settle(this.#onUpgrade(req, socket, head), o.log, 'kubelet API: upgrade failed');
     });

@@ -288,7 +288,8 @@ export class ClientCA {
     }
     if (this.#stopped) return;
     const refresh = o.refreshMs ?? 300_000;
-    this.#timer = setTimeout(() => settle(this.#refresh(), o.log, 'kubelet API: client CA refresh failed'), this.#pem === undefined ? Math.min(10_000, refresh) : refresh);
+    this.#timer = setTimeout(() => settle(this.#refresh(), o.log, 'kubelet API: client CA refresh failed'),
+      this.#pem === undefined ? Math.min(10_000, refresh) : refresh);
     this.#timer.unref();
   }
 

@@ -352,7 +352,7 @@ export interface IdleRssOptions {
   settleMs: number;
   samples: number;
   intervalMs: number;
-  /** clusterlet's health port, scraped while it settles as deployed (hack/idle-rss.ts); none: it settles untouched. */
+  /** clusterlet's health port, scraped while it settles as deployed (bench/tools/idle-rss.ts); none: it settles untouched. */
   healthPort?: number;
 }
 
@@ -372,7 +372,7 @@ async function settle(ms: number, healthPort: number | undefined): Promise<void>
 
 /**
  * clusterlet's resident memory at idle, in MB: sampled once its virtual node is Ready and it has settled (the bench
- * before its first run, and hack/idle-rss.ts).
+ * before its first run, and bench/tools/idle-rss.ts).
  */
 export async function idleRssSamples(host: ClusterClient, nodeName: string, pid: number, opts: IdleRssOptions = IDLE_RSS): Promise<Rss[]> {
   await waitNode(host, nodeName, isReady, 'Ready', 120_000);

@@ -43,7 +43,7 @@ await h.createLeaseNamespace();
 const cl = await startBenchClusterlet(h, ['--member-kubeconfig', h.member.kubeconfig, '--member-name', 'member', ...extraFlags], 'clusterlet.log',
   'the bench');
 const stop = async (): Promise<void> => { await cl.stop(); await h.stop(); };
-process.once('SIGINT', () => { void stop().finally(() => process.exit(130)); });
+process.once('SIGINT', () => { stop().catch((err: unknown) => console.error('stopping failed:', err)).finally(() => process.exit(130)); });
 
 try {
   await cl.ready(60_000);

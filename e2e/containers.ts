@@ -121,7 +121,8 @@ async function servedByRelease(ctx: E2EContext, hr: { namespace: string }, name:
     path: '/api/v1/nodes', model: 'V1Node', resource: 'nodes', fieldSelector: `metadata.name=${name}`, list: (p) => ctx.host.core.listNode(p),
   }, (ns) => {
     const ip = ns[0]?.status?.addresses?.find((a) => a.type === 'InternalIP')?.address;
-    if (ip !== undefined && !ips.has(ip)) void podIPs().then((now) => { ips = now; });
+    // A list that fails is tried again on the node's next event.
+    if (ip !== undefined && !ips.has(ip)) podIPs().then((now) => { ips = now; }, () => undefined);
     return ip !== undefined && ips.has(ip);
   }, ms(ctx, 60), `node ${name} at the address of a running clusterlet pod`);
 }

@@ -1,6 +1,6 @@
 // `npm run build`, after the type check: bundles src/cli.ts and its dependencies into dist/ with esbuild, so that
 // clusterlet loads only the code it uses, from a few files instead of hundreds.
-// Idle RSS (hack/idle-rss.ts): 90.0 MB as tsc's one file per module, 81.4 MB bundled (3 runs each); requiring
+// Idle RSS (bench/tools/idle-rss.ts): 90.0 MB as tsc's one file per module, 81.4 MB bundled (3 runs each); requiring
 // the built-in modules (below) took another 2.4 MB off (78.3 -> 75.9 MB, 2 runs each).
 // - rxjs comes from its ES modules, which esbuild tree-shakes (its "node" export is the CommonJS whole: 400 files).
 // - Whitespace and syntax are minified: V8 keeps every script's source in memory, and one non-ASCII character in a
@@ -15,7 +15,7 @@
 //   health port parses no request body.
 // - mime-db (the type of every file extension, a fifth of the bundle) keeps only the types the health port answers
 //   with: express reads all of it when it loads (through mime-types), and the health port serves no files. RSS of
-//   `dist/cli.js --help`: 65.7 -> 61.9 MB; idle RSS (hack/idle-rss.ts, 3 runs each): 73.5 -> 71.8 MB. A unit test
+//   `dist/cli.js --help`: 65.7 -> 61.9 MB; idle RSS (bench/tools/idle-rss.ts, 3 runs each): 73.5 -> 71.8 MB. A unit test
 //   (test/unit/health.test.ts) runs the health port from a bundle made with these options.
 // - The dependencies are inside: the image needs no node_modules.
 import { build, type BuildOptions, type OnResolveArgs, type Plugin } from 'esbuild';

@@ -124,8 +124,10 @@ async function main(): Promise<void> {
   const out = createWriteStream(logFile);
   child.stdout.pipe(out);
   child.stderr.pipe(out);
-  child.on('exit', (code) => { if (!stopping) { say(`clusterlet exited with ${code}; see ${logFile}`); void stop(1); } });
+  child.on('exit', (code) => { if (!stopping) { say(`clusterlet exited with ${code}; see ${logFile}`); stop(1).catch(failed); } });
 
+  // A stop that fails says why and exits 1.
+  const failed = (err: unknown): never => { console.error('stopping failed:', err); process.exit(1); };
   async function stop(code = 0): Promise<void> {
     if (stopping) return;
     stopping = true;
@@ -135,8 +137,8 @@ async function main(): Promise<void> {
     say('stopped; nothing left behind.');
     process.exit(code);
   }
-  process.on('SIGINT', () => void stop());
-  process.on('SIGTERM', () => void stop());
+  process.on('SIGINT', () => { stop().catch(failed); });
+  process.on('SIGTERM', () => { stop().catch(failed); });
 
   try {
     const host = new ClusterClient(loadKubeconfigFile(h.host.kubeconfig), { cluster: 'host', qps: 50, burst: 100 });

@@ -12,6 +12,7 @@ import { VERSION } from './version.ts';
 import { HEAP_GROWTH, startHeapGrowth } from './heapgrowth.ts';
 import { exposedGc, startIdleCollect, v8Hooks } from './idlecollect.ts';
 import { metrics } from './metrics.ts';
+import { settle } from './util/settle.ts';
 
 async function main(): Promise<number> {
   let parsed;
@@ -82,11 +83,11 @@ async function main(): Promise<number> {
       // The members this replica leads are handed over (their Leases written free); a host that does not answer
       // within 3 s gets no hand-over, and the Leases expire instead.
       const handedOver = manager.stop({ handOver: true });
-      void Promise.race([handedOver, new Promise((r) => setTimeout(r, 3000).unref())]).finally(() => {
+      settle(Promise.race([handedOver, new Promise((r) => setTimeout(r, 3000).unref())]).finally(() => {
         api.stop();
         health?.close();
         resolve(0);
-      });
+      }), log, 'hand-over failed');
     };
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));

@@ -38,6 +38,7 @@ import type { Logger } from './log.ts';
 import type { NodeDirectory, VirtualNode } from './host/api/nodes.ts';
 import { hostApiAccess, hostEndpointFor } from './host/tokens.ts';
 import type { DelegateTokensOptions } from './member/pod/tokens.ts';
+import { settle } from './util/settle.ts';
 
 export interface ManagerOptions {
   member?: MemberOptions;
@@ -141,7 +142,7 @@ export class Manager implements NodeDirectory {
       add: (config, source) => {
         const m: MemberParts = { config, source, parts: [], term: 0 };
         this.members.push(m);
-        void this.#startMember(m, 0);
+        settle(this.#startMember(m, 0), this.#log, 'member setup failed');
       },
       remove: (name) => this.#removeMember(name),
       conflict: (config) => memberConflict(config, this.members.map((m) => m.config)),
@@ -220,7 +221,7 @@ export class Manager implements NodeDirectory {
       this.#hostName = this.config.hostName ?? await hostClusterID(this.host, this.#log, () => this.#stopped);
       this.#log.info({ hostName: this.#hostName, configured: this.config.hostName !== undefined }, 'host identity');
       this.leadership?.start();
-      for (const m of this.members) void this.#startMember(m, 0);
+      for (const m of this.members) settle(this.#startMember(m, 0), this.#log, 'member setup failed');
       this.profiles?.start();
     })().catch((err: unknown) => { if (!this.#stopped) throw err; });
   }
@@ -267,7 +268,7 @@ export class Manager implements NodeDirectory {
       m.setupError = (err as Error).message;
       const delay = Math.min(60_000, 1000 * 2 ** attempt);
       log.error({ err: m.setupError, retryInMs: delay }, 'member setup failed; retrying');
-      this.#retryTimers.push(setTimeout(() => void this.#startMember(m, attempt + 1), delay));
+      this.#retryTimers.push(setTimeout(() => settle(this.#startMember(m, attempt + 1), log, 'member setup failed'), delay));
     }
   }
 
@@ -330,7 +331,7 @@ export class Manager implements NodeDirectory {
     // The nodes register, or show this replica's address, whatever happens next.
     vnodes.start();
     const over = (): boolean => this.#stopped || m.term !== term;
-    void (async () => {
+    settle((async () => {
       // Objects an earlier version labelled with the old default origin are this host's: adopted before any
       // controller judges what is ours (else its delegates would be taken for someone else's).
       if (this.config.hostName === undefined) {
@@ -340,7 +341,7 @@ export class Manager implements NodeDirectory {
       if (over()) return;
       for (const p of m.parts) if (p !== vnodes) p.start();
       log.info({ node: m.config.nodeName }, 'member started');
-    })();
+    })(), log, 'member start failed');
   }
 
   /** This replica no longer leads the member: every writer stops at once; the caches stay warm. */

@@ -52,8 +52,10 @@ async function stop(code: number): Promise<never> {
   }
   process.exit(code);
 }
-process.on('SIGINT', () => void stop(130));
-process.on('SIGTERM', () => void stop(143));
+// A stop that fails says why and exits 1.
+const failed = (err: unknown): never => { console.error('stopping failed:', err); process.exit(1); };
+process.on('SIGINT', () => { stop(130).catch(failed); });
+process.on('SIGTERM', () => { stop(143).catch(failed); });
 
 let code = 1;
 try {

@@ -5,7 +5,7 @@
 // its layout, else by a walk of the metadata's top level.
 // A pod's watch also hands over its whole spec again in every event (bound, each status write, the deletion), though
 // it seldom changes: given the specs its store has (KnownSpec), the parse reuses the stored one where the bytes are the
-// same, and parses only the metadata and status. hack/eventcost.ts times this on the events of a real offloaded pod;
+// same, and parses only the metadata and status. bench/tools/eventcost.ts times this on the events of a real offloaded pod;
 // see docs/performance.md, 'The event line parser'.
 
 import { hash } from 'node:crypto';

@@ -56,7 +56,7 @@ export class AccessWatcher {
   }
 
   start(): this {
-    this.#timer = setInterval(() => void this.check(), this.#intervalMs).unref();
+    this.#timer = setInterval(() => this.#recheck(), this.#intervalMs).unref();
     if (this.source.file) this.#watchDir(this.source.file);
     return this;
   }
@@ -81,6 +81,11 @@ export class AccessWatcher {
       } while (this.#again && !this.#stopped);
     })().finally(() => { this.#running = undefined; });
     return (this.#running = run);
+  }
+
+  /** check() from a timer: a failure of the new access (its `changed` handler throwing) is reported as `failed`. */
+  #recheck(): void {
+    this.check().catch((err: unknown) => this.#handlers.failed(err instanceof Error ? err : new Error(String(err))));
   }
 
   async #checkOnce(): Promise<void> {
@@ -109,7 +114,7 @@ export class AccessWatcher {
       this.#fsWatcher = watch(dirname(file), { persistent: false }, (_event, changed) => {
         if (changed && changed !== name && !changed.startsWith('..')) return;
         clearTimeout(this.#settle);
-        this.#settle = setTimeout(() => void this.check(), this.#settleMs).unref();
+        this.#settle = setTimeout(() => this.#recheck(), this.#settleMs).unref();
       });
       this.#fsWatcher.on('error', (err) => this.#watchFailed(file, err));
     } catch (err) {

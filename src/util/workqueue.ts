@@ -6,6 +6,7 @@
 import { backoffDelay } from './backoff.ts';
 import { metrics, queueDepths } from '../metrics.ts';
 import type { Logger } from '../log.ts';
+import { settle } from './settle.ts';
 
 export interface HandlerResult {
   /** Process the key again after this many ms (a poll the handler asks for, not a failure). */
@@ -240,7 +241,7 @@ export class WorkQueue {
       metrics.queueWait.observe({ queue: this.name, priority: this.#waitLabel(entry.priority) }, (performance.now() - entry.since) / 1000);
       this.#processing.set(entry.key, entry.priority);
       if (urgent) this.#urgentRunning++;
-      void this.#run(handler, entry.key, entry.priority);
+      settle(this.#run(handler, entry.key, entry.priority), this.#opts.log ?? console, `work queue ${this.name}: a run failed`);
     }
     if (this.#isIdle()) {
       for (const w of this.#idleWaiters.splice(0)) w();

@@ -18,7 +18,7 @@ const shutdown = async (): Promise<void> => {
   await harness?.stop();
 };
 for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(sig, () => { void shutdown().finally(() => process.exit(130)); });
+  process.once(sig, () => { shutdown().catch((err: unknown) => console.error('shutdown failed:', err)).finally(() => process.exit(130)); });
 }
 
 before(async () => {

@@ -2,7 +2,7 @@
 // (docs/testing.md, "Command blocks in the docs"): parsed here for the unit test (every block marked, every mark
 // well formed) and the integration test (the blocks marked `run:` run against the local clusters).
 import { readFileSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, posix } from 'node:path';
 import { ROOT } from './manifests.ts';
 
 /** README.md and every page of docs/, as paths from the repository's root. */
@@ -131,4 +131,74 @@ export function promisesOutput(command: string): boolean {
   return words.some((w) => w === '--help' || w === '--version' || w === '-h')
     || (words.includes('kubectl') && words.some((w) => ['get', 'describe', 'logs', 'top'].includes(w)))
     || (words.includes('helm') && words.some((w) => ['list', 'status'].includes(w)));
+}
+
+/** A repository path a doc names, where. */
+export interface NamedPath {
+  file: string;
+  line: number;
+  /** As written (without an anchor or `:line`). */
+  written: string;
+  /** From the repository's root. */
+  path: string;
+  how: 'code' | 'link';
+}
+
+/** The words of `text` that start with one of `dirs` and a slash (at the start, or after a space, quote, `=`, `(`, `[`). */
+function pathWords(text: string, dirs: readonly string[]): string[] {
+  const re = new RegExp(`(?:^|[\\s"'=(\\[])((?:${dirs.map((d) => d.replace('.', '\\.')).join('|')})/[^\\s"'\`()\\[\\]]*)`, 'g');
+  return [...text.matchAll(re)].map((m) => m[1]);
+}
+
+/** Where repository paths start, in code spans and shell blocks. */
+const TOP_DIRS = ['src', 'test', 'hack', 'bench', 'e2e', 'manifests', 'charts', 'docs', '.ci'];
+/** The directories of src/: `host/pod/controller.ts` in a code span is written from src/, as docs/ARCHITECTURE.md does. */
+const SRC_DIRS = readdirSync(join(ROOT, 'src'), { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
+/** A pattern or a placeholder, not one path: globs, `<name>`, `{a,b}`, `$VAR`, elisions. */
+const NOT_ONE_PATH = /[*?<>{}$…]|\.\.\.|\|/;
+
+/** One written path, cleaned: anchors, `:line` and closing punctuation go; a pattern or placeholder is undefined. */
+function cleanPath(written: string): string | undefined {
+  const p = written.replace(/#.*$/, '').replace(/(:\d+)+$/, '').replace(/[.,;:!]+$/, '');
+  return p === '' || NOT_ONE_PATH.test(p) ? undefined : p;
+}
+
+/**
+ * The repository paths one doc names: in code spans and the lines of shell blocks, each word starting with a top
+ * directory (src/, test/, hack/, bench/, e2e/, manifests/, charts/, docs/, .ci/), from the repository's root; in code
+ * spans, each word starting with a directory of src/ (`host/`, `member/` …), from src/; in markdown links, every
+ * target that is not a URL or an anchor, from the doc's own directory. Patterns and placeholders
+ * (`bench/results/<name>.md`, `test/unit/**`) are not paths.
+ */
+export function pathsNamedIn(file: string, text = readFileSync(join(ROOT, file), 'utf8')): NamedPath[] {
+  const out: NamedPath[] = [];
+  const dir = posix.dirname(file);
+  const add = (line: number, written: string, how: NamedPath['how'], base: string): void => {
+    const p = cleanPath(written);
+    if (p !== undefined) out.push({ file, line, written: p, path: posix.normalize(posix.join(base, p)), how });
+  };
+  const lines = text.split('\n');
+  let fence: { marker: string; shell: boolean } | undefined;
+  lines.forEach((l, i) => {
+    const open = FENCE.exec(l);
+    if (fence) {
+      if (l.trimStart().startsWith(fence.marker)) fence = undefined;
+      else if (fence.shell) for (const w of pathWords(l, TOP_DIRS)) add(i + 1, w, 'code', '.');
+      return;
+    }
+    if (open) {
+      fence = { marker: open[1], shell: SHELL_LANGUAGES.has(open[2].toLowerCase()) };
+      return;
+    }
+    for (const [, , span] of l.matchAll(/(`+)([^`]+?)\1/g)) {
+      for (const w of pathWords(span, TOP_DIRS)) add(i + 1, w, 'code', '.');
+      for (const w of pathWords(span, SRC_DIRS)) add(i + 1, w, 'code', 'src');
+    }
+    const prose = l.replace(/(`+)[^`]+?\1/g, '');
+    for (const m of prose.matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)) {
+      if (/^[a-z][a-z0-9+.-]*:/i.test(m[1]) || m[1].startsWith('#')) continue;
+      add(i + 1, m[1], 'link', m[1].startsWith('/') ? '.' : dir);
+    }
+  });
+  return out;
 }

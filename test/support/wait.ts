@@ -30,7 +30,7 @@ export async function waitUntil<T extends KubernetesObject>(client: ClusterClien
         reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}; last seen:\n  ${seen || '(nothing)'}`));
       }), timeoutMs);
       inf.start();
-      void inf.waitSynced().then(check);
+      inf.waitSynced().then(check, (err: unknown) => finish(() => reject(err as Error)));
     });
   } finally {
     inf.stop();

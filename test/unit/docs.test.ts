@@ -1,15 +1,16 @@
 // What the README and docs/ say against the code, without clusters: every command block carries exactly one mark
-// (test/integration/docs.test.ts runs those marked `run:`), the flags tables of docs/configuration.md against
-// `clusterlet --help` and the parser, and every metric the docs name against /metrics.
+// (test/integration/docs.test.ts runs those marked `run:`), every repository path they name exists, the flags
+// tables of docs/configuration.md against `clusterlet --help` and the parser, and every metric the docs name
+// against /metrics.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { FLAGS, HELP } from '../../src/config.ts';
 import { startHealthServer } from '../../src/health.ts';
-import { blocksOf, commandsOf, docBlocks, docFiles, promisesOutput } from '../support/docs.ts';
+import { blocksOf, commandsOf, docBlocks, docFiles, pathsNamedIn, promisesOutput, type NamedPath } from '../support/docs.ts';
 import { exposedSeries, registryLabels } from '../support/dashboard.ts';
 import { ROOT } from '../support/manifests.ts';
 
@@ -55,6 +56,53 @@ describe('command blocks in the docs', () => {
     assert.ok(promisesOutput('kubectl -n clusterlet get leases'));
     assert.ok(promisesOutput('node src/cli.ts --help'));
     assert.ok(!promisesOutput('kubectl apply -f x.yaml   # get it'));
+  });
+});
+
+/** Directories .gitignore names (`e2e/kind/.work/`): made at run time, never in the tree. */
+const madeAtRunTime = read('.gitignore').split('\n').map((l) => l.trim().replace(/^\//, ''))
+  .filter((l) => l.endsWith('/') && !/[*?[]/.test(l));
+
+/** What is wrong with the paths named: each one that neither exists nor is made at run time, said where. */
+function missingPaths(named: NamedPath[], exists: (path: string) => boolean): string[] {
+  return named.filter((n) => !exists(n.path) && !madeAtRunTime.some((d) => `${n.path}/`.startsWith(d)))
+    .map((n) => `${n.file}:${n.line}: ${n.how === 'link' ? 'link' : 'code'} \`${n.written}\` names ${n.path}, which is not in the tree`);
+}
+
+describe('repository paths in the docs', () => {
+  it('every path README.md and docs/*.md name (in code, shell blocks and relative links) exists', () => {
+    const named = docFiles().flatMap((f) => pathsNamedIn(f));
+    assert.ok(new Set(named.map((n) => n.path)).size >= 150, `${named.length} paths named`);
+    assert.deepEqual(missingPaths(named, (p) => existsSync(join(ROOT, p))), []);
+  });
+
+  it('every result file in bench/results/ is cited by README.md or docs/ (the others live in git history)', () => {
+    const cited = new Set(docFiles().flatMap((f) => pathsNamedIn(f)).map((n) => n.path));
+    const results = readdirSync(join(ROOT, 'bench/results')).filter((f) => f.endsWith('.md')).map((f) => `bench/results/${f}`);
+    assert.ok(results.length >= 1, 'bench/results/ holds result files');
+    assert.deepEqual(results.filter((r) => !cited.has(r)), [], 'cite them in docs/performance.md, or git rm them');
+  });
+
+  it('finds paths in code spans, shell blocks and relative links; leaves URLs, anchors, patterns and placeholders', () => {
+    const text = [
+      'See `src/cli.ts` and `node hack/demo.ts --help`, `host/pod/controller.ts:42` and `src/gone.ts`.',
+      '[pods](pods-and-nodes.md#fit), [code](../src/manager.ts), [site](https://example.com/src/x.ts), [top](#top).',
+      'Not paths: `test/unit/**/*.test.ts`, `bench/results/<name>.md`, `manifests/{host,member}`, src/prose.ts.',
+      '```sh', 'kubectl apply -k manifests/host', '```',
+      '```yaml', 'file: src/in-yaml.ts', '```',
+    ].join('\n');
+    const named = pathsNamedIn('docs/x.md', text);
+    assert.deepEqual(named.map((n) => `${n.line} ${n.how} ${n.path}`), [
+      '1 code src/cli.ts', '1 code hack/demo.ts', '1 code src/host/pod/controller.ts', '1 code src/gone.ts',
+      '2 link docs/pods-and-nodes.md', '2 link src/manager.ts',
+      '5 code manifests/host',
+    ]);
+    const tree = new Set(['src/cli.ts', 'hack/demo.ts', 'src/host/pod/controller.ts', 'docs/pods-and-nodes.md', 'src/manager.ts']);
+    assert.deepEqual(missingPaths(named, (p) => tree.has(p)), [
+      'docs/x.md:1: code `src/gone.ts` names src/gone.ts, which is not in the tree',
+      'docs/x.md:5: code `manifests/host` names manifests/host, which is not in the tree',
+    ]);
+    assert.deepEqual(missingPaths(pathsNamedIn('docs/x.md', 'Files go to `e2e/kind/.work/` and `e2e/kind/.work/a.log`.'), () => false), []);
   });
 });
 

@@ -24,6 +24,7 @@ import {
   acceptWebSocket, closedWebSocket, closeWebSocket, decodeChannel, encodeChannel, negotiateChannelProtocol, offeredSubprotocols,
   REMOTECOMMAND_WS_PROTOCOLS, requireWebSocketHandshake, STREAM_CLOSE, type ChannelProtocol,
 } from './websocket.ts';
+import { settle } from '../../util/settle.ts';
 
 /** Remote-command protocols served to the host, best first (v1 has no well-defined error stream). */
 export const REMOTECOMMAND_PROTOCOLS = ['v4.channel.k8s.io', 'v3.channel.k8s.io', 'v2.channel.k8s.io'];
@@ -268,7 +269,8 @@ function bridge(kind: string, ws: WebSocket, socket: Duplex, protocol: string, o
     // GOAWAY once the FINs and the status are on their way.
     const flushed = (st: SpdyStream | undefined): Promise<void> => !st || st.writableFinished || st.destroyed ? Promise.resolve()
       : new Promise((resolve) => { st.once('finish', () => resolve()); st.once('close', () => resolve()); });
-    void Promise.all([streams.stdout, streams.stderr, streams.error].map(flushed)).then(() => session.close());
+    settle(Promise.all([streams.stdout, streams.stderr, streams.error].map(flushed)).then(() => session.close()), log,
+      `${kind}: closing the SPDY session failed`);
   };
   ws.on('close', (code: number, reason: Buffer) => finish(code, reason.toString()));
   ws.on('error', (err: Error) => {

@@ -17,6 +17,7 @@ import { serveContainerLogs } from './logs.ts';
 import { podList, sendJSON } from './pods.ts';
 import { isPodRoute, isStreamRoute, route, type NodeRoute, type PodRoute, type StreamRoute } from './routes.ts';
 import type { ClientCA, ServingCertificate } from './tls.ts';
+import { settle } from '../../util/settle.ts';
 
 /** Node-level usage (stats.ts). */
 export interface NodeStats {
@@ -139,8 +140,12 @@ export class KubeletServer {
         raw.once('close', () => set.delete(raw));
       }
     });
-    server.on('request', (req: IncomingMessage, res: ServerResponse) => { void this.#onRequest(req, res); });
-    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => { void this.#onUpgrade(req, socket, head); });
+    server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+      settle(this.#onRequest(req, res), o.log, 'kubelet API: request failed');
+    });
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      settle(this.#onUpgrade(req, socket, head), o.log, 'kubelet API: upgrade failed');
+    });
     server.on('tlsClientError', (err) => o.log.debug({ err: err.message }, 'kubelet API: TLS handshake failed'));
     this.#servers.push(server);
     return server;

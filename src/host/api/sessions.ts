@@ -19,7 +19,8 @@ export function sessionLog(log: Logger, target: ResolvedPod, endpoint: SessionEn
 export function countSession(endpoint: SessionEndpoint, transport: StreamTransport, closed: Promise<unknown>[]): void {
   const labels = { endpoint, transport };
   metrics.kubeletApiStreams.inc(labels);
-  void Promise.allSettled(closed).then(() => metrics.kubeletApiStreams.dec(labels));
+  const dec = (): void => { metrics.kubeletApiStreams.dec(labels); };
+  Promise.allSettled(closed).then(dec, dec);
 }
 
 /** Resolves once `socket` has closed. */

@@ -16,6 +16,7 @@ import { backoffDelay } from '../../util/backoff.ts';
 import { nameOf } from '../../forge/meta.ts';
 import type { Logger } from '../../log.ts';
 import { certificateRequest, newServingKey, selfSignedCertificate, type ServingRequest } from './x509.ts';
+import { settle } from '../../util/settle.ts';
 
 export type ServingCertMode = 'file' | 'csr' | 'self-signed';
 export const KUBELET_SERVING_SIGNER = 'kubernetes.io/kubelet-serving';
@@ -82,7 +83,7 @@ export class ServingCertificate {
     this.#set(this.#selfSigned(), 'self-signed');
     if (o.mode === 'csr') {
       o.log.warn('kubelet API: serving a self-signed certificate until the kubelet-serving CSR is approved and issued');
-      void this.#request(0);
+      settle(this.#request(0), o.log, 'kubelet API: serving certificate request failed');
     } else {
       o.log.warn('kubelet API: serving a self-signed certificate (--serving-cert=self-signed): the API server can '
         + 'only reach it without --kubelet-certificate-authority');
@@ -155,12 +156,13 @@ export class ServingCertificate {
       o.log.info({ csr: name, validTo: x.validTo }, 'kubelet API: serving certificate issued by the host');
       const from = Date.parse(x.validFrom);
       const to = Date.parse(x.validTo);
-      this.#at(from + (to - from) * (0.7 + 0.2 * Math.random()), () => void this.#request(0));
+      this.#at(from + (to - from) * (0.7 + 0.2 * Math.random()),
+        () => settle(this.#request(0), o.log, 'kubelet API: serving certificate renewal failed'));
     } catch (err) {
       this.pending = undefined;
       const delay = Math.max(30_000, backoffDelay(attempt, 30_000, 600_000));
       o.log.error({ err: (err as Error).message, retryInMs: delay }, 'kubelet API: serving certificate request failed; still serving the previous certificate');
-      this.#after(delay, () => void this.#request(attempt + 1));
+      this.#after(delay, () => settle(this.#request(attempt + 1), o.log, 'kubelet API: serving certificate request failed'));
     }
   }
 
@@ -286,7 +288,8 @@ export class ClientCA {
     }
     if (this.#stopped) return;
     const refresh = o.refreshMs ?? 300_000;
-    this.#timer = setTimeout(() => void this.#refresh(), this.#pem === undefined ? Math.min(10_000, refresh) : refresh);
+    this.#timer = setTimeout(() => settle(this.#refresh(), o.log, 'kubelet API: client CA refresh failed'),
+      this.#pem === undefined ? Math.min(10_000, refresh) : refresh);
     this.#timer.unref();
   }
 

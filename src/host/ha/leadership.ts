@@ -17,6 +17,7 @@ import { LeaseElector, type LeaseApi } from './elector.ts';
 import type { LeaderElectionConfig } from '../../config.ts';
 import { metrics } from '../../metrics.ts';
 import type { Logger } from '../../log.ts';
+import { settle } from '../../util/settle.ts';
 
 /** Lease requests: a leader that renews late loses its lease. */
 const HIGH = { priority: 'high' } as const;
@@ -138,14 +139,14 @@ export class Leadership {
       for (const m of this.#members.values()) m.elector.poke();
     }));
     this.leases.start();
-    void this.leases.waitSynced().then(() => {
+    settle(this.leases.waitSynced().then(() => {
       if (!this.#started) return;
       this.#startElector(this.#presence);
       for (const m of this.#members.values()) this.#startElector(m.elector);
-    });
+    }), this.#log, 'leader election: starting the electors failed');
     this.#subs.push(interval(this.#cfg.retryPeriodMs).subscribe(() => {
       metrics.replicas.set(this.replicas());
-      void this.#rebalance();
+      settle(this.#rebalance(), this.#log, 'leader election: rebalancing failed');
     }));
   }
 

@@ -19,6 +19,7 @@ import type { HostApiAccess } from '../../provider/tokens.ts';
 import { backoffDelay } from '../../util/backoff.ts';
 import type { Logger } from '../../log.ts';
 import type { MemberCluster } from '../cluster.ts';
+import { settle } from '../../util/settle.ts';
 
 export type TokensMember = Pick<MemberCluster, 'owner'> & { client: { core: Pick<ClusterClient['core'],
   'createNamespacedSecret' | 'replaceNamespacedSecret' | 'readNamespacedSecret' | 'deleteNamespacedSecret' | 'listSecretForAllNamespaces'> } };
@@ -73,7 +74,7 @@ export class DelegateTokens {
   }
 
   start(): void {
-    this.#timer ??= setInterval(() => void this.#tick(), this.#opts.checkPeriodMs);
+    this.#timer ??= setInterval(() => settle(this.#tick(), this.#log, 'token check failed'), this.#opts.checkPeriodMs);
   }
 
   stop(): void {
@@ -181,7 +182,7 @@ export class DelegateTokens {
         });
         continue;
       }
-      if (held.refreshAt <= now) void this.#refresh(held);
+      if (held.refreshAt <= now) settle(this.#refresh(held), this.#log, 'token refresh failed');
     }
   }
 

@@ -13,6 +13,7 @@ import { objectId } from '../../forge/meta.ts';
 import { WorkQueue, type HandlerResult } from '../../util/workqueue.ts';
 import { metrics } from '../../metrics.ts';
 import type { Logger } from '../../log.ts';
+import { settle } from '../../util/settle.ts';
 
 /** Which existing objects a reflector changes, and when. */
 export interface UpdateRule<T> {
@@ -67,6 +68,7 @@ export class Reflector<T extends KubernetesObject> {
   #keyOf: (obj: T) => string | undefined;
   #reads: readonly Synced[];
   #startKeys: () => Iterable<string>;
+  #log: Logger;
   #queue: WorkQueue;
   #metrics: { labels: { member: string; kind: string; direction: string }; counts(obj: T): boolean } | undefined;
   /** Keys of the store's objects that `metrics.counts`. */
@@ -82,6 +84,7 @@ export class Reflector<T extends KubernetesObject> {
     this.#keyOf = opts.keyOf;
     this.#reads = opts.reads ?? [];
     this.#startKeys = opts.startKeys ?? (() => []);
+    this.#log = opts.log;
     const m = opts.metrics;
     this.#metrics = m && { labels: { member: m.member, kind: m.kind, direction: m.direction }, counts: m.counts };
     this.#queue = new WorkQueue({ name: opts.name, workers: opts.workers, log: opts.log, maxDelayMs: 30_000 });
@@ -100,7 +103,7 @@ export class Reflector<T extends KubernetesObject> {
     });
     this.store.start();
     // Keys queued meanwhile wait: the policy judges nothing on a partial view.
-    void Promise.all([this.store.waitSynced(), ...this.#reads.map((r) => r.waitSynced())]).then(() => {
+    settle(Promise.all([this.store.waitSynced(), ...this.#reads.map((r) => r.waitSynced())]).then(() => {
       if (this.#stopped) return;
       for (const obj of this.store.list()) this.#addKeyOf(obj);
       for (const key of this.#startKeys()) this.add(key);
@@ -112,7 +115,7 @@ export class Reflector<T extends KubernetesObject> {
           throw err;
         }
       });
-    });
+    }), this.#log, 'reflector: starting its queue failed');
   }
 
   stop(): void {

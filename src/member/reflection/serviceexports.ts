@@ -17,6 +17,7 @@ import { forgeServiceExport, MCS_GROUP_VERSION, serviceExportMatches, type Servi
 import type { HandlerResult } from '../../util/workqueue.ts';
 import { Reflector } from './reflector.ts';
 import type { Logger } from '../../log.ts';
+import { settle } from '../../util/settle.ts';
 
 /** The member's Multi-Cluster Services API, as the exporter uses it. */
 export interface ServiceExportApi {
@@ -70,7 +71,7 @@ export class ServiceExporter {
     this.#recheckMs = opts.conflictRecheckMs ?? 60_000;
   }
 
-  start(): void { void this.#discover(); }
+  start(): void { settle(this.#discover(), this.#log, 'looking up the Multi-Cluster Services API failed'); }
 
   stop(): void {
     this.#stopped = true;
@@ -94,7 +95,8 @@ export class ServiceExporter {
     } catch (err) {
       this.#log.debug({ err: (err as Error).message }, 'could not look up the Multi-Cluster Services API; looking again later');
     }
-    if (!this.#stopped) this.#timer = setTimeout(() => void this.#discover(), this.#rediscoverMs);
+    if (!this.#stopped) this.#timer = setTimeout(() => settle(this.#discover(), this.#log,
+      'looking up the Multi-Cluster Services API failed'), this.#rediscoverMs);
   }
 
   #startReflector(): void {

@@ -36,7 +36,9 @@ export async function memberWebSocket(client: ClusterClient, path: string, proto
     const ws = new WebSocket(url, protocols, { ...opts, perMessageDeflate: false });
     const fail = (err: ProviderError): void => { ws.removeAllListeners('open'); ws.terminate(); reject(err); };
     ws.once('open', () => { ws.pause(); ws.removeAllListeners('unexpected-response'); resolve(ws); });
-    ws.once('unexpected-response', (_req, res) => void refusal(client, res).then(fail));
+    ws.once('unexpected-response', (_req, res) => {
+      refusal(client, res).then(fail, (err: unknown) => fail(unreachable(client, err as Error)));
+    });
     ws.once('error', (err) => fail(unreachable(client, err)));
   });
 }
@@ -58,7 +60,9 @@ export async function memberSpdyUpgrade(client: ClusterClient, path: string, pro
       if (head.length) socket.unshift(head);
       resolve({ socket, protocol: String(res.headers['x-stream-protocol-version'] ?? '') });
     });
-    req.on('response', (res: IncomingMessage) => void refusal(client, res).then(reject));
+    req.on('response', (res: IncomingMessage) => {
+      refusal(client, res).then(reject, (err: unknown) => reject(unreachable(client, err as Error)));
+    });
     req.on('error', (err) => reject(unreachable(client, err)));
     req.end();
   });

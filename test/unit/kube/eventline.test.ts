@@ -67,7 +67,7 @@ describe('parseEventLine', () => {
   });
 });
 
-// Real events: one offloaded pod from creation to deletion, as clusterlet's two pod watches got them (hack/eventcost.ts,
+// Real events: one offloaded pod from creation to deletion, as clusterlet's two pod watches got them (bench/tools/eventcost.ts,
 // 2026-11-28): its proxy on the host (a namespace watch: unbound, bound, status written, deleted) and its delegate.
 const FIXTURE = JSON.parse(readFileSync(new URL('./fixtures/pod-watch-events.json', import.meta.url), 'utf8')) as
   Record<'proxies' | 'delegates', string[]>;

@@ -2,10 +2,10 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { TokenBucket } from '../../../src/util/ratelimit.ts';
 
-/** Whether `p` has settled once pending microtasks and I/O callbacks have run. */
+/** Whether `p` has settled (resolved or rejected) once pending microtasks and I/O callbacks have run. */
 async function settled(p: Promise<unknown>): Promise<boolean> {
   let done = false;
-  void p.then(() => { done = true; });
+  p.then(() => { done = true; }, () => { done = true; });
   await new Promise((resolve) => setImmediate(resolve));
   return done;
 }

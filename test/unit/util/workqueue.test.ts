@@ -345,6 +345,8 @@ describe('WorkQueue', () => {
   });
 
   describe('settled', () => {
+    /** settled() never rejects: were it to, this assertion fails the test (a rejection of the chain it ends). */
+    const rejected = (err: unknown): never => assert.fail(`settled() rejected: ${String(err)}`);
     it('resolves once no key of that priority or above is queued or running; lower ones do not count', async () => {
       const q = new WorkQueue({ name: 'settled', workers: 1 });
       const gate = new Gate();
@@ -385,7 +387,7 @@ describe('WorkQueue', () => {
       q.add('a', 1);
       q.add('a', 2);
       let settled = false;
-      void q.settled(1).then(() => { settled = true; });
+      q.settled(1).then(() => { settled = true; }, rejected);
       q.start(gate.handler);
       await gate.waiting(1);
       await flush();
@@ -402,17 +404,17 @@ describe('WorkQueue', () => {
       q.add('a', 1);
       await gate.waiting(1);
       let settled = 0;
-      void q.settled(1, 100).then(() => { settled++; });
+      q.settled(1, 100).then(() => { settled++; }, rejected);
       t.mock.timers.tick(99);
       await flush();
       assert.equal(settled, 0, 'a still runs');
       t.mock.timers.tick(1);
       await flush();
       assert.equal(settled, 1, 'given up waiting after 100 ms');
-      void q.settled(1, 0).then(() => { settled++; });
+      q.settled(1, 0).then(() => { settled++; }, rejected);
       await flush();
       assert.equal(settled, 2, 'no time left: at once');
-      void q.settled(1, 100).then(() => { settled++; });
+      q.settled(1, 100).then(() => { settled++; }, rejected);
       gate.release('a');
       await q.idle();
       await flush();
@@ -427,9 +429,9 @@ describe('WorkQueue', () => {
       q.start(gate.handler);
       await gate.waiting(1);
       let settled = 0;
-      void q.settled(1).then(() => { settled++; });
+      q.settled(1).then(() => { settled++; }, rejected);
       q.shutdown();
-      void q.settled(0).then(() => { settled++; });
+      q.settled(0).then(() => { settled++; }, rejected);
       gate.release('a');
       await q.idle();
       await flush();

@@ -160,7 +160,7 @@ export class SpdySession {
         this.#fail(err as Error);
         return;
       }
-      void this.#pump();
+      this.#pump().catch((err: unknown) => this.#fail(err as Error));
     });
     transport.on('end', () => this.#close());
     transport.on('close', () => this.#close());

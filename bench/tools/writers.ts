@@ -5,15 +5,15 @@
 // (kind, event type, writers, fields changed) accounts for.
 // The bench counts watch events per pod (clusterlet_watch_events_total); this says what they are, so that a
 // modification clusterlet causes and could spare is seen.
-//   node hack/writers.ts [--pods 20]
+//   node bench/tools/writers.ts [--pods 20]
 import { parseArgs } from 'node:util';
 import { AppsV1Api } from '@kubernetes/client-node';
-import { Harness } from '../test/harness/harness.ts';
-import { ClusterClient } from '../src/kube/client.ts';
-import { loadKubeconfigFile } from '../src/kube/kubeconfig.ts';
-import { pollUntil } from '../test/harness/net.ts';
-import { deployment } from '../bench/bench.ts';
-import { startBenchClusterlet } from '../bench/clusterlet.ts';
+import { Harness } from '../../test/harness/harness.ts';
+import { ClusterClient } from '../../src/kube/client.ts';
+import { loadKubeconfigFile } from '../../src/kube/kubeconfig.ts';
+import { pollUntil } from '../../test/harness/net.ts';
+import { deployment } from '../bench.ts';
+import { startBenchClusterlet } from '../clusterlet.ts';
 
 const { values } = parseArgs({ options: { pods: { type: 'string', default: '20' } } });
 const pods = Number(values.pods);
@@ -53,7 +53,7 @@ function changedFields(before: Obj | undefined, now: Obj): string[] {
 const h = await Harness.start({ componentQPS: 2000, log });
 await h.createLeaseNamespace();
 const cl = await startBenchClusterlet(h, ['--member-kubeconfig', h.member.kubeconfig, '--member-name', 'member'], 'clusterlet.log',
-  'hack/writers');
+  'bench/tools/writers');
 try {
   await cl.ready(60_000);
   const host = new ClusterClient(loadKubeconfigFile(h.host.kubeconfig), { cluster: 'host', qps: 500, burst: 1000 });

@@ -1,7 +1,7 @@
 // Which parts of the node binary a process keeps resident (the file pages of its RSS): reads /proc/PID/pagemap
 // (needs root) for the binary's mappings and attributes each resident 4 KiB page to the symbol that covers it
 // (nm -S -C), grouped by library or V8 component, or to its ELF section when no symbol does.
-//   node hack/binpages.mjs PID [top]
+//   node bench/tools/binpages.mjs PID [top]
 import { execFileSync } from 'node:child_process';
 import { openSync, readSync, readFileSync, readlinkSync } from 'node:fs';
 const pid = process.argv[2]; const top = Number(process.argv[3] ?? 30);

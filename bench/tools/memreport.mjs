@@ -1,4 +1,4 @@
-// Preloaded into clusterlet by hack/idle-rss.ts (`--import`): on SIGUSR2 it writes process.memoryUsage() and V8's
+// Preloaded into clusterlet by bench/tools/idle-rss.ts (`--import`): on SIGUSR2 it writes process.memoryUsage() and V8's
 // heap spaces as one JSON line to $MEMREPORT_OUT, and a heap snapshot next to it when $MEMREPORT_SNAPSHOT is set.
 // With $MEMREPORT_AT_EXIT set it writes the line (with VmRSS as `rss`) when the process exits instead: the cost of
 // the modules an entry loads, run with --help.

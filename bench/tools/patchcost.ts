@@ -4,14 +4,14 @@
 // and a PUT of the status subresource. N pods bound to a node nothing runs (no KWOK, no clusterlet) get their status rewritten, each round
 // a real change (Ready flips, a restart counted), by `--workers` writers at once; the API server's and etcd's CPU
 // (/proc) and the writes' latency are reported per kind, the kinds interleaved over the rounds.
-//   node hack/patchcost.ts [--pods 1000] [--rounds 4] [--workers 20]
+//   node bench/tools/patchcost.ts [--pods 1000] [--rounds 4] [--workers 20]
 import { parseArgs } from 'node:util';
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
-import { Harness } from '../test/harness/harness.ts';
-import { ClusterClient, PATCH } from '../src/kube/client.ts';
-import { loadKubeconfigFile } from '../src/kube/kubeconfig.ts';
-import { proxyStatusPatch } from '../src/host/pod/status.ts';
-import { cpuTicks, median, percentile } from '../bench/bench.ts';
+import { Harness } from '../../test/harness/harness.ts';
+import { ClusterClient, PATCH } from '../../src/kube/client.ts';
+import { loadKubeconfigFile } from '../../src/kube/kubeconfig.ts';
+import { proxyStatusPatch } from '../../src/host/pod/status.ts';
+import { cpuTicks, median, percentile } from '../bench.ts';
 
 const { values } = parseArgs({ options: {
   pods: { type: 'string', default: '1000' }, rounds: { type: 'string', default: '4' }, workers: { type: 'string', default: '20' },

@@ -1,25 +1,25 @@
 // Idle memory of clusterlet: one member, no pods. Starts the local clusters, then runs clusterlet once per case
 // (a variant: the TypeScript sources, the build, or a path to an entry file; with a set of extra flags), waits for the
 // virtual node Ready, lets it settle (its health port scraped every 10 s, as deployed) and samples VmRSS; then asks
-// it (hack/memreport.mjs, on SIGUSR2) for heapUsed/external and optionally a heap snapshot. It also measures the
+// it (bench/tools/memreport.mjs, on SIGUSR2) for heapUsed/external and optionally a heap snapshot. It also measures the
 // modules alone: the entry run with --help.
-//   node hack/idle-rss.ts [--variants src,dist,PATH] [--flags='--lite-mode;MALLOC_ARENA_MAX=2 --v8-pool-size=1']
+//   node bench/tools/idle-rss.ts [--variants src,dist,PATH] [--flags='--lite-mode;MALLOC_ARENA_MAX=2 --v8-pool-size=1']
 //     [--runs 3] [--settle 20] [--samples 5] [--snapshot] [--pages]
 // --flags: sets separated by `;`, each a case after the one with none; a NAME=value word is an environment variable.
 // --runs: runs per case, interleaved, summed up as the median at the end. --pages: which parts of the node binary
-// stay resident (hack/binpages.mjs; needs root). `npm run build` first for the dist variant.
+// stay resident (bench/tools/binpages.mjs; needs root). `npm run build` first for the dist variant.
 import { spawn, execFileSync } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { Harness } from '../test/harness/harness.ts';
-import { freePort, pollUntil } from '../test/harness/net.ts';
-import { ClusterClient } from '../src/kube/client.ts';
-import { loadKubeconfigFile } from '../src/kube/kubeconfig.ts';
-import { NODE_ENV_VARS, NODE_FLAGS } from '../src/nodeflags.ts';
-import { IDLE_RSS, idleRssSamples, median, type Rss } from '../bench/bench.ts';
+import { Harness } from '../../test/harness/harness.ts';
+import { freePort, pollUntil } from '../../test/harness/net.ts';
+import { ClusterClient } from '../../src/kube/client.ts';
+import { loadKubeconfigFile } from '../../src/kube/kubeconfig.ts';
+import { NODE_ENV_VARS, NODE_FLAGS } from '../../src/nodeflags.ts';
+import { IDLE_RSS, idleRssSamples, median, type Rss } from '../bench.ts';
 
 const { values } = parseArgs({ options: {
   variants: { type: 'string', default: 'src,dist' },
@@ -41,7 +41,7 @@ const flagSets: FlagSet[] = ['', ...values.flags.split(';').filter((f) => f.trim
     env: Object.fromEntries(words.filter((w) => !w.startsWith('-')).map((w) => w.split('=', 2))) };
 });
 type Sample = Rss & { heapUsed: number };
-const entries: Record<string, string> = { dist: here('../dist/cli.js'), src: here('../src/cli.ts') };
+const entries: Record<string, string> = { dist: here('../../dist/cli.js'), src: here('../../src/cli.ts') };
 const entry = (variant: string): string => entries[variant] ?? resolve(variant);
 const mb = (bytes: number): string => (bytes / 1048576).toFixed(1);
 

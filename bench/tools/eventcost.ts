@@ -7,22 +7,22 @@
 // With --foreign, the member's stream is replayed as the member's own pods (not delegates: another host's owner) through
 // the member pod informer: the shape of each pod made after revive and its spec never reused (as before ecbdaed),
 // against MemberPodShapes (src/member/podshapes.ts): the shape made before revive, and kept while the spec bytes stay.
-//   node hack/eventcost.ts [--pods 50] [--rounds 200] [--save FILE.json] [--load FILE.json] [--foreign]
+//   node bench/tools/eventcost.ts [--pods 50] [--rounds 200] [--save FILE.json] [--load FILE.json] [--foreign]
 import { readFileSync, writeFileSync } from 'node:fs';
 import { isDeepStrictEqual, parseArgs } from 'node:util';
 import { AppsV1Api, type V1Pod } from '@kubernetes/client-node';
-import { Harness } from '../test/harness/harness.ts';
-import { ClusterClient } from '../src/kube/client.ts';
-import { loadKubeconfigFile } from '../src/kube/kubeconfig.ts';
+import { Harness } from '../../test/harness/harness.ts';
+import { ClusterClient } from '../../src/kube/client.ts';
+import { loadKubeconfigFile } from '../../src/kube/kubeconfig.ts';
 import { Subject } from 'rxjs';
-import { parseEventLine, type KnownSpec } from '../src/kube/eventline.ts';
-import { Informer, storedSpecs, type InformerOptions } from '../src/kube/informer.ts';
-import { memberPodShape } from '../src/forge/foreign.ts';
-import { MemberPodShapes } from '../src/member/podshapes.ts';
-import type { ListWatchEvent } from '../src/kube/listwatch.ts';
-import { revive } from '../src/kube/revive.ts';
-import { startBenchClusterlet } from '../bench/clusterlet.ts';
-import { deployment, median, ReadyTracker } from '../bench/bench.ts';
+import { parseEventLine, type KnownSpec } from '../../src/kube/eventline.ts';
+import { Informer, storedSpecs, type InformerOptions } from '../../src/kube/informer.ts';
+import { memberPodShape } from '../../src/forge/foreign.ts';
+import { MemberPodShapes } from '../../src/member/podshapes.ts';
+import type { ListWatchEvent } from '../../src/kube/listwatch.ts';
+import { revive } from '../../src/kube/revive.ts';
+import { startBenchClusterlet } from '../clusterlet.ts';
+import { deployment, median, ReadyTracker } from '../bench.ts';
 
 const { values } = parseArgs({ options: {
   pods: { type: 'string', default: '50' }, rounds: { type: 'string', default: '200' },

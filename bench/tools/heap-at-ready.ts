@@ -1,18 +1,18 @@
 // Where clusterlet's memory is with N offloaded pods all Ready: starts the local clusters and clusterlet as the bench
 // does (bench/clusterlet.ts), offloads a Deployment of N, and once all N proxies are Ready reads clusterlet's RSS
-// (anonymous and file pages), V8's heap spaces, and writes a heap snapshot (hack/memreport.mjs, preloaded), to be
-// summed by `node hack/heapsummary.mjs FILE`.
-//   node hack/heap-at-ready.ts --n 1000 --out /tmp/heap-1000
+// (anonymous and file pages), V8's heap spaces, and writes a heap snapshot (bench/tools/memreport.mjs, preloaded), to be
+// summed by `node bench/tools/heapsummary.mjs FILE`.
+//   node bench/tools/heap-at-ready.ts --n 1000 --out /tmp/heap-1000
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { AppsV1Api } from '@kubernetes/client-node';
-import { ClusterClient } from '../src/kube/client.ts';
-import { loadKubeconfigFile } from '../src/kube/kubeconfig.ts';
-import { Harness } from '../test/harness/harness.ts';
-import { pollUntil } from '../test/harness/net.ts';
-import { ReadyTracker, deployment, rssKB } from '../bench/bench.ts';
-import { startBenchClusterlet } from '../bench/clusterlet.ts';
+import { ClusterClient } from '../../src/kube/client.ts';
+import { loadKubeconfigFile } from '../../src/kube/kubeconfig.ts';
+import { Harness } from '../../test/harness/harness.ts';
+import { pollUntil } from '../../test/harness/net.ts';
+import { ReadyTracker, deployment, rssKB } from '../bench.ts';
+import { startBenchClusterlet } from '../clusterlet.ts';
 
 const { values } = parseArgs({ options: { n: { type: 'string', default: '1000' }, out: { type: 'string', default: '/tmp/heap-at-ready' } } });
 const n = Number(values.n);
@@ -47,7 +47,7 @@ try {
   const mb = (v: unknown): string => `${((v as number) / 2 ** 20).toFixed(1)} MB`;
   log(`rss ${mb(r.rss)}, heapUsed ${mb(r.heapUsed)}, heapTotal ${mb(r.heapTotal)}, external ${mb(r.external)}, arrayBuffers ${mb(r.arrayBuffers)}`);
   log(`spaces: ${Object.entries(r.spaces as Record<string, number>).map(([k, v]) => `${k} ${mb(v)}`).join(', ')}`);
-  log(`snapshot: ${snapshot} (node hack/heapsummary.mjs ${snapshot})`);
+  log(`snapshot: ${snapshot} (node bench/tools/heapsummary.mjs ${snapshot})`);
 } finally {
   await cl.stop();
   await h.stop();

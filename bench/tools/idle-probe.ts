@@ -2,15 +2,15 @@
 // second over a window, read from /proc, its main thread's voluntary context switches (each one a wake-up; preemptions
 // apart), its RSS at the end, and (on stderr) its watch restarts and API requests so far. For idle-cost experiments
 // (`npm run build` first):
-//   node hack/idle-probe.ts [--settle S] [--window S] [--every S]   (--every: its memory every S seconds of the window,
+//   node bench/tools/idle-probe.ts [--settle S] [--window S] [--every S]   (--every: its memory every S seconds of the window,
 //   read from its /metrics and /proc; CLUSTERLET_NODE_OPTIONS / CLUSTERLET_ARGS as for the bench). Where the node
-//   binary's resident pages go: hack/binpages.mjs PID; what holds the heap: hack/heapsummary.mjs on a snapshot.
+//   binary's resident pages go: bench/tools/binpages.mjs PID; what holds the heap: bench/tools/heapsummary.mjs on a snapshot.
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { Harness } from '../test/harness/harness.ts';
-import { startBenchClusterlet } from '../bench/clusterlet.ts';
-import { cpuTicks, rssKB } from '../bench/bench.ts';
+import { Harness } from '../../test/harness/harness.ts';
+import { startBenchClusterlet } from '../clusterlet.ts';
+import { cpuTicks, rssKB } from '../bench.ts';
 
 const { values } = parseArgs({ options: { settle: { type: 'string', default: '60' }, window: { type: 'string', default: '60' },
   every: { type: 'string' } } });

@@ -1,6 +1,6 @@
 // Sums a .heapsnapshot's self sizes by node type and constructor name, and lists the largest single objects
 // with a path of retainers: which part of clusterlet (or of a library) holds the idle heap.
-//   node hack/heapsummary.mjs FILE.heapsnapshot [top]
+//   node bench/tools/heapsummary.mjs FILE.heapsnapshot [top]
 import { readFileSync } from 'node:fs';
 
 const snap = JSON.parse(readFileSync(process.argv[2], 'utf8'));

@@ -6,7 +6,7 @@
 // Record with JavaScript frames named (node writes /tmp/perf-PID.map):
 //   CLUSTERLET_NODE_OPTIONS=--perf-basic-prof node bench/run.ts …   # then, once clusterlet runs:
 //   perf record -F 499 -g -p PID -o perf.data                          # ends when clusterlet exits
-//   node hack/perfsummary.mjs perf.data [--top 30] [--inclusive]
+//   node bench/tools/perfsummary.mjs perf.data [--top 30] [--inclusive]
 // --inclusive adds the share of samples with each JavaScript function anywhere on the stack (named by the bundle's
 // source map). A caveat: /tmp/perf-PID.map keeps every code object V8 ever made, and perf may name a frame by an
 // older object whose address range was since reused; a small function with a large share is suspect.

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Summarizes a V8 .cpuprofile (node --cpu-prof): where the CPU went, by function, by file/package, and the heaviest
 // call paths, optionally within a time window of the profile and per pod.
-//   node hack/cpuprofile-summary.mjs PROFILE [--from S] [--to S] [--top 40] [--tree-min 1] [--depth 30] [--pods N]
+//   node bench/tools/cpuprofile-summary.mjs PROFILE [--from S] [--to S] [--top 40] [--tree-min 1] [--depth 30] [--pods N]
 //   --from/--to  seconds after the profile's start (see the timeline it prints first to pick the busy window)
 //   --pods N     also print each line's ms per pod
 //   --focus RE   the call tree only below frames whose function or file matches RE

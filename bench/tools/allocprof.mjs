@@ -1,8 +1,8 @@
 // Preload for an allocation profile of clusterlet: V8's sampling heap profiler with the objects both collectors freed
 // kept in it, so that it counts what was allocated over the run, not what was left. The profile is written at exit
 // to $ALLOCPROF_OUT (default ./clusterlet.heapprofile), a .heapprofile that Chrome DevTools opens.
-//   CLUSTERLET_NODE_OPTIONS="--import=$PWD/hack/allocprof.mjs" ALLOCPROF_OUT=/tmp/a.heapprofile node bench/run.ts …
-//   node hack/allocprof.mjs PROFILE [--pods N] [--map FILE]   (a summary: bytes allocated by function and by file; frames
+//   CLUSTERLET_NODE_OPTIONS="--import=$PWD/bench/tools/allocprof.mjs" ALLOCPROF_OUT=/tmp/a.heapprofile node bench/run.ts …
+//   node bench/tools/allocprof.mjs PROFILE [--pods N] [--map FILE]   (a summary: bytes allocated by function and by file; frames
 //   of the bundle named by the TypeScript module and line they were built from, through the .map beside dist/cli.js)
 import { Session } from 'node:inspector';
 import { readFileSync, writeFileSync } from 'node:fs';

@@ -5,10 +5,9 @@
 // owner died (SIGKILL) are reaped by the next run. Node-like servers (KWOK's kubelet endpoints, clusterlet's
 // kubelet API in tests) listen on the run's own test network (testnet.ts), never on the machine's addresses.
 import { execFile } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api } from '@kubernetes/client-node';
@@ -16,10 +15,9 @@ import { ensureBinaries, type Binaries } from './binaries.ts';
 import { LocalCluster, type FakeNode } from './cluster.ts';
 import { startProc, type Proc } from './procs.ts';
 import { freePort, pollUntil } from './net.ts';
-import { createTestNetwork, listNetns, removeNetns, type TestNetwork } from './testnet.ts';
-import { cleanNode, RealNode, restoreSysctls, saveSysctls } from './realnode.ts';
-
-const RUN_PREFIX = 'clusterlet-harness-';
+import { createTestNetwork, type TestNetwork } from './testnet.ts';
+import { RealNode, restoreSysctls, saveSysctls } from './realnode.ts';
+import { reapStaleRuns, RUN_PREFIX } from './reaper.ts';
 
 export const HOST_NODES: FakeNode[] = [
   { name: 'host-local-1', capacity: { cpu: '8', memory: '32Gi', pods: '110' } },
@@ -140,7 +138,7 @@ export class Harness {
 
   static async start(opts: HarnessOptions = {}): Promise<Harness> {
     const log = opts.log ?? ((l: string) => process.stderr.write(`[harness] ${l}\n`));
-    await reapStaleRuns(log);
+    await reapStaleRuns({ log });
     const bin = await ensureBinaries();
     const t0 = Date.now();
     const dir = await mkdtemp(join(tmpdir(), RUN_PREFIX));
@@ -235,43 +233,5 @@ export class Harness {
     await this.network.remove();
     for (const n of this.#nodeNetworks) await n.remove();
     if (!process.env.CLUSTERLET_KEEP_HARNESS) await rm(this.dir, { recursive: true, force: true });
-  }
-}
-
-/** Kills the processes of runs whose owner process is gone and removes their dirs. */
-async function reapStaleRuns(log: (l: string) => void): Promise<void> {
-  const base = tmpdir();
-  for (const entry of await readdir(base)) {
-    if (!entry.startsWith(RUN_PREFIX)) continue;
-    const dir = join(base, entry);
-    const ownerFile = join(dir, 'owner.pid');
-    const owner = existsSync(ownerFile) ? Number(await readFile(ownerFile, 'utf8')) : 0;
-    if (owner && isAlive(owner)) continue;
-    log(`reaping stale run ${dir}`);
-    await killProcessesUsing(dir);
-    for (const cgroupRoot of (await readFile(join(dir, 'realnodes'), 'utf8').catch(() => '')).split('\n')) {
-      if (cgroupRoot) await cleanNode(cgroupRoot);
-    }
-    const sysctls = await readFile(join(dir, 'sysctls.json'), 'utf8').catch(() => '');
-    if (sysctls) await restoreSysctls(JSON.parse(sysctls) as Record<string, string>);
-    const live = await listNetns();
-    for (const netns of (await readFile(join(dir, 'netns'), 'utf8').catch(() => '')).split('\n')) {
-      if (netns && live.includes(netns)) await removeNetns(netns);
-    }
-    await rm(dir, { recursive: true, force: true });
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try { process.kill(pid, 0); return true; } catch { return false; }
-}
-
-async function killProcessesUsing(dir: string): Promise<void> {
-  for (const pid of await readdir('/proc').catch(() => [] as string[])) {
-    if (!/^\d+$/.test(pid)) continue;
-    const cmd = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
-    if (cmd.includes(dir)) {
-      try { process.kill(Number(pid), 'SIGKILL'); } catch { /* gone */ }
-    }
   }
 }

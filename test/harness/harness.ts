@@ -1,8 +1,8 @@
 // The local host + member clusters that tests, the demo and the benchmark run against.
 //   host:   etcd prefix /registry-host,   2 local KWOK nodes (and the benchmark's host-floor when asked)
 //   member: etcd prefix /registry-member, 3 KWOK nodes of different sizes (one with GPUs), zone/region labels
-// One etcd serves both. Everything lives in one temp dir, removed on stop; processes of a run whose
-// owner died (SIGKILL) are reaped by the next run. Node-like servers (KWOK's kubelet endpoints, clusterlet's
+// One etcd serves both. Everything lives in one temp dir, removed on stop; what a run whose owner died (SIGKILL)
+// left is undone by the next run (reaper.ts). Node-like servers (KWOK's kubelet endpoints, clusterlet's
 // kubelet API in tests) listen on the run's own test network (testnet.ts), never on the machine's addresses.
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -13,11 +13,11 @@ import { join } from 'node:path';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { ensureBinaries, type Binaries } from './binaries.ts';
 import { LocalCluster, type FakeNode } from './cluster.ts';
-import { startProc, type Proc } from './procs.ts';
+import { onSpawn, startProc, type Proc } from './procs.ts';
 import { freePort, pollUntil } from './net.ts';
 import { createTestNetwork, type TestNetwork } from './testnet.ts';
 import { RealNode, restoreSysctls, saveSysctls } from './realnode.ts';
-import { reapStaleRuns, RUN_PREFIX } from './reaper.ts';
+import { cgroupRootOf, processRecord, reapStaleRuns, recordProcess, RUN_FILES, RUN_PREFIX } from './reaper.ts';
 
 export const HOST_NODES: FakeNode[] = [
   { name: 'host-local-1', capacity: { cpu: '8', memory: '32Gi', pods: '110' } },
@@ -76,11 +76,13 @@ export class Harness {
   #opts: HarnessOptions;
   #nodeNetworks: TestNetwork[];
   #sysctls?: Record<string, string>;
+  #unrecord: () => void;
   #stopped = false;
 
   private constructor(dir: string, bin: Binaries, etcd: Proc, etcdURL: string, network: TestNetwork, opts: HarnessOptions,
-    nodeNetworks: TestNetwork[]) {
+    nodeNetworks: TestNetwork[], unrecord: () => void) {
     this.dir = dir;
+    this.#unrecord = unrecord;
     this.bin = bin;
     this.#etcd = etcd;
     this.#etcdURL = etcdURL;
@@ -107,7 +109,7 @@ export class Harness {
   /** Starts the real nodes, one per cluster, each in its network namespace with a pod range of its own. */
   async #startRealNodes(images: string[]): Promise<void> {
     this.#sysctls = await saveSysctls();
-    await writeFile(join(this.dir, 'sysctls.json'), JSON.stringify(this.#sysctls));
+    await writeFile(join(this.dir, RUN_FILES.sysctls), JSON.stringify(this.#sysctls));
     // 198.19.0.0/16 (testnet.ts): a /24 per node, at a random place so that two runs rarely meet.
     const base = 2 * Math.floor(Math.random() * 127);
     const clusters = [this.host, this.member];
@@ -116,11 +118,16 @@ export class Harness {
     for (const [i, cluster] of clusters.entries()) {
       this.realNodes.push(new RealNode({
         name: names[i], cluster, network: this.#nodeNetworks[i], podCIDR: `198.19.${base + i}.0/24`,
-        apiServer: cluster.podServer, cgroupRoot: `/clusterlet-${id}-${names[i]}`, images, binDir: this.bin.dir,
+        apiServer: cluster.podServer, cgroupRoot: cgroupRootOf(id, names[i]), images, binDir: this.bin.dir,
       }));
     }
-    await writeFile(join(this.dir, 'realnodes'), this.realNodes.map((n) => `${n.opts.cgroupRoot}\n`).join(''));
+    await writeFile(join(this.dir, RUN_FILES.cgroupRoots), this.realNodes.map((n) => `${n.opts.cgroupRoot}\n`).join(''));
     await Promise.all(this.realNodes.map((n) => n.start()));
+  }
+
+  /** Records a process a test started (a clusterlet), for the reaper of a later run should this one be killed outright. */
+  recordProcess(pid: number): void {
+    recordProcess(this.dir, pid);
   }
 
   /** The address node-like servers listen on (127.0.0.1 when the test network could not be made). */
@@ -142,15 +149,18 @@ export class Harness {
     const bin = await ensureBinaries();
     const t0 = Date.now();
     const dir = await mkdtemp(join(tmpdir(), RUN_PREFIX));
-    await writeFile(join(dir, 'owner.pid'), String(process.pid));
+    await writeFile(join(dir, RUN_FILES.owner), processRecord(process.pid));
+    // What the run starts, for the reaper of a later run should this one be killed outright.
+    const unrecord = onSpawn((pid) => recordProcess(dir, pid));
     const network = await createTestNetwork();
     if (network.unavailable) log(`${network.unavailable}: node proxy paths (/api/v1/nodes/<node>/proxy/...) will not work`);
     const nodeNetworks = opts.realNodes ? [await createTestNetwork(), await createTestNetwork()] : [];
     const unavailable = nodeNetworks.find((n) => n.unavailable);
     const netns = [network, ...nodeNetworks].map((n) => n.name).filter((n) => n !== undefined);
-    if (netns.length) await writeFile(join(dir, 'netns'), netns.join('\n'));
+    if (netns.length) await writeFile(join(dir, RUN_FILES.netns), netns.join('\n'));
     if (unavailable) {
       for (const n of [network, ...nodeNetworks]) await n.remove();
+      unrecord();
       await rm(dir, { recursive: true, force: true });
       throw new Error(`real nodes need network namespaces: ${unavailable.unavailable}`);
     }
@@ -163,7 +173,7 @@ export class Harness {
       `--initial-cluster=clusterlet-harness=http://127.0.0.1:${peerPort}`,
       '--unsafe-no-fsync', '--quota-backend-bytes=8589934592', '--log-level=warn',
     ], dir);
-    const h = new Harness(dir, bin, etcd, etcdURL, network, { ...opts, log }, nodeNetworks);
+    const h = new Harness(dir, bin, etcd, etcdURL, network, { ...opts, log }, nodeNetworks, unrecord);
     try {
       await pollUntil('etcd /health', async () => {
         const res = await fetch(`${etcdURL}/health`).catch(() => undefined);
@@ -232,6 +242,7 @@ export class Harness {
     await this.#etcd.stop();
     await this.network.remove();
     for (const n of this.#nodeNetworks) await n.remove();
+    this.#unrecord();
     if (!process.env.CLUSTERLET_KEEP_HARNESS) await rm(this.dir, { recursive: true, force: true });
   }
 }

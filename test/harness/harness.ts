@@ -16,7 +16,8 @@ import { LocalCluster, type FakeNode } from './cluster.ts';
 import { onSpawn, startProc, type Proc } from './procs.ts';
 import { freePort, pollUntil } from './net.ts';
 import { createTestNetwork, type TestNetwork } from './testnet.ts';
-import { RealNode, restoreSysctls, saveSysctls } from './realnode.ts';
+import { podRangeBase, RealNode, realNodeCgroups, restoreSysctls, routeDestinations, saveSysctls } from './realnode.ts';
+import { lockRealNodes, type MachineLock } from './machinelock.ts';
 import { cgroupRootOf, processRecord, reapStaleRuns, recordProcess, RUN_FILES, RUN_PREFIX } from './reaper.ts';
 
 export const HOST_NODES: FakeNode[] = [
@@ -53,6 +54,8 @@ export interface HarnessOptions {
   realNodes?: { images: string[] };
   /** The KWOK nodes (default true); false: the clusters have their real nodes only. */
   kwokNodes?: boolean;
+  /** Aborted: the start ends early, stops what it started, and throws. */
+  signal?: AbortSignal;
 }
 
 /** The real nodes' names. */
@@ -77,12 +80,14 @@ export class Harness {
   #nodeNetworks: TestNetwork[];
   #sysctls?: Record<string, string>;
   #unrecord: () => void;
+  #lock?: MachineLock;
   #stopped = false;
 
   private constructor(dir: string, bin: Binaries, etcd: Proc, etcdURL: string, network: TestNetwork, opts: HarnessOptions,
-    nodeNetworks: TestNetwork[], unrecord: () => void) {
+    nodeNetworks: TestNetwork[], unrecord: () => void, lock: MachineLock | undefined) {
     this.dir = dir;
     this.#unrecord = unrecord;
+    this.#lock = lock;
     this.bin = bin;
     this.#etcd = etcd;
     this.#etcdURL = etcdURL;
@@ -110,15 +115,15 @@ export class Harness {
   async #startRealNodes(images: string[]): Promise<void> {
     this.#sysctls = await saveSysctls();
     await writeFile(join(this.dir, RUN_FILES.sysctls), JSON.stringify(this.#sysctls));
-    // 198.19.0.0/16 (testnet.ts): a /24 per node, at a random place so that two runs rarely meet.
-    const base = 2 * Math.floor(Math.random() * 127);
+    // 198.19.0.0/16 (testnet.ts): a /24 per node, where the machine routes nothing.
+    const base = podRangeBase(await routeDestinations());
     const clusters = [this.host, this.member];
     const names = [HOST_REAL_NODE, MEMBER_REAL_NODE];
     const id = this.dir.slice(this.dir.lastIndexOf(RUN_PREFIX) + RUN_PREFIX.length);
     for (const [i, cluster] of clusters.entries()) {
       this.realNodes.push(new RealNode({
         name: names[i], cluster, network: this.#nodeNetworks[i], podCIDR: `198.19.${base + i}.0/24`,
-        apiServer: cluster.podServer, cgroupRoot: cgroupRootOf(id, names[i]), images, binDir: this.bin.dir,
+        apiServer: cluster.podServer, cgroupRoot: cgroupRootOf(id, names[i]), images, binDir: this.bin.dir, signal: this.#opts.signal,
       }));
     }
     await writeFile(join(this.dir, RUN_FILES.cgroupRoots), this.realNodes.map((n) => `${n.opts.cgroupRoot}\n`).join(''));
@@ -145,25 +150,41 @@ export class Harness {
 
   static async start(opts: HarnessOptions = {}): Promise<Harness> {
     const log = opts.log ?? ((l: string) => process.stderr.write(`[harness] ${l}\n`));
+    const { signal } = opts;
+    if (opts.realNodes) {
+      // Before anything is touched: real nodes need cgroups they can live in.
+      const why = await realNodeCgroups();
+      if (why) throw new Error(why);
+    }
     await reapStaleRuns({ log });
     const bin = await ensureBinaries();
+    signal?.throwIfAborted();
     const t0 = Date.now();
     const dir = await mkdtemp(join(tmpdir(), RUN_PREFIX));
     await writeFile(join(dir, RUN_FILES.owner), processRecord(process.pid));
     // What the run starts, for the reaper of a later run should this one be killed outright.
     const unrecord = onSpawn((pid) => recordProcess(dir, pid));
-    const network = await createTestNetwork();
-    if (network.unavailable) log(`${network.unavailable}: node proxy paths (/api/v1/nodes/<node>/proxy/...) will not work`);
-    const nodeNetworks = opts.realNodes ? [await createTestNetwork(), await createTestNetwork()] : [];
-    const unavailable = nodeNetworks.find((n) => n.unavailable);
-    const netns = [network, ...nodeNetworks].map((n) => n.name).filter((n) => n !== undefined);
-    if (netns.length) await writeFile(join(dir, RUN_FILES.netns), netns.join('\n'));
-    if (unavailable) {
-      for (const n of [network, ...nodeNetworks]) await n.remove();
+    const networks: TestNetwork[] = [];
+    let lock: MachineLock | undefined;
+    try {
+      // One run with real nodes a machine (machinelock.ts): taken before the kernel tunables are saved.
+      if (opts.realNodes) lock = await lockRealNodes(dir);
+      networks.push(await createTestNetwork());
+      if (networks[0].unavailable) log(`${networks[0].unavailable}: node proxy paths (/api/v1/nodes/<node>/proxy/...) will not work`);
+      if (opts.realNodes) networks.push(await createTestNetwork(), await createTestNetwork());
+      const netns = networks.map((n) => n.name).filter((n) => n !== undefined);
+      if (netns.length) await writeFile(join(dir, RUN_FILES.netns), netns.join('\n'));
+      const unavailable = networks.slice(1).find((n) => n.unavailable);
+      if (unavailable) throw new Error(`real nodes need network namespaces: ${unavailable.unavailable}`);
+      signal?.throwIfAborted();
+    } catch (err) {
+      for (const n of networks) await n.remove();
+      await lock?.release();
       unrecord();
       await rm(dir, { recursive: true, force: true });
-      throw new Error(`real nodes need network namespaces: ${unavailable.unavailable}`);
+      throw err;
     }
+    const [network, ...nodeNetworks] = networks;
     const [clientPort, peerPort] = await Promise.all([freePort(), freePort()]);
     const etcdURL = `http://127.0.0.1:${clientPort}`;
     const etcd = startProc('etcd', bin.etcd, [
@@ -173,16 +194,18 @@ export class Harness {
       `--initial-cluster=clusterlet-harness=http://127.0.0.1:${peerPort}`,
       '--unsafe-no-fsync', '--quota-backend-bytes=8589934592', '--log-level=warn',
     ], dir);
-    const h = new Harness(dir, bin, etcd, etcdURL, network, { ...opts, log }, nodeNetworks, unrecord);
+    const h = new Harness(dir, bin, etcd, etcdURL, network, { ...opts, log }, nodeNetworks, unrecord, lock);
     try {
       await pollUntil('etcd /health', async () => {
         const res = await fetch(`${etcdURL}/health`).catch(() => undefined);
         return res?.ok ? true : undefined;
-      }, 30_000, 100, () => etcd.exited() ? `etcd exited:\n${etcd.tail(15)}` : undefined);
+      }, 30_000, 100, () => signal?.aborted ? 'interrupted' : etcd.exited() ? `etcd exited:\n${etcd.tail(15)}` : undefined);
       await Promise.all([h.host.start(), h.member.start()]);
+      signal?.throwIfAborted();
       if (opts.realNodes) await h.#startRealNodes(opts.realNodes.images);
     } catch (err) {
-      log(`start failed; component logs:\n${h.host.logsTail()}\n${h.member.logsTail()}\n${h.realNodes.map((n) => n.logsTail()).join('\n')}`);
+      if (signal?.aborted) log('interrupted: stopping what started');
+      else log(`start failed; component logs:\n${h.host.logsTail()}\n${h.member.logsTail()}\n${h.realNodes.map((n) => n.logsTail()).join('\n')}`);
       await h.stop();
       throw err;
     }
@@ -243,6 +266,7 @@ export class Harness {
     await this.network.remove();
     for (const n of this.#nodeNetworks) await n.remove();
     this.#unrecord();
+    await this.#lock?.release();
     if (!process.env.CLUSTERLET_KEEP_HARNESS) await rm(this.dir, { recursive: true, force: true });
   }
 }

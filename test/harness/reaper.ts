@@ -76,7 +76,7 @@ export function recordProcess(runDir: string, pid: number): void {
 }
 
 /** Whether the recorded process still runs (the same pid and, when recorded, the same start time). */
-function stillRuns(record: string): ProcStat & { pid: number } | undefined {
+export function stillRuns(record: string): ProcStat & { pid: number } | undefined {
   const [pid, start] = record.trim().split(' ');
   if (!/^\d+$/.test(pid) || Number(pid) <= 1 || (start !== undefined && !/^\d+$/.test(start))) return undefined;
   const stat = procStat(Number(pid));

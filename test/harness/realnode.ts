@@ -17,11 +17,10 @@ import type { LocalCluster } from './cluster.ts';
 import { pollUntil } from './net.ts';
 import { startProc, type Proc } from './procs.ts';
 import type { TestNetwork } from './testnet.ts';
+import { PAUSE_IMAGE } from './images.ts';
 
 const run = promisify(execFile);
 
-/** The sandbox ("pause") image the node's containerd runs; hack/build-images.sh builds it. */
-export const PAUSE_IMAGE = 'registry.k8s.io/pause:3.10';
 /** Label of the harness's real nodes (KWOK's carry type=kwok); clusterlet counts no node with a clusterlet.io/ label. */
 export const REAL_NODE_LABEL = 'harness.clusterlet.test/node';
 

@@ -1,8 +1,10 @@
 // What real nodes (test/harness/realnode.ts) decide before they touch the machine: whether its cgroups can hold
-// them, and pod ranges no route of the machine meets.
+// them, and pod ranges no route of the machine meets; and the names of the images they run.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { cgroupSupport, podRangeBase } from '../../harness/realnode.ts';
+import { BUSYBOX_IMAGE, PAUSE_IMAGE } from '../../harness/images.ts';
 
 test('cgroup v2 alone, no cgroup v1 hierarchies, or no pids hierarchy: real nodes stop with why; v1 or hybrid: they run', () => {
   assert.match(cgroupSupport(0x63677270, false) ?? '', /cgroup v2 alone .*real nodes need cgroup v1/);
@@ -22,4 +24,11 @@ test('pod ranges meet no route of the machine: the default route is no obstacle,
   assert.equal(podRangeBase(['198.19.252.0/22'], at(252)), 0);
   assert.throws(() => podRangeBase(['198.19.0.0/16'], at(0)), /meets a route of this machine/);
   assert.throws(() => podRangeBase(['198.16.0.0/12'], at(0)), /meets a route of this machine/);
+});
+
+test('hack/build-images.sh builds the test images under the names the real nodes and the suite use, names of our own', () => {
+  const script = readFileSync(new URL('../../../hack/build-images.sh', import.meta.url), 'utf8');
+  assert.equal(/^PAUSE_REF=(.*)$/m.exec(script)?.[1], PAUSE_IMAGE);
+  assert.equal(/^BUSYBOX_REF=(.*)$/m.exec(script)?.[1], BUSYBOX_IMAGE);
+  for (const name of [PAUSE_IMAGE, BUSYBOX_IMAGE]) assert.match(name, /^localhost\/clusterlet-test\//);
 });

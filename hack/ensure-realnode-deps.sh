@@ -10,6 +10,12 @@ if [ "$(id -u)" != 0 ]; then
   log "real nodes need root (network namespaces, cgroups, mounts): run make e2e-local as root"
   exit 1
 fi
+# Before anything is installed: real nodes need cgroup v1 or the hybrid layout (test/harness/realnode.ts, cgroupSupport).
+if [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ]; then
+  log "this machine has cgroup v2 alone (the unified hierarchy at /sys/fs/cgroup); real nodes need cgroup v1: make e2e-local"
+  log "runs on a machine with cgroup v1 or the hybrid layout (boot with systemd.unified_cgroup_hierarchy=0), or on kind (make e2e)"
+  exit 1
+fi
 need=()
 command -v containerd >/dev/null || need+=(containerd)
 command -v runc >/dev/null || need+=(runc)

@@ -63,7 +63,8 @@ async function sh(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.
 
 let h: Harness | undefined;
 let suite: ChildProcess | undefined;
-interrupted.signal.addEventListener('abort', () => { suite?.kill('SIGTERM'); });
+// The suite runs in a process group of its own (the test runner's processes for its files with it): stopped as one.
+interrupted.signal.addEventListener('abort', () => { try { if (suite?.pid) process.kill(-suite.pid, 'SIGTERM'); } catch { /* gone */ } });
 let code = 1;
 try {
   // Before anything is built or touched.
@@ -125,7 +126,7 @@ hostAPI:
 
   interrupted.signal.throwIfAborted();
   suite = spawn(process.execPath, ['--test', '--test-reporter=spec', join(ROOT, 'e2e/e2e.test.ts')], {
-    stdio: 'inherit', cwd: ROOT,
+    stdio: 'inherit', cwd: ROOT, detached: true,
     env: { ...env, E2E_HOST_KUBECONFIG: host.kubeconfig, E2E_MEMBER_KUBECONFIG: member.kubeconfig,
       E2E_KUBECTL: bin.kubectl, E2E_EXPECT_LOGS: '1', E2E_REAL_NODES: '1', E2E_HELM: helm, E2E_IMAGE: BUSYBOX_IMAGE,
       E2E_RELEASE: `${NAMESPACE}/${RELEASE}`, E2E_UPGRADE_TAG: UPGRADE_TAG, E2E_HOST_API: '1',

@@ -120,14 +120,24 @@ export class Harness {
     const clusters = [this.host, this.member];
     const names = [HOST_REAL_NODE, MEMBER_REAL_NODE];
     const id = this.dir.slice(this.dir.lastIndexOf(RUN_PREFIX) + RUN_PREFIX.length);
+    // A node that fails ends the other's start too: the harness stops them once neither is still starting.
+    const failed = new AbortController();
+    const signal = this.#opts.signal ? AbortSignal.any([this.#opts.signal, failed.signal]) : failed.signal;
     for (const [i, cluster] of clusters.entries()) {
       this.realNodes.push(new RealNode({
         name: names[i], cluster, network: this.#nodeNetworks[i], podCIDR: `198.19.${base + i}.0/24`,
-        apiServer: cluster.podServer, cgroupRoot: cgroupRootOf(id, names[i]), images, binDir: this.bin.dir, signal: this.#opts.signal,
+        apiServer: cluster.podServer, cgroupRoot: cgroupRootOf(id, names[i]), images, binDir: this.bin.dir, signal,
       }));
     }
     await writeFile(join(this.dir, RUN_FILES.cgroupRoots), this.realNodes.map((n) => `${n.opts.cgroupRoot}\n`).join(''));
-    await Promise.all(this.realNodes.map((n) => n.start()));
+    let firstError: unknown;
+    await Promise.allSettled(this.realNodes.map((n) => n.start().catch((err: unknown) => {
+      if (!failed.signal.aborted) {
+        firstError = err;
+        failed.abort();
+      }
+    })));
+    if (failed.signal.aborted) throw firstError;
   }
 
   /** Records a process a test started (a clusterlet), for the reaper of a later run should this one be killed outright. */

@@ -3,7 +3,7 @@
 # machine: root, and Debian's containerd, runc, CNI plugins, busybox-static, buildah, iptables and conntrack,
 # installed with apt when missing. The real nodes run containerd of their own: the system containerd service that
 # Debian's package enables and starts is not started while installing (a policy-rc.d for the install, unless the
-# machine has one), and is disabled afterwards when systemd runs, so the install leaves no service behind.
+# machine has one), and is disabled afterwards (and stopped, where systemd runs), so the install leaves no service behind.
 set -euo pipefail
 log() { printf '[realnode-deps] %s\n' "$*" >&2; }
 if [ "$(id -u)" != 0 ]; then
@@ -37,8 +37,10 @@ if [ ${#need[@]} -gt 0 ]; then
   fi
   apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >&2
-  if [[ " ${need[*]} " == *" containerd "* ]] && [ -d /run/systemd/system ]; then
+  if [[ " ${need[*]} " == *" containerd "* ]] && command -v systemctl >/dev/null; then
     log "disabling the containerd service Debian's package enabled (the real nodes run their own containerd)"
-    systemctl disable --now containerd.service >&2 || true
+    # --now where systemd runs; elsewhere (a container) disable still removes the link that would start it at boot.
+    if [ -d /run/systemd/system ]; then systemctl disable --now containerd.service >&2 || true
+    else systemctl disable containerd.service >&2 || true; fi
   fi
 fi

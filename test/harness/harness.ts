@@ -18,7 +18,7 @@ import { freePort, pollUntil } from './net.ts';
 import { createTestNetwork, type TestNetwork } from './testnet.ts';
 import { podRangeBase, RealNode, realNodeCgroups, restoreSysctls, routeDestinations, saveSysctls } from './realnode.ts';
 import { lockRealNodes, type MachineLock } from './machinelock.ts';
-import { cgroupRootOf, processRecord, reapStaleRuns, recordProcess, RUN_FILES, RUN_PREFIX } from './reaper.ts';
+import { cgroupRootOf, reapStaleRuns, recordProcess, RUN_FILES, RUN_PREFIX, writeOwner } from './reaper.ts';
 
 export const HOST_NODES: FakeNode[] = [
   { name: 'host-local-1', capacity: { cpu: '8', memory: '32Gi', pods: '110' } },
@@ -171,7 +171,7 @@ export class Harness {
     signal?.throwIfAborted();
     const t0 = Date.now();
     const dir = await mkdtemp(join(tmpdir(), RUN_PREFIX));
-    await writeFile(join(dir, RUN_FILES.owner), processRecord(process.pid));
+    await writeOwner(dir);
     // What the run starts, for the reaper of a later run should this one be killed outright.
     const unrecord = onSpawn((pid) => recordProcess(dir, pid));
     const networks: TestNetwork[] = [];

@@ -16,7 +16,8 @@ import { listNetns, NETNS_PREFIX, removeNetns } from './testnet.ts';
 
 export const RUN_PREFIX = 'clusterlet-harness-';
 /** The files of a run directory the reaper reads. */
-export const RUN_FILES = { owner: 'owner.pid', pids: 'pids', cgroupRoots: 'realnodes', sysctls: 'sysctls.json', netns: 'netns' };
+export const RUN_FILES = { owner: 'owner.pid', ownerStart: 'owner.start', pids: 'pids', cgroupRoots: 'realnodes', sysctls: 'sysctls.json',
+  netns: 'netns' };
 
 /** The part of a run directory's name mkdtemp makes. */
 const RUN_ID = /^[A-Za-z0-9]{6}$/;
@@ -70,6 +71,15 @@ export function processRecord(pid: number): string {
   return `${pid} ${procStat(pid)?.start ?? ''}`.trim();
 }
 
+/**
+ * Marks `runDir` as the run of this process: its pid in owner.pid (the pid alone, as the reapers of older checkouts
+ * read it: they take anything else for a dead owner and reap a live run) and its start time beside it.
+ */
+export async function writeOwner(runDir: string): Promise<void> {
+  await writeFile(join(runDir, RUN_FILES.ownerStart), procStat(process.pid)?.start ?? '');
+  await writeFile(join(runDir, RUN_FILES.owner), String(process.pid));
+}
+
 /** Appends process `pid` to the run's record of its processes (what the reaper may kill). */
 export function recordProcess(runDir: string, pid: number): void {
   appendFileSync(join(runDir, RUN_FILES.pids), `${processRecord(pid)}\n`);
@@ -111,7 +121,8 @@ export async function reapStaleRuns(opts: ReapOptions = {}): Promise<void> {
       continue;
     }
     const [owner] = await lines(dir, RUN_FILES.owner);
-    if (owner !== undefined && stillRuns(owner)) continue;
+    const [ownerStart = ''] = await lines(dir, RUN_FILES.ownerStart);
+    if (owner !== undefined && stillRuns(`${owner} ${ownerStart}`)) continue;
     log(`reaping stale run ${dir}`);
     for (const record of await lines(dir, RUN_FILES.pids)) {
       const p = stillRuns(record);

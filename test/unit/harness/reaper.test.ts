@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { chmod, chown, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { reapStaleRuns, RUN_PREFIX, type ReapEffects } from '../../harness/reaper.ts';
+import { reapStaleRuns, RUN_FILES, RUN_PREFIX, writeOwner, type ReapEffects } from '../../harness/reaper.ts';
 
 /** A pid above any pid_max: no process has it. */
 const DEAD_PID = 4_194_305;
@@ -169,4 +169,20 @@ test('removes only network namespaces named as the harness names them', async ()
   const { fx, calls } = fakeEffects(['clusterlet-0a1b2c', 'cni-1234', 'clusterlet-../x', 'clusterlet-0a1b2c3']);
   await reapStaleRuns({ base, effects: fx });
   assert.deepEqual(calls.netns, ['clusterlet-0a1b2c']);
+});
+
+test('a run\'s owner file holds its pid alone, as the reapers of older checkouts read it; its start time tells a reused pid', async () => {
+  const base = await newBase();
+  const id = 'Own3r0';
+  const dir = await craftRun(base, id, { realnodes: `/clusterlet-${id}-host-real\n` });
+  await writeOwner(dir);
+  // An older reaper's reading: Number() of the file, anything else than a live pid being a dead owner.
+  assert.equal(Number(readFileSync(join(dir, RUN_FILES.owner), 'utf8')), process.pid);
+  const { fx, calls } = fakeEffects();
+  await reapStaleRuns({ base, effects: fx });
+  assert.deepEqual(calls.cgroups, []);
+  // The same pid, another start time: another process has it now, and the run is reaped.
+  await writeFile(join(dir, RUN_FILES.ownerStart), '1');
+  await reapStaleRuns({ base, effects: fx });
+  assert.deepEqual(calls.cgroups, [`/clusterlet-${id}-host-real`]);
 });

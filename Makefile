@@ -64,8 +64,9 @@ e2e-local: deps binaries realnode-deps
 	node e2e/local/run.ts
 
 # Container images without a Docker engine or a registry (buildah, hack/build-images.sh): clusterlet's (the
-# Dockerfile) to dist/clusterlet-image.tar; it and the pause and busybox images are docker archives in the directory
-# printed, for `ctr -n k8s.io images import`, `docker load` or `kind load image-archive`. IMAGE_TAG=dev by default.
+# Dockerfile) to dist/clusterlet-image.tar; it and the pause and busybox images (localhost/clusterlet-test/pause:3.10
+# and localhost/clusterlet-test/busybox:1.36, names of our own) are docker archives in the directory printed, for
+# `ctr -n k8s.io images import`, `docker load` or `kind load image-archive`. IMAGE_TAG=dev by default.
 image:
 	@dir=$$(bash hack/build-images.sh | tail -n 1) && [ -s "$$dir/clusterlet.tar" ] && mkdir -p dist && \
 	  { ln -f "$$dir/clusterlet.tar" dist/clusterlet-image.tar 2>/dev/null || cp -f "$$dir/clusterlet.tar" dist/clusterlet-image.tar; } && \

@@ -43,6 +43,7 @@ export async function startBenchClusterlet(h: Harness, args: string[], logName: 
     '--pod-sync-workers', '20', ...words(process.env.CLUSTERLET_ARGS)],
   // Straight into the file, not through this process: whatever clusterlet writes as it dies is kept.
   { stdio: ['ignore', fd, fd], env: { ...process.env, ...NODE_ENV_VARS } });
+  if (child.pid !== undefined) h.recordProcess(child.pid);
   closeSync(fd);
   let stopping = false;
   const exited = new Promise<never>((_, reject) => {

@@ -1,7 +1,7 @@
 // What only real containers show, checked through the host as a user would (kubectl on the proxy, the host API):
 // logs as the container printed them, followed and of the previous instance; exec with stdin and the exit code;
 // attach; port-forward; a member Service reaching a delegate; a crash loop; a readiness probe going both ways;
-// real usage in /stats/summary; a deletion that stops the container within its grace period; and, where the suite
+// real usage in /stats/summary; a deletion that stops the container with SIGTERM within its grace period; and, where the suite
 // knows the Helm release, an upgrade that hands over without losing a delegate. Called by e2e/e2e.test.ts, for
 // clusters whose member nodes run containers (kind, or `make e2e-local`'s real nodes), never on KWOK.
 import { it } from 'node:test';
@@ -61,37 +61,62 @@ export function kubectl(ctx: E2EContext, args: string[], opts: { input?: string;
   });
 }
 
+/** A long-running kubectl (logs -f, attach, port-forward) whose stdout is waited on as it comes. */
+export interface KubectlStream {
+  /** Resolves with the first match of `re` in what kubectl printed so far or prints within the time. */
+  until(re: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  stdout(): string;
+  stop(): void;
+}
+
+export function kubectlStream(ctx: E2EContext, args: string[], opts: { input?: string } = {}): KubectlStream {
+  const child = spawn(ctx.opts.kubectl, ['--kubeconfig', ctx.opts.hostKubeconfig, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  let exit: string | undefined;
+  const waiters = new Set<() => void>();
+  const wake = (): void => { for (const w of [...waiters]) w(); };
+  child.stdout.setEncoding('utf8').on('data', (c: string) => { stdout += c; wake(); });
+  child.stderr.setEncoding('utf8').on('data', (c: string) => { stderr += c; });
+  child.on('exit', (code) => { exit = `exited with ${code}`; wake(); });
+  child.on('error', (err) => { exit = `failed: ${err.message}`; wake(); });
+  if (opts.input !== undefined) child.stdin.write(opts.input);
+  const stop = (): void => { child.kill('SIGTERM'); };
+  const output = (): string => `stdout:\n${stdout.slice(-2000)}\nstderr:\n${stderr.slice(-2000)}`;
+  return {
+    stdout: () => stdout,
+    stop,
+    until: (re, timeoutMs = ms(ctx, 60)) => new Promise((resolve, reject) => {
+      const timer = setTimeout(() => { waiters.delete(check); reject(new Error(`kubectl ${args.join(' ')}: no ${re} within the time; ${output()}`)); },
+        timeoutMs);
+      function check(): void {
+        const m = stdout.match(re);
+        if (!m && exit === undefined) return;
+        waiters.delete(check);
+        clearTimeout(timer);
+        if (m) resolve(m);
+        else reject(new Error(`kubectl ${args.join(' ')} ${exit} before ${re}; ${output()}`));
+      }
+      waiters.add(check);
+      check();
+    }),
+  };
+}
+
 /**
  * Starts a long-running kubectl (logs -f, attach, port-forward) and resolves once its stdout matches `until`, with
  * the match; the process is killed then, or when the time is up.
  */
-export function kubectlUntil(ctx: E2EContext, args: string[], until: RegExp, opts: { input?: string; timeoutMs?: number } = {}):
+export async function kubectlUntil(ctx: E2EContext, args: string[], until: RegExp, opts: { input?: string; timeoutMs?: number } = {}):
 Promise<{ match: RegExpMatchArray; stdout: string; stop: () => void }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(ctx.opts.kubectl, ['--kubeconfig', ctx.opts.hostKubeconfig, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    let done = false;
-    const stop = (): void => { child.kill('SIGTERM'); };
-    const timer = setTimeout(() => {
-      done = true;
-      stop();
-      reject(new Error(`kubectl ${args.join(' ')}: no ${until} within the time; stdout:\n${stdout.slice(-2000)}\nstderr:\n${stderr.slice(-2000)}`));
-    }, opts.timeoutMs ?? ms(ctx, 60));
-    child.stdout.setEncoding('utf8').on('data', (c: string) => {
-      stdout += c;
-      const m = stdout.match(until);
-      if (m && !done) { done = true; clearTimeout(timer); resolve({ match: m, stdout, stop }); }
-    });
-    child.stderr.setEncoding('utf8').on('data', (c: string) => { stderr += c; });
-    child.on('exit', (code) => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      reject(new Error(`kubectl ${args.join(' ')} exited with ${code} before ${until}; stdout:\n${stdout.slice(-2000)}\nstderr:\n${stderr.slice(-2000)}`));
-    });
-    if (opts.input !== undefined) child.stdin.write(opts.input);
-  });
+  const s = kubectlStream(ctx, args, opts);
+  try {
+    const match = await s.until(until, opts.timeoutMs);
+    return { match, stdout: s.stdout(), stop: s.stop };
+  } catch (err) {
+    s.stop();
+    throw err;
+  }
 }
 
 /** The pod `name` of a namespace, watched. */
@@ -412,19 +437,28 @@ export function registerContainerStory(context: () => E2EContext, opts: Containe
     });
   }
 
-  it('real containers: deleting a proxy stops its container within the grace period', async () => {
+  it('real containers: deleting a proxy stops its container with SIGTERM, within the grace period', async () => {
     const ctx = context();
     const [d] = (await delegatesOf(ctx, namespace)).filter((x) => x.metadata?.name === 'ticker');
     if (!d) throw new Error('no delegate for ticker');
-    const t0 = Date.now();
-    await ctx.host.core.deleteNamespacedPod({ namespace, name: 'ticker' });
-    // terminationGracePeriodSeconds 5 (the ticker exits at once on TERM): the delegate is gone, its container stopped
-    // by the member's kubelet, well within that and the sync's slack.
-    await waitUntil(ctx.member, podNamed(ctx.member, d.metadata!.namespace!, 'ticker'), (ps) => ps.length === 0, ms(ctx, 30),
-      'the ticker delegate gone from the member');
-    await waitUntil(ctx.host, podNamed(ctx.host, namespace, 'ticker'), (ps) => ps.length === 0, ms(ctx, 30), 'the ticker proxy gone');
-    const took = (Date.now() - t0) / 1000;
-    if (took > 5 + 10 * ctx.opts.timeoutScale) throw new Error(`deletion took ${took.toFixed(1)} s for a 5 s grace period`);
+    // The ticker's log, followed from before the deletion: its trap prints "got TERM" when SIGTERM reaches it, which
+    // only this open stream can still show (the pod and its log go with the deletion); a SIGKILL prints nothing.
+    const log = kubectlStream(ctx, ['logs', '-f', '-n', namespace, 'ticker']);
+    try {
+      await log.until(/^tick \d+$/m);
+      const t0 = Date.now();
+      await ctx.host.core.deleteNamespacedPod({ namespace, name: 'ticker' });
+      await log.until(/^got TERM$/m, ms(ctx, 30));
+      // terminationGracePeriodSeconds 5 (the ticker exits at once on TERM): the delegate is gone, its container stopped
+      // by the member's kubelet, well within that and the sync's slack.
+      await waitUntil(ctx.member, podNamed(ctx.member, d.metadata!.namespace!, 'ticker'), (ps) => ps.length === 0, ms(ctx, 30),
+        'the ticker delegate gone from the member');
+      await waitUntil(ctx.host, podNamed(ctx.host, namespace, 'ticker'), (ps) => ps.length === 0, ms(ctx, 30), 'the ticker proxy gone');
+      const took = (Date.now() - t0) / 1000;
+      if (took > 5 + 10 * ctx.opts.timeoutScale) throw new Error(`deletion took ${took.toFixed(1)} s for a 5 s grace period`);
+    } finally {
+      log.stop();
+    }
   });
 
   return async () => {

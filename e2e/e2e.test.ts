@@ -33,8 +33,8 @@ describe('clusterlet end to end', { skip: missing ? 'set E2E_HOST_KUBECONFIG and
       hostKubeconfig: hostKubeconfig!, memberKubeconfig: memberKubeconfig!,
       nodeName: env.E2E_NODE || undefined, kubectl: env.E2E_KUBECTL || undefined, image: env.E2E_IMAGE || undefined,
       logs: flag(env.E2E_EXPECT_LOGS) ? 'require' : 'auto',
-      // The default workload prints LOG_TEXT; another image prints what it prints.
-      logText: env.E2E_IMAGE ? undefined : LOG_TEXT,
+      // The workload's command prints LOG_TEXT, in whatever image (E2E_IMAGE needs sh, cat and sleep).
+      logText: LOG_TEXT,
       timeoutScale: env.E2E_TIMEOUT_SCALE ? Number(env.E2E_TIMEOUT_SCALE) : undefined,
     });
   });

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Builds container image archives without a Docker engine or an image registry (buildah, daemonless):
-#   pause.tar       registry.k8s.io/pause:3.10              static pause (hack/images/pause.c, gcc -static)
-#   busybox.tar     docker.io/library/busybox:1.36          Debian's busybox-static, its applets linked into /bin
+#   pause.tar       localhost/clusterlet-test/pause:3.10    static pause (hack/images/pause.c, gcc -static)
+#   busybox.tar     localhost/clusterlet-test/busybox:1.36  Debian's busybox-static, its applets linked into /bin
 #   clusterlet.tar  docker.io/library/clusterlet:$IMAGE_TAG the repo's Dockerfile (buildah bud), FROM a local
 #                   node:24-slim equivalent (localhost/clusterlet-node-base:24, assembled here)
+# The test images have names of our own (test/harness/images.ts): loaded into a docker or kind elsewhere, they
+# shadow no official image.
 # They are docker-archive files: `ctr -n k8s.io images import`, `docker load` and `kind load image-archive` take them.
 # Prints the directory holding them on the last line of stdout; everything else goes to stderr.
 #
@@ -30,8 +32,8 @@ IMAGE_TAG=${IMAGE_TAG:-dev}
 NPM_VERSION=${NPM_VERSION:-11}
 IMAGE_CHECK=${IMAGE_CHECK:-1}
 NODE_MAJOR=24
-PAUSE_REF=registry.k8s.io/pause:3.10
-BUSYBOX_REF=docker.io/library/busybox:1.36
+PAUSE_REF=localhost/clusterlet-test/pause:3.10
+BUSYBOX_REF=localhost/clusterlet-test/busybox:1.36
 CLUSTERLET_REF=docker.io/library/clusterlet:$IMAGE_TAG
 BASE_REF=localhost/clusterlet-node-base:$NODE_MAJOR
 PATH_ENV=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -131,7 +133,9 @@ seconds() { echo "$((SECONDS - $1))s"; }
 # Builds image $2 into $1.tar with recipe_$1, unless the archive is fresh for key $3; with IMAGE_CHECK=1, runs
 # check_$1 on a container of the new image first. recipe_$1 and check_$1 share this function's container, $c.
 build_cached() {
-  local name=$1 ref=$2 key=$3 c t=$SECONDS
+  local name=$1 ref=$2 key c t=$SECONDS
+  # The name is part of the key: an archive of the same image under another name is built again.
+  key=$(echo "$3 $ref" | sha)
   if fresh "$name.tar" "$key" "$ref"; then log "$name.tar: up to date"; return; fi
   log "$name: building $ref"
   mkdir -p "$TMP/$name"

@@ -121,6 +121,7 @@ async function main(): Promise<void> {
   await h.createLeaseNamespace();
   const child = spawn(process.execPath, [...NODE_FLAGS, cli, '--host-kubeconfig', h.host.kubeconfig, '--member-kubeconfig', h.member.kubeconfig,
     '--member-name', DEMO_MEMBER, '--health-port', '0'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...NODE_ENV_VARS } });
+  if (child.pid !== undefined) h.recordProcess(child.pid);
   const out = createWriteStream(logFile);
   child.stdout.pipe(out);
   child.stderr.pipe(out);

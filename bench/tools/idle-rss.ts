@@ -72,6 +72,7 @@ async function idleRun(h: Harness, host: ClusterClient, variant: string, set: Fl
     '--health-port', String(healthPort), '--log-level', 'warn'],
   { stdio: ['ignore', logFd, logFd], env: { ...process.env, ...NODE_ENV_VARS, ...set.env, MEMREPORT_OUT: report,
     ...(values.snapshot ? { MEMREPORT_SNAPSHOT: `/tmp/idle-${name}.heapsnapshot` } : {}) } });
+  if (child.pid !== undefined) h.recordProcess(child.pid);
   closeSync(logFd);
   try {
     const samples = await idleRssSamples(host, 'clusterlet-member', child.pid!,

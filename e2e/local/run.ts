@@ -4,18 +4,34 @@
 // busybox, pause) loaded into both nodes; clusterlet installed as a user installs it: `kubectl apply -k
 // manifests/member` and mint-kubeconfig.sh in the member, the kubeconfig in a Secret, `helm install` of
 // charts/clusterlet in the host (2 replicas, in-cluster credentials). Then the suite, and everything stopped and
-// removed, also on failure or Ctrl-C. Needs root (network namespaces, cgroups, mounts); .ci/run installs the
-// Debian packages (containerd, runc, containernetworking-plugins, busybox-static, buildah, iptables).
+// removed, also on failure or Ctrl-C (SIGINT and SIGTERM are handled from the start: one during the image build or
+// the clusters' start stops that and what started). Needs root (network namespaces, cgroups, mounts) and cgroup v1
+// or the hybrid layout (checked first); hack/ensure-realnode-deps.sh installs the Debian packages (containerd, runc,
+// containernetworking-plugins, busybox-static, buildah, iptables).
 //   E2E_KEEP=1   keep the clusters running after the suite, until Ctrl-C (kubeconfigs printed)
-import { execFile, spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { Harness, HOST_REAL_NODE } from '../../test/harness/harness.ts';
 import { ensureBinaries } from '../../test/harness/binaries.ts';
+import { realNodeCgroups } from '../../test/harness/realnode.ts';
+import { BUSYBOX_IMAGE } from '../../test/harness/images.ts';
 
-const run = promisify(execFile);
+// Ctrl-C or SIGTERM at any point: what is running is stopped (a command, the harness's start, the suite), then the
+// harness, then the process exits with 130 or 143. A second signal changes nothing.
+const interrupted = new AbortController();
+let signalCode: number | undefined;
+for (const [sig, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+  process.on(sig, () => {
+    if (signalCode !== undefined) return;
+    signalCode = code;
+    process.stderr.write(`[e2e-local] ${sig}: stopping\n`);
+    interrupted.abort();
+  });
+}
+
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const RELEASE = 'clusterlet';
 const NAMESPACE = 'clusterlet';
@@ -26,57 +42,61 @@ const say = (s: string): void => { process.stderr.write(`[e2e-local] ${s}\n`); }
 const t0 = Date.now();
 const elapsed = (): string => `${((Date.now() - t0) / 1000).toFixed(0)} s`;
 
+/**
+ * Runs a command to its end and resolves with its stdout; in a process group of its own, which an interruption
+ * stops (SIGTERM, so that hack/build-images.sh's buildah goes too).
+ */
 async function sh(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<string> {
-  try {
-    const { stdout } = await run(cmd, args, { maxBuffer: 64 << 20, env, cwd: ROOT });
-    return stdout;
-  } catch (err) {
-    const e = err as { stdout?: string; stderr?: string; message: string };
-    throw new Error(`${cmd} ${args.join(' ')} failed:\n${e.stderr || e.stdout || e.message}`);
-  }
+  interrupted.signal.throwIfAborted();
+  const child = spawn(cmd, args, { env, cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (c: string) => { stdout += c; });
+  child.stderr.setEncoding('utf8').on('data', (c: string) => { stderr += c; });
+  const stop = (): void => { try { process.kill(-child.pid!, 'SIGTERM'); } catch { /* gone */ } };
+  interrupted.signal.addEventListener('abort', stop);
+  const [code] = await once(child, 'close').finally(() => interrupted.signal.removeEventListener('abort', stop)) as [number | null];
+  interrupted.signal.throwIfAborted();
+  if (code !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (${code}):\n${stderr || stdout}`);
+  return stdout;
 }
 
-say('building the images (clusterlet from the Dockerfile, busybox, pause)');
-const imageDir = (await sh('bash', [join(ROOT, 'hack/build-images.sh')])).trim().split('\n').pop()!;
-const images = ['pause.tar', 'busybox.tar', 'clusterlet.tar'].map((f) => join(imageDir, f));
-say(`images ready (${elapsed()}): ${imageDir}`);
-const bin = await ensureBinaries();
-const helm = (await sh('bash', [join(ROOT, 'hack/build-helm.sh')])).trim().split('\n').pop()!;
-
-const h = await Harness.start({ realNodes: { images }, kwokNodes: false, log: (l) => say(l) });
-let stopping = false;
-async function stop(code: number): Promise<never> {
-  if (!stopping) {
-    stopping = true;
-    await h.stop();
-  }
-  process.exit(code);
-}
-// A stop that fails says why and exits 1.
-const failed = (err: unknown): never => { console.error('stopping failed:', err); process.exit(1); };
-process.on('SIGINT', () => { stop(130).catch(failed); });
-process.on('SIGTERM', () => { stop(143).catch(failed); });
-
+let h: Harness | undefined;
+let suite: ChildProcess | undefined;
+// The suite runs in a process group of its own (the test runner's processes for its files with it): stopped as one.
+interrupted.signal.addEventListener('abort', () => { try { if (suite?.pid) process.kill(-suite.pid, 'SIGTERM'); } catch { /* gone */ } });
 let code = 1;
 try {
+  // Before anything is built or touched.
+  const cgroups = await realNodeCgroups();
+  if (cgroups) throw new Error(cgroups);
+  say('building the images (clusterlet from the Dockerfile, busybox, pause)');
+  const imageDir = (await sh('bash', [join(ROOT, 'hack/build-images.sh')])).trim().split('\n').pop()!;
+  const images = ['pause.tar', 'busybox.tar', 'clusterlet.tar'].map((f) => join(imageDir, f));
+  say(`images ready (${elapsed()}): ${imageDir}`);
+  const bin = await ensureBinaries();
+  const helm = (await sh('bash', [join(ROOT, 'hack/build-helm.sh')])).trim().split('\n').pop()!;
+
+  h = await Harness.start({ realNodes: { images }, kwokNodes: false, log: (l) => say(l), signal: interrupted.signal });
+  const { host, member, hostNode, dir } = h;
   say(`clusters and real nodes ready (${elapsed()})`);
   const env = { ...process.env, PATH: `${bin.dir}:${process.env.PATH}` };
-  await sh('ctr', ['--address', h.hostNode.containerdSocket, '-n', 'k8s.io', 'images', 'tag',
+  await sh('ctr', ['--address', hostNode.containerdSocket, '-n', 'k8s.io', 'images', 'tag',
     `docker.io/library/clusterlet:${TAG}`, `docker.io/library/clusterlet:${UPGRADE_TAG}`]);
   const kubectl = (kubeconfig: string, ...args: string[]) => sh(bin.kubectl, ['--kubeconfig', kubeconfig, ...args], env);
 
   // The member side, as docs/install.md says: clusterlet's identity there, and a kubeconfig for it that reaches the member
   // API server from the host's pods.
-  await kubectl(h.member.kubeconfig, 'apply', '-k', join(ROOT, 'manifests/member'));
-  const memberKubeconfig = join(h.dir, 'member-for-host.kubeconfig');
-  await sh('bash', [join(ROOT, 'manifests/member/mint-kubeconfig.sh'), '--kubeconfig', h.member.kubeconfig,
-    '--server', h.member.podServer, '--output', memberKubeconfig], env);
+  await kubectl(member.kubeconfig, 'apply', '-k', join(ROOT, 'manifests/member'));
+  const memberKubeconfig = join(dir, 'member-for-host.kubeconfig');
+  await sh('bash', [join(ROOT, 'manifests/member/mint-kubeconfig.sh'), '--kubeconfig', member.kubeconfig,
+    '--server', member.podServer, '--output', memberKubeconfig], env);
 
   // The host side: the Secret and the chart.
-  await kubectl(h.host.kubeconfig, 'create', 'namespace', NAMESPACE);
-  await kubectl(h.host.kubeconfig, '-n', NAMESPACE, 'create', 'secret', 'generic', 'clusterlet-member-kubeconfig',
+  await kubectl(host.kubeconfig, 'create', 'namespace', NAMESPACE);
+  await kubectl(host.kubeconfig, '-n', NAMESPACE, 'create', 'secret', 'generic', 'clusterlet-member-kubeconfig',
     `--from-file=kubeconfig=${memberKubeconfig}`);
-  const values = join(h.dir, 'values.yaml');
+  const values = join(dir, 'values.yaml');
   await writeFile(values, `image:
   repository: docker.io/library/clusterlet
   tag: ${TAG}
@@ -85,17 +105,18 @@ replicaCount: 2
 nodeSelector:
   kubernetes.io/hostname: ${HOST_REAL_NODE}
 hostAPI:
-  server: ${h.host.podServer}
+  server: ${host.podServer}
 `);
-  await sh(helm, ['--kubeconfig', h.host.kubeconfig, 'install', RELEASE, join(ROOT, 'charts/clusterlet'), '--namespace', NAMESPACE,
+  await sh(helm, ['--kubeconfig', host.kubeconfig, 'install', RELEASE, join(ROOT, 'charts/clusterlet'), '--namespace', NAMESPACE,
     '--values', values, '--wait', '--timeout', '180s'], env).catch(async (err: Error) => {
-    const pods = await kubectl(h.host.kubeconfig, '-n', NAMESPACE, 'describe', 'pods').catch((e: Error) => e.message);
-    const logs = await kubectl(h.host.kubeconfig, '-n', NAMESPACE, 'logs', '-l', 'app.kubernetes.io/name=clusterlet', '--tail=50')
+    if (interrupted.signal.aborted) throw err;
+    const pods = await kubectl(host.kubeconfig, '-n', NAMESPACE, 'describe', 'pods').catch((e: Error) => e.message);
+    const logs = await kubectl(host.kubeconfig, '-n', NAMESPACE, 'logs', '-l', 'app.kubernetes.io/name=clusterlet', '--tail=50')
       .catch((e: Error) => e.message);
     throw new Error(`${err.message}\n${pods}\n${logs}`);
   });
   // The release's pods run for real, on the host's real node, and are Ready.
-  const pods = JSON.parse(await kubectl(h.host.kubeconfig, '-n', NAMESPACE, 'get', 'pods', '-l', 'app.kubernetes.io/name=clusterlet',
+  const pods = JSON.parse(await kubectl(host.kubeconfig, '-n', NAMESPACE, 'get', 'pods', '-l', 'app.kubernetes.io/name=clusterlet',
     '-o', 'json')) as { items: { metadata: { name: string }; spec: { nodeName?: string }; status: { phase?: string;
     conditions?: { type: string; status: string }[] } }[] };
   const ready = pods.items.filter((p) => p.spec.nodeName === HOST_REAL_NODE && p.status.phase === 'Running'
@@ -103,23 +124,26 @@ hostAPI:
   if (ready.length !== 2) throw new Error(`want 2 clusterlet pods Running and Ready on ${HOST_REAL_NODE}, have ${JSON.stringify(pods.items.map((p) => [p.metadata.name, p.spec.nodeName, p.status.phase]))}`);
   say(`clusterlet installed with helm: ${ready.map((p) => p.metadata.name).join(', ')} Running and Ready on ${HOST_REAL_NODE} (${elapsed()})`);
 
-  code = await new Promise<number>((resolve) => {
-    const child = spawn(process.execPath, ['--test', '--test-reporter=spec', join(ROOT, 'e2e/e2e.test.ts')], {
-      stdio: 'inherit', cwd: ROOT,
-      env: { ...env, E2E_HOST_KUBECONFIG: h.host.kubeconfig, E2E_MEMBER_KUBECONFIG: h.member.kubeconfig,
-        E2E_KUBECTL: bin.kubectl, E2E_EXPECT_LOGS: '1', E2E_REAL_NODES: '1', E2E_HELM: helm,
-        E2E_RELEASE: `${NAMESPACE}/${RELEASE}`, E2E_UPGRADE_TAG: UPGRADE_TAG, E2E_HOST_API: '1',
-        E2E_NODE_IMAGE: `docker.io/library/clusterlet:${TAG}` },
-    });
-    child.on('exit', (c) => resolve(c ?? 1));
+  interrupted.signal.throwIfAborted();
+  suite = spawn(process.execPath, ['--test', '--test-reporter=spec', join(ROOT, 'e2e/e2e.test.ts')], {
+    stdio: 'inherit', cwd: ROOT, detached: true,
+    env: { ...env, E2E_HOST_KUBECONFIG: host.kubeconfig, E2E_MEMBER_KUBECONFIG: member.kubeconfig,
+      E2E_KUBECTL: bin.kubectl, E2E_EXPECT_LOGS: '1', E2E_REAL_NODES: '1', E2E_HELM: helm, E2E_IMAGE: BUSYBOX_IMAGE,
+      E2E_RELEASE: `${NAMESPACE}/${RELEASE}`, E2E_UPGRADE_TAG: UPGRADE_TAG, E2E_HOST_API: '1',
+      E2E_NODE_IMAGE: `docker.io/library/clusterlet:${TAG}` },
   });
+  const [exit] = await once(suite, 'exit') as [number | null];
+  code = exit ?? 1;
   say(`suite finished with ${code} (${elapsed()})`);
-  if (process.env.E2E_KEEP === '1') {
-    say(`keeping the clusters: host ${h.host.kubeconfig}, member ${h.member.kubeconfig}; Ctrl-C stops them`);
-    await new Promise(() => undefined);
+  if (process.env.E2E_KEEP === '1' && !interrupted.signal.aborted) {
+    say(`keeping the clusters: host ${host.kubeconfig}, member ${member.kubeconfig}; Ctrl-C stops them`);
+    await once(interrupted.signal, 'abort');
   }
 } catch (err) {
-  say((err as Error).stack ?? String(err));
-  say(h.realNodes.map((n) => n.logsTail(30)).join('\n'));
+  if (!interrupted.signal.aborted) {
+    say((err as Error).stack ?? String(err));
+    if (h) say(h.realNodes.map((n) => n.logsTail(30)).join('\n'));
+  }
 }
-await stop(code);
+await h?.stop();
+process.exit(signalCode ?? code);

@@ -1,6 +1,6 @@
 /*
  * The pod sandbox's pause process for the local pause image (hack/build-images.sh builds it with
- * gcc -static into registry.k8s.io/pause:3.10), like Kubernetes' build/pause/linux/pause.c: it holds
+ * gcc -static into localhost/clusterlet-test/pause:3.10), like Kubernetes' build/pause/linux/pause.c: it holds
  * the pod's namespaces, sleeps in pause() forever, reaps the zombies it inherits as the pod's pid 1
  * (SIGCHLD) and exits 0 on SIGINT/SIGTERM.
  */

@@ -1,25 +1,24 @@
 // The local host + member clusters that tests, the demo and the benchmark run against.
 //   host:   etcd prefix /registry-host,   2 local KWOK nodes (and the benchmark's host-floor when asked)
 //   member: etcd prefix /registry-member, 3 KWOK nodes of different sizes (one with GPUs), zone/region labels
-// One etcd serves both. Everything lives in one temp dir, removed on stop; processes of a run whose
-// owner died (SIGKILL) are reaped by the next run. Node-like servers (KWOK's kubelet endpoints, clusterlet's
+// One etcd serves both. Everything lives in one temp dir, removed on stop; what a run whose owner died (SIGKILL)
+// left is undone by the next run (reaper.ts). Node-like servers (KWOK's kubelet endpoints, clusterlet's
 // kubelet API in tests) listen on the run's own test network (testnet.ts), never on the machine's addresses.
 import { execFile } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { ensureBinaries, type Binaries } from './binaries.ts';
 import { LocalCluster, type FakeNode } from './cluster.ts';
-import { startProc, type Proc } from './procs.ts';
+import { onSpawn, startProc, type Proc } from './procs.ts';
 import { freePort, pollUntil } from './net.ts';
-import { createTestNetwork, listNetns, removeNetns, type TestNetwork } from './testnet.ts';
-import { cleanNode, RealNode, restoreSysctls, saveSysctls } from './realnode.ts';
-
-const RUN_PREFIX = 'clusterlet-harness-';
+import { createTestNetwork, type TestNetwork } from './testnet.ts';
+import { podRangeBase, RealNode, realNodeCgroups, restoreSysctls, routeDestinations, saveSysctls } from './realnode.ts';
+import { lockRealNodes, type MachineLock } from './machinelock.ts';
+import { cgroupRootOf, reapStaleRuns, recordProcess, RUN_FILES, RUN_PREFIX, writeOwner } from './reaper.ts';
 
 export const HOST_NODES: FakeNode[] = [
   { name: 'host-local-1', capacity: { cpu: '8', memory: '32Gi', pods: '110' } },
@@ -55,6 +54,8 @@ export interface HarnessOptions {
   realNodes?: { images: string[] };
   /** The KWOK nodes (default true); false: the clusters have their real nodes only. */
   kwokNodes?: boolean;
+  /** Aborted: the start ends early, stops what it started, and throws. */
+  signal?: AbortSignal;
 }
 
 /** The real nodes' names. */
@@ -78,11 +79,15 @@ export class Harness {
   #opts: HarnessOptions;
   #nodeNetworks: TestNetwork[];
   #sysctls?: Record<string, string>;
+  #unrecord: () => void;
+  #lock?: MachineLock;
   #stopped = false;
 
   private constructor(dir: string, bin: Binaries, etcd: Proc, etcdURL: string, network: TestNetwork, opts: HarnessOptions,
-    nodeNetworks: TestNetwork[]) {
+    nodeNetworks: TestNetwork[], unrecord: () => void, lock: MachineLock | undefined) {
     this.dir = dir;
+    this.#unrecord = unrecord;
+    this.#lock = lock;
     this.bin = bin;
     this.#etcd = etcd;
     this.#etcdURL = etcdURL;
@@ -109,20 +114,35 @@ export class Harness {
   /** Starts the real nodes, one per cluster, each in its network namespace with a pod range of its own. */
   async #startRealNodes(images: string[]): Promise<void> {
     this.#sysctls = await saveSysctls();
-    await writeFile(join(this.dir, 'sysctls.json'), JSON.stringify(this.#sysctls));
-    // 198.19.0.0/16 (testnet.ts): a /24 per node, at a random place so that two runs rarely meet.
-    const base = 2 * Math.floor(Math.random() * 127);
+    await writeFile(join(this.dir, RUN_FILES.sysctls), JSON.stringify(this.#sysctls));
+    // 198.19.0.0/16 (testnet.ts): a /24 per node, where the machine routes nothing.
+    const base = podRangeBase(await routeDestinations());
     const clusters = [this.host, this.member];
     const names = [HOST_REAL_NODE, MEMBER_REAL_NODE];
     const id = this.dir.slice(this.dir.lastIndexOf(RUN_PREFIX) + RUN_PREFIX.length);
+    // A node that fails ends the other's start too: the harness stops them once neither is still starting.
+    const failed = new AbortController();
+    const signal = this.#opts.signal ? AbortSignal.any([this.#opts.signal, failed.signal]) : failed.signal;
     for (const [i, cluster] of clusters.entries()) {
       this.realNodes.push(new RealNode({
         name: names[i], cluster, network: this.#nodeNetworks[i], podCIDR: `198.19.${base + i}.0/24`,
-        apiServer: cluster.podServer, cgroupRoot: `/clusterlet-${id}-${names[i]}`, images, binDir: this.bin.dir,
+        apiServer: cluster.podServer, cgroupRoot: cgroupRootOf(id, names[i]), images, binDir: this.bin.dir, signal,
       }));
     }
-    await writeFile(join(this.dir, 'realnodes'), this.realNodes.map((n) => `${n.opts.cgroupRoot}\n`).join(''));
-    await Promise.all(this.realNodes.map((n) => n.start()));
+    await writeFile(join(this.dir, RUN_FILES.cgroupRoots), this.realNodes.map((n) => `${n.opts.cgroupRoot}\n`).join(''));
+    let firstError: unknown;
+    await Promise.allSettled(this.realNodes.map((n) => n.start().catch((err: unknown) => {
+      if (!failed.signal.aborted) {
+        firstError = err;
+        failed.abort();
+      }
+    })));
+    if (failed.signal.aborted) throw firstError;
+  }
+
+  /** Records a process a test started (a clusterlet), for the reaper of a later run should this one be killed outright. */
+  recordProcess(pid: number): void {
+    recordProcess(this.dir, pid);
   }
 
   /** The address node-like servers listen on (127.0.0.1 when the test network could not be made). */
@@ -140,22 +160,41 @@ export class Harness {
 
   static async start(opts: HarnessOptions = {}): Promise<Harness> {
     const log = opts.log ?? ((l: string) => process.stderr.write(`[harness] ${l}\n`));
-    await reapStaleRuns(log);
+    const { signal } = opts;
+    if (opts.realNodes) {
+      // Before anything is touched: real nodes need cgroups they can live in.
+      const why = await realNodeCgroups();
+      if (why) throw new Error(why);
+    }
+    await reapStaleRuns({ log });
     const bin = await ensureBinaries();
+    signal?.throwIfAborted();
     const t0 = Date.now();
     const dir = await mkdtemp(join(tmpdir(), RUN_PREFIX));
-    await writeFile(join(dir, 'owner.pid'), String(process.pid));
-    const network = await createTestNetwork();
-    if (network.unavailable) log(`${network.unavailable}: node proxy paths (/api/v1/nodes/<node>/proxy/...) will not work`);
-    const nodeNetworks = opts.realNodes ? [await createTestNetwork(), await createTestNetwork()] : [];
-    const unavailable = nodeNetworks.find((n) => n.unavailable);
-    const netns = [network, ...nodeNetworks].map((n) => n.name).filter((n) => n !== undefined);
-    if (netns.length) await writeFile(join(dir, 'netns'), netns.join('\n'));
-    if (unavailable) {
-      for (const n of [network, ...nodeNetworks]) await n.remove();
+    await writeOwner(dir);
+    // What the run starts, for the reaper of a later run should this one be killed outright.
+    const unrecord = onSpawn((pid) => recordProcess(dir, pid));
+    const networks: TestNetwork[] = [];
+    let lock: MachineLock | undefined;
+    try {
+      // One run with real nodes a machine (machinelock.ts): taken before the kernel tunables are saved.
+      if (opts.realNodes) lock = await lockRealNodes(dir);
+      networks.push(await createTestNetwork());
+      if (networks[0].unavailable) log(`${networks[0].unavailable}: node proxy paths (/api/v1/nodes/<node>/proxy/...) will not work`);
+      if (opts.realNodes) networks.push(await createTestNetwork(), await createTestNetwork());
+      const netns = networks.map((n) => n.name).filter((n) => n !== undefined);
+      if (netns.length) await writeFile(join(dir, RUN_FILES.netns), netns.join('\n'));
+      const unavailable = networks.slice(1).find((n) => n.unavailable);
+      if (unavailable) throw new Error(`real nodes need network namespaces: ${unavailable.unavailable}`);
+      signal?.throwIfAborted();
+    } catch (err) {
+      for (const n of networks) await n.remove();
+      await lock?.release();
+      unrecord();
       await rm(dir, { recursive: true, force: true });
-      throw new Error(`real nodes need network namespaces: ${unavailable.unavailable}`);
+      throw err;
     }
+    const [network, ...nodeNetworks] = networks;
     const [clientPort, peerPort] = await Promise.all([freePort(), freePort()]);
     const etcdURL = `http://127.0.0.1:${clientPort}`;
     const etcd = startProc('etcd', bin.etcd, [
@@ -165,16 +204,18 @@ export class Harness {
       `--initial-cluster=clusterlet-harness=http://127.0.0.1:${peerPort}`,
       '--unsafe-no-fsync', '--quota-backend-bytes=8589934592', '--log-level=warn',
     ], dir);
-    const h = new Harness(dir, bin, etcd, etcdURL, network, { ...opts, log }, nodeNetworks);
+    const h = new Harness(dir, bin, etcd, etcdURL, network, { ...opts, log }, nodeNetworks, unrecord, lock);
     try {
       await pollUntil('etcd /health', async () => {
         const res = await fetch(`${etcdURL}/health`).catch(() => undefined);
         return res?.ok ? true : undefined;
-      }, 30_000, 100, () => etcd.exited() ? `etcd exited:\n${etcd.tail(15)}` : undefined);
+      }, 30_000, 100, () => signal?.aborted ? 'interrupted' : etcd.exited() ? `etcd exited:\n${etcd.tail(15)}` : undefined);
       await Promise.all([h.host.start(), h.member.start()]);
+      signal?.throwIfAborted();
       if (opts.realNodes) await h.#startRealNodes(opts.realNodes.images);
     } catch (err) {
-      log(`start failed; component logs:\n${h.host.logsTail()}\n${h.member.logsTail()}\n${h.realNodes.map((n) => n.logsTail()).join('\n')}`);
+      if (signal?.aborted) log('interrupted: stopping what started');
+      else log(`start failed; component logs:\n${h.host.logsTail()}\n${h.member.logsTail()}\n${h.realNodes.map((n) => n.logsTail()).join('\n')}`);
       await h.stop();
       throw err;
     }
@@ -234,44 +275,8 @@ export class Harness {
     await this.#etcd.stop();
     await this.network.remove();
     for (const n of this.#nodeNetworks) await n.remove();
+    this.#unrecord();
+    await this.#lock?.release();
     if (!process.env.CLUSTERLET_KEEP_HARNESS) await rm(this.dir, { recursive: true, force: true });
-  }
-}
-
-/** Kills the processes of runs whose owner process is gone and removes their dirs. */
-async function reapStaleRuns(log: (l: string) => void): Promise<void> {
-  const base = tmpdir();
-  for (const entry of await readdir(base)) {
-    if (!entry.startsWith(RUN_PREFIX)) continue;
-    const dir = join(base, entry);
-    const ownerFile = join(dir, 'owner.pid');
-    const owner = existsSync(ownerFile) ? Number(await readFile(ownerFile, 'utf8')) : 0;
-    if (owner && isAlive(owner)) continue;
-    log(`reaping stale run ${dir}`);
-    await killProcessesUsing(dir);
-    for (const cgroupRoot of (await readFile(join(dir, 'realnodes'), 'utf8').catch(() => '')).split('\n')) {
-      if (cgroupRoot) await cleanNode(cgroupRoot);
-    }
-    const sysctls = await readFile(join(dir, 'sysctls.json'), 'utf8').catch(() => '');
-    if (sysctls) await restoreSysctls(JSON.parse(sysctls) as Record<string, string>);
-    const live = await listNetns();
-    for (const netns of (await readFile(join(dir, 'netns'), 'utf8').catch(() => '')).split('\n')) {
-      if (netns && live.includes(netns)) await removeNetns(netns);
-    }
-    await rm(dir, { recursive: true, force: true });
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try { process.kill(pid, 0); return true; } catch { return false; }
-}
-
-async function killProcessesUsing(dir: string): Promise<void> {
-  for (const pid of await readdir('/proc').catch(() => [] as string[])) {
-    if (!/^\d+$/.test(pid)) continue;
-    const cmd = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
-    if (cmd.includes(dir)) {
-      try { process.kill(Number(pid), 'SIGKILL'); } catch { /* gone */ }
-    }
   }
 }

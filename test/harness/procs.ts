@@ -7,6 +7,13 @@ import { once } from 'node:events';
 
 const live = new Set<ChildProcess>();
 let exitHookInstalled = false;
+const spawnListeners = new Set<(pid: number) => void>();
+
+/** Calls `listener` with the pid of every process startProc starts from now on, until the returned function is called. */
+export function onSpawn(listener: (pid: number) => void): () => void {
+  spawnListeners.add(listener);
+  return () => { spawnListeners.delete(listener); };
+}
 
 function installExitHook(): void {
   if (exitHookInstalled) return;
@@ -36,6 +43,7 @@ export function startProc(name: string, bin: string, args: string[], logDir: str
   const child = spawn(bin, args, { stdio: ['ignore', fd, fd], detached: true, env });
   closeSync(fd);
   live.add(child);
+  if (child.pid !== undefined) for (const l of spawnListeners) l(child.pid);
   let exited = false;
   const exitPromise = once(child, 'exit').then(() => { exited = true; live.delete(child); });
   child.on('error', () => { exited = true; live.delete(child); });

@@ -9,7 +9,7 @@
 // with the veth pair), its cgroups, the containers' processes, and the kernel tunables every kubelet sets.
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rmdir, statfs, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { CoreV1Api } from '@kubernetes/client-node';
@@ -17,11 +17,10 @@ import type { LocalCluster } from './cluster.ts';
 import { pollUntil } from './net.ts';
 import { startProc, type Proc } from './procs.ts';
 import type { TestNetwork } from './testnet.ts';
+import { PAUSE_IMAGE } from './images.ts';
 
 const run = promisify(execFile);
 
-/** The sandbox ("pause") image the node's containerd runs; hack/build-images.sh builds it. */
-export const PAUSE_IMAGE = 'registry.k8s.io/pause:3.10';
 /** Label of the harness's real nodes (KWOK's carry type=kwok); clusterlet counts no node with a clusterlet.io/ label. */
 export const REAL_NODE_LABEL = 'harness.clusterlet.test/node';
 
@@ -45,6 +44,8 @@ export interface RealNodeOptions {
   images: string[];
   binDir: string;
   labels?: Record<string, string>;
+  /** Aborted: the start ends early and throws (the harness stops the node). */
+  signal?: AbortSignal;
 }
 
 export class RealNode {
@@ -70,8 +71,11 @@ export class RealNode {
       await mkdir(join(d, sub), { recursive: true });
     }
     await makeCgroupRoot(this.opts.cgroupRoot);
-    // The route to the node's pods; it goes with the veth pair when the namespace is removed.
-    await run('ip', ['route', 'replace', podCIDR, 'via', network.peer, 'dev', network.device!]);
+    // The route to the node's pods, added (never replacing one the machine has); it goes with the veth pair when the
+    // namespace is removed.
+    await run('ip', ['route', 'add', podCIDR, 'via', network.peer, 'dev', network.device!]).catch((err: { stderr?: string }) => {
+      throw new Error(`${name}: ip route add ${podCIDR}: ${err.stderr?.trim()} (a route this run did not add is left as it is)`);
+    });
 
     const [kubeletClient, proxyClient, serving] = await Promise.all([
       cluster.clientCert(`node-${name}-kubelet`, `system:node:${name}`, ['system:nodes']),
@@ -89,13 +93,15 @@ export class RealNode {
       writeFile(join(d, 'node.sh'), nodeScript),
     ]);
     const labels = Object.entries({ [REAL_NODE_LABEL]: 'real', ...this.opts.labels }).map(([k, v]) => `${k}=${v}`).join(',');
+    this.opts.signal?.throwIfAborted();
     this.#proc = startProc(`node-${name}`, 'nsenter', [`--net=/run/netns/${network.name!}`, '--', 'unshare', '--mount',
       '--propagation', 'slave', '--', 'bash', join(d, 'node.sh'), d,
       network.address, this.opts.binDir, name, network.peer, labels, this.opts.cgroupRoot], this.logDir,
     { ...process.env, PATH: `${this.opts.binDir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin` });
-    const died = () => this.#proc!.exited() ? `node ${name} exited:\n${this.logsTail()}` : undefined;
+    const died = () => this.opts.signal?.aborted ? 'interrupted' : this.#proc!.exited() ? `node ${name} exited:\n${this.logsTail()}` : undefined;
     await pollUntil(`${name}: containerd socket`, async () => existsSync(this.containerdSocket) ? true : undefined, 30_000, 100, died);
     for (const image of this.opts.images) {
+      this.opts.signal?.throwIfAborted();
       await run('ctr', ['--address', this.containerdSocket, '-n', 'k8s.io', 'images', 'import', image],
         { maxBuffer: 16 << 20 }).catch((err: { stderr?: string; message: string }) => {
         throw new Error(`${name}: ctr images import ${image}: ${err.stderr ?? err.message}`);
@@ -140,6 +146,32 @@ export async function cleanNode(cgroupRoot: string): Promise<void> {
     await new Promise((r) => setTimeout(r, 100));
   }
   await removeCgroupRoot(cgroupRoot);
+}
+
+const CGROUP2_SUPER_MAGIC = 0x63677270;
+const TMPFS_MAGIC = 0x01021994;
+
+/**
+ * Why real nodes cannot live in cgroups of the kind `fsType` (the file system at /sys/fs/cgroup) and `pids` (a v1 pids
+ * hierarchy at /sys/fs/cgroup/pids) tell; undefined: they can. They run on cgroup v1, or the hybrid layout (v1
+ * hierarchies, the v2 one at /sys/fs/cgroup/unified): a node's processes are found and killed through its cgroup root
+ * of the pids hierarchy, and the kubelet uses the cgroupfs driver. On the unified layout (cgroup v2 alone), the cgroup
+ * code here would make cgroups of the node's name under every top-level cgroup (system.slice, ...) and a `pids` one,
+ * and leave containers behind: the harness stops before it touches anything.
+ */
+export function cgroupSupport(fsType: number | undefined, pids: boolean): string | undefined {
+  const hint = 'make e2e-local runs on a machine with cgroup v1 or the hybrid layout (boot with '
+    + 'systemd.unified_cgroup_hierarchy=0), or on kind (make e2e)';
+  if (fsType === CGROUP2_SUPER_MAGIC) return `this machine has cgroup v2 alone (the unified hierarchy at ${CGROUP_V1}); real nodes need cgroup v1: ${hint}`;
+  if (fsType !== TMPFS_MAGIC) return `no cgroup v1 hierarchies at ${CGROUP_V1}: ${hint}`;
+  if (!pids) return `no cgroup v1 pids hierarchy at ${CGROUP_V1}/pids, where real nodes keep their processes: ${hint}`;
+  return undefined;
+}
+
+/** Why this machine's cgroups cannot hold real nodes (cgroupSupport); undefined: they can. */
+export async function realNodeCgroups(): Promise<string | undefined> {
+  const fs = await statfs(CGROUP_V1).catch(() => undefined);
+  return cgroupSupport(fs?.type, existsSync(join(CGROUP_V1, 'pids', 'cgroup.procs')));
 }
 
 /** The mounted hierarchies: the v1 controllers, and (`all`) the v2 one of a hybrid layout, where the kubelet makes cgroups too. */
@@ -187,6 +219,38 @@ async function removeCgroupRoot(root: string): Promise<void> {
   for (const c of await controllers(true)) {
     for (const cg of await cgroupTree(join(CGROUP_V1, c, root))) await rmdir(cg).catch(() => undefined);
   }
+}
+
+const ROUTE_TYPES = new Set(['unicast', 'local', 'broadcast', 'multicast', 'anycast', 'unreachable', 'blackhole', 'prohibit', 'throw', 'nat']);
+
+/** The destinations of the machine's IPv4 routes, every table, as CIDRs. */
+export async function routeDestinations(): Promise<string[]> {
+  const { stdout } = await run('ip', ['-4', '-o', 'route', 'show', 'table', 'all']);
+  return stdout.split('\n').map((l) => l.trim().split(/\s+/)).filter((f) => f[0])
+    .map((f) => ROUTE_TYPES.has(f[0]) ? f[1] : f[0])
+    .map((d) => d === 'default' ? '0.0.0.0/0' : d.includes('/') ? d : `${d}/32`);
+}
+
+const ipv4 = (a: string): number => a.split('.').reduce((n, o) => n * 256 + Number(o), 0);
+function overlaps(a: string, b: string): boolean {
+  const [an, al] = a.split('/');
+  const [bn, bl] = b.split('/');
+  const l = Math.min(Number(al), Number(bl));
+  // A default route (length 0) covers everything and takes nothing: more specific routes go first.
+  return l > 0 && Math.floor(ipv4(an) / 2 ** (32 - l)) === Math.floor(ipv4(bn) / 2 ** (32 - l));
+}
+
+/**
+ * `n` where 198.19.n.0/24 and 198.19.(n+1).0/24, the pod ranges of a run's two real nodes, meet no route of the
+ * machine (`routes`: routeDestinations()), from a random place so that runs rarely pick the same.
+ */
+export function podRangeBase(routes: string[], random: () => number = Math.random): number {
+  const start = Math.floor(random() * 127);
+  for (let i = 0; i < 127; i++) {
+    const n = 2 * ((start + i) % 127);
+    if (![n, n + 1].some((k) => routes.some((r) => overlaps(`198.19.${k}.0/24`, r)))) return n;
+  }
+  throw new Error('every pod range of 198.19.0.0/16 meets a route of this machine: real nodes take no route they did not add');
 }
 
 /** The kernel tunables kubelets change, as they are now: to restore with restoreSysctls once the nodes are gone. */

@@ -76,6 +76,7 @@ export function startClusterlet(args: string[], env: NodeJS.ProcessEnv = {}): Cl
   const child = spawn(process.execPath, [...NODE_FLAGS, CLI, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...NODE_ENV_VARS, LOG_LEVEL: 'debug', ...env },
   });
+  if (child.pid !== undefined) harness().recordProcess(child.pid);
   child.stdout!.pipe(out);
   child.stderr!.pipe(out);
   const exited = once(child, 'exit').then(([code]) => code as number | null);

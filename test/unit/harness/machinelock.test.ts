@@ -1,0 +1,40 @@
+// One run with real nodes a machine (test/harness/machinelock.ts), the lock in a temp dir of this test's own.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { LOCK_NAME, lockRealNodes } from '../../harness/machinelock.ts';
+import { processRecord } from '../../harness/reaper.ts';
+
+let dir: string;
+before(async () => { dir = await mkdtemp(join(tmpdir(), 'machinelock-test-')); });
+after(async () => { await rm(dir, { recursive: true, force: true }); });
+
+test('a second run refuses to start beside a live one, and starts once the first has released the lock', async () => {
+  const first = await lockRealNodes('/tmp/clusterlet-harness-first1', dir);
+  await assert.rejects(lockRealNodes('/tmp/clusterlet-harness-second', dir),
+    /another run has real nodes up on this machine \(process \d+, \/tmp\/clusterlet-harness-first1/);
+  await first.release();
+  assert.equal(existsSync(join(dir, LOCK_NAME)), false);
+  const second = await lockRealNodes('/tmp/clusterlet-harness-second', dir);
+  await second.release();
+});
+
+test('the lock of a run whose owner is gone, or whose pid is now another process\'s, is taken over', async () => {
+  for (const owner of ['4194305 1', `${process.pid} 1`]) {
+    await writeFile(join(dir, LOCK_NAME), `${owner}\n/tmp/clusterlet-harness-dead00\n`);
+    const lock = await lockRealNodes('/tmp/clusterlet-harness-alive0', dir);
+    assert.equal(readFileSync(join(dir, LOCK_NAME), 'utf8'), `${processRecord(process.pid)}\n/tmp/clusterlet-harness-alive0\n`);
+    await lock.release();
+  }
+});
+
+test('release leaves a lock that is no longer its own', async () => {
+  const lock = await lockRealNodes('/tmp/clusterlet-harness-mine00', dir);
+  await writeFile(join(dir, LOCK_NAME), `${processRecord(process.pid)}\n/tmp/clusterlet-harness-other0\n`);
+  await lock.release();
+  assert.equal(existsSync(join(dir, LOCK_NAME)), true);
+  await rm(join(dir, LOCK_NAME));
+});

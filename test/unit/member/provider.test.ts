@@ -20,7 +20,7 @@ import type { FitAnswer } from '../../../src/forge/fit.ts';
 import { DelegateTokens } from '../../../src/member/pod/tokens.ts';
 import type { IssuedToken, TokenRequestFor } from '../../../src/provider/tokens.ts';
 import { tokenMount, tokenVolume } from '../forge/fixtures.ts';
-import { providerWorld } from '../fakes/providerworld.ts';
+import { fakeFitGate, providerWorld } from '../fakes/providerworld.ts';
 import { FakeMember } from '../fakes/member.ts';
 
 const HOST = 'host-1';
@@ -341,7 +341,7 @@ describe('MemberPodProvider: delete, update, read', () => {
       conditions: [{ type: 'DisruptionTarget', status: 'True', reason: 'EvictionByEvictionAPI' }],
     } });
     assert.deepEqual(provider.getPod('shop', 'web'), { proxyUID: 'uid-web', terminating: false, phase: 'Running',
-      ready: false, reason: undefined, message: undefined, disruption: 'EvictionByEvictionAPI' });
+      ready: false, scheduled: true, reason: undefined, message: undefined, disruption: 'EvictionByEvictionAPI' });
     const status = provider.getPodStatus('shop', 'web');
     assert.deepEqual([status?.phase, status?.hostIP, status?.hostIPs, status?.podIP],
       ['Running', HOST_IP, [{ ip: HOST_IP }], '10.244.0.5']);
@@ -756,7 +756,7 @@ describe('MemberPodProvider: a delegate that fits no member node', () => {
     const room$ = new Subject<void>();
     let answer: FitAnswer = { fits: false, candidates: 3, requests: { cpu: '40' }, largestFree: { cpu: '15' } };
     const seen: V1Pod[] = [];
-    const { provider, changes, memberPod } = world({ fit: { fit: (p) => { seen.push(p); return answer; }, room$ } });
+    const { provider, changes, memberPod } = world({ fit: fakeFitGate((p) => { seen.push(p); return answer; }, room$) });
     const big = proxy('big', { containers: [{ name: 'app', image: 'app:1', resources: { requests: { cpu: '40' } } }] });
     await assert.rejects(provider.createPod(big), (err: unknown) => err instanceof PodRejectedError && err.reason === 'NoMemberNodeFits'
       && err.retry && /member m1 has room for its requests \(cpu 40\).*free is cpu 15/.test(err.message));

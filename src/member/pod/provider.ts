@@ -218,10 +218,10 @@ export class MemberPodProvider implements PodProvider {
     const virtualNode = vn && { name: vn.name, constraint: groupConstraint(vn.group) };
     const body = forgeDelegatePod(proxy, { ...this.#ctxBase, memberNamespace: ns, restarts: opts.restarts, apiAccess: access.apiAccess,
       virtualNode });
-    const waiting = await this.#checkFit(proxy, body, describeGroup(this.#member.config.name, vn?.group ?? { kind: 'cluster' }));
-    // What the pod refers to goes first, so the delegate finds it when it starts: its host tokens too, written
-    // meanwhile (a token refused releases what was prepared).
-    const [prepared, tokens] = await Promise.all([this.#mirror.prepare(proxy, ns), access.apiAccess.mode === 'host'
+    const { waiting, prepared: early } = await this.#checkFit(proxy, body, describeGroup(this.#member.config.name, vn?.group ?? { kind: 'cluster' }));
+    // What the pod refers to goes first, so the delegate finds it when it starts (prepared already if the fit needed
+    // it): its host tokens too, written meanwhile (a token refused releases what was prepared).
+    const [prepared, tokens] = await Promise.all([early ?? this.#mirror.prepare(proxy, ns), access.apiAccess.mode === 'host'
       ? this.tokens?.write(proxy, ns).then(() => undefined, (err: unknown) => err) : undefined]);
     if (tokens !== undefined) {
       prepared.release(false);
@@ -300,23 +300,26 @@ export class MemberPodProvider implements PodProvider {
    * otherwise it is refused, with the largest free slot in the reason, and tried again when room may have appeared
    * (room$).
    */
-  async #checkFit(proxy: V1Pod, body: V1Pod, scope: string): Promise<PodNotice | undefined> {
+  async #checkFit(proxy: V1Pod, body: V1Pod, scope: string): Promise<{ waiting?: PodNotice; prepared?: Prepared }> {
     const hostKey = objectKey(proxy);
     const gate = this.#fit;
     let answer = gate?.fit(body);
+    let prepared: Prepared | undefined;
     if (gate && answer && !answer.fits) {
       const admitted = await this.#admitted(proxy, body);
-      if (admitted) answer = gate.fit(admitted);
+      prepared = admitted?.prepared;
+      if (admitted) answer = gate.fit(admitted.pod);
     }
     if (!gate || !answer || answer.fits) {
       this.#unfit.delete(hostKey);
-      return undefined;
+      return { prepared };
     }
     const growth = gate.growth();
     if (gate.mode === 'advisory' || (gate.mode === 'auto' && growth !== undefined)) {
       this.#unfit.delete(hostKey);
-      return { type: 'Normal', reason: WAITING_FOR_SCALE_UP, message: scaleUpMessage(scope, answer, growth), offloaded: true };
+      return { prepared, waiting: { type: 'Normal', reason: WAITING_FOR_SCALE_UP, message: scaleUpMessage(scope, answer, growth), offloaded: true } };
     }
+    prepared?.release(false);
     if (!this.#unfit.has(hostKey)) this.#unfit.set(hostKey, Date.now());
     // The message carries the member's free room, which changes with every pod there: the host rewrites it seldom.
     throw new PodRejectedError('NoMemberNodeFits', noFitMessage(scope, answer), { changing: true });
@@ -324,23 +327,36 @@ export class MemberPodProvider implements PodProvider {
 
   /**
    * The delegate as the member would store it: a server-side dry-run create (its admission runs, nothing is stored),
-   * asked once per proxy UID and generation. Undefined when the member does not answer it (a ServiceAccount not
-   * copied yet, say): the forged pod is judged then, and the member asked again on the next try.
+   * asked once per proxy UID and generation. Refused (403: the member's ServiceAccount admission refuses a pod whose
+   * ServiceAccount is not there yet, and the copies are made only for a delegate), it is asked again once what the pod
+   * refers to is prepared, which is handed on (`prepared`: the caller creates the delegate with it, or releases it).
+   * Undefined when the member does not answer it: the forged pod is judged then, and the member asked again next time.
    */
-  async #admitted(proxy: V1Pod, body: V1Pod): Promise<V1Pod | undefined> {
+  async #admitted(proxy: V1Pod, body: V1Pod): Promise<{ pod: V1Pod; prepared?: Prepared } | undefined> {
     const hostKey = objectKey(proxy);
     const uid = proxy.metadata?.uid ?? '';
     const generation = proxy.metadata?.generation;
     const known = this.#admissions.get(hostKey);
-    if (known && known.uid === uid && known.generation === generation) return known.pod;
+    if (known && known.uid === uid && known.generation === generation) return { pod: known.pod };
     const namespace = body.metadata?.namespace ?? '';
-    try {
+    const dryRun = async (): Promise<V1Pod> => {
       const pod = await this.#member.client.core.createNamespacedPod({ namespace, body, dryRun: 'All' });
       this.#admissions.delete(hostKey);
       if (this.#admissions.size >= ADMITTED_CACHE) this.#admissions.delete(this.#admissions.keys().next().value ?? '');
       this.#admissions.set(hostKey, { uid, generation, pod });
       return pod;
+    };
+    let prepared: Prepared | undefined;
+    try {
+      try {
+        return { pod: await dryRun() };
+      } catch (err) {
+        if (toKubeError(err).kind !== 'Forbidden') throw err;
+        prepared = await this.#mirror.prepare(proxy, namespace);
+        return { pod: await dryRun(), prepared };
+      }
     } catch (err) {
+      prepared?.release(false);
       this.#log.debug({ namespace, pod: body.metadata?.name, err: toKubeError(err).message },
         'the member did not answer a dry-run create of the delegate; its fit is judged as forged');
       return undefined;

@@ -798,6 +798,21 @@ describe('MemberPodProvider: the fit judged on what the member admits, and per m
     assert.equal(dryRuns, 2, 'asked again for a new generation');
   });
 
+  it('a dry run refused (the member\'s ServiceAccount admission: the pod\'s ServiceAccount not copied yet) is asked again once what the pod refers to is prepared', async () => {
+    const w = world({ fit: fakeFitGate(tolerated, new Subject<void>()) });
+    const asked: boolean[] = [];
+    w.member.admit = (p) => {
+      const sa = w.member.objects.get('ServiceAccount', 'h-shop', 'runner') !== undefined;
+      asked.push(sa);
+      if (!sa) throw new KubeError('Forbidden', 403, 'Forbidden', 'error looking up service account h-shop/runner: serviceaccount "runner" not found');
+      return { ...p, spec: { ...p.spec!, tolerations: [{ key: 'dedicated', operator: 'Exists' }] } };
+    };
+    w.host.put('ServiceAccount', { metadata: { namespace: 'shop', name: 'runner' } });
+    await w.provider.createPod(proxy('web', { serviceAccountName: 'runner' }));
+    assert.deepEqual(asked, [false, true], 'asked again with its ServiceAccount there');
+    assert.ok(w.memberPod('h-shop', 'web'), 'created');
+  });
+
   it('a delegate that fits as forged costs no dry run', async () => {
     const w = world({ fit: fakeFitGate(() => ({ fits: true, node: 'n1' }), new Subject<void>()) });
     let asked = 0;

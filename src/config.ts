@@ -4,7 +4,7 @@
 import { hostname } from 'node:os';
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import { DNS_LABEL } from './forge/namespace.ts';
-import { ConfigError, LOG_LEVELS, apiAccessMode, checkClassName, hostServer, checkNodeName, duration, int, namespaceList, nodesFlag,
+import { ConfigError, LOG_LEVELS, apiAccessMode, fitMode, checkClassName, hostServer, checkNodeName, duration, int, namespaceList, nodesFlag,
   reclaimPolicy, requireFile } from './config/fields.ts';
 import { type FileSettings, loadProviderConfig } from './config/file.ts';
 import { clusterProfileSource } from './config/profiles.ts';
@@ -22,7 +22,7 @@ export const FLAGS = {
   'host-kubeconfig': { type: 'string' }, kubeconfig: { type: 'string' },
   'host-name': { type: 'string' }, 'host-qps': { type: 'string' }, 'host-burst': { type: 'string' },
   'api-protocol': { type: 'string' },
-  'member-kubeconfig': { type: 'string' }, 'member-name': { type: 'string' }, nodename: { type: 'string' }, nodes: { type: 'string' },
+  'member-kubeconfig': { type: 'string' }, 'member-name': { type: 'string' }, nodename: { type: 'string' }, nodes: { type: 'string' }, fit: { type: 'string' },
   'member-qps': { type: 'string' }, 'member-burst': { type: 'string' },
   'storage-class': { type: 'string' }, 'member-storage-class': { type: 'string' },
   'storage-reclaim-policy': { type: 'string' }, 'api-access': { type: 'string' }, 'host-api-server': { type: 'string' },
@@ -77,6 +77,8 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
       mode: apiAccessMode('--api-access', str('api-access') ?? 'host'),
       ...(str('host-api-server') !== undefined ? { hostServer: hostServer('--host-api-server', str('host-api-server')) } : {}),
     },
+    // Unset: each member's `fit`, else auto (left undefined).
+    ...(str('fit') !== undefined ? { fit: fitMode('--fit', str('fit')) } : {}),
     // Unset: each member's `nodes`, else cluster (left undefined).
     ...(nodesRaw !== undefined ? { nodes: nodesFlag('--nodes', nodesRaw) } : {}),
   };
@@ -93,12 +95,13 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     const name = str('member-name') ?? 'member';
     if (!DNS_LABEL.test(name)) throw new ConfigError('--member-name', `"${name}" is not a DNS-1123 label`);
     const nodeName = checkNodeName(str('nodename'), name, { name: '--member-name', nodeName: '--nodename' });
-    const { storage, apiAccess, nodes, ...limits } = defaults;
+    const { storage, apiAccess, nodes, fit, ...limits } = defaults;
     const className = str('storage-class') ?? `clusterlet-${name}`;
     checkClassName('--storage-class', className);
     members = [{
       name, kubeconfig: memberKubeconfig, nodeName, namespaceMapping: { template: '{namespace}', overrides: {} },
       labels: {}, taints: [], ...limits, storage: { ...storage, className }, apiAccess, ...(nodes !== undefined ? { nodes } : {}),
+      ...(fit !== undefined ? { fit } : {}),
     }];
   } else if (clusterProfiles) {
     members = [];

@@ -308,7 +308,7 @@ export class Manager implements NodeDirectory {
     // The mirror, Services and exports, over the shared host watches; their host writes go through the member's writer.
     const reflection = new MemberReflection(cluster, this.hostReflection.forMember(host, m.config, log), log);
     const provider = new MemberPodProvider(cluster, reflection.mirror, log, { nodeName: m.config.nodeName, hostIP: this.config.nodeIP,
-      volumes, namespaces, fit: cluster,
+      volumes, namespaces, fit: cluster.fitGate(),
       apiAccess: { mode: access.mode, host: hostApi, tokens: { maxAgeMs: this.config.hostTokenMaxAgeMs, ...this.#opts.tokens } } });
     // Its virtual nodes: the whole member's, or one per pool or member node, each with its node and pod controllers.
     const vnodes = m.vnodes = new MemberVirtualNodes({

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { DNS_LABEL, NAME_MAX } from '../forge/namespace.ts';
 import type { ApiAccessConfig, NodeGranularity, StorageConfig } from './types.ts';
 import { API_ACCESS_MODES, parseHostEndpoint, type ApiAccessMode } from '../forge/apiaccess.ts';
+import { FIT_MODES, type FitMode } from '../forge/fit.ts';
 
 export class ConfigError extends Error {
   readonly field: string;
@@ -57,6 +58,14 @@ export function apiAccessMode(field: string, v: unknown, file?: string): ApiAcce
     throw new ConfigError(field, `${JSON.stringify(v)} is not one of ${API_ACCESS_MODES.join(', ')}`, file);
   }
   return v as ApiAccessMode;
+}
+
+/** A member's fit (forge/fit.ts FitMode). */
+export function fitMode(field: string, v: unknown, file?: string): FitMode {
+  if (typeof v !== 'string' || !(FIT_MODES as readonly string[]).includes(v)) {
+    throw new ConfigError(field, `${JSON.stringify(v)} is not one of ${FIT_MODES.join(', ')}`, file);
+  }
+  return v as FitMode;
 }
 
 /** The host API server as member pods reach it: an https URL of host and port, no path. */

@@ -4,14 +4,14 @@ import { readFileSync } from 'node:fs';
 import { load as loadYaml } from 'js-yaml';
 import type { V1Taint } from '@kubernetes/client-node';
 import { DNS_LABEL, DNS_LABEL_RULE, NAME_MAX, type NamespaceMapping } from '../forge/namespace.ts';
-import { ConfigError, type Raw, TAINT_EFFECTS, apiAccessConfig, checkNodeName, int, isObj, namespaceList, nodeGranularity, requireFile,
+import { ConfigError, type Raw, TAINT_EFFECTS, apiAccessConfig, checkNodeName, fitMode, int, isObj, namespaceList, nodeGranularity, requireFile,
   storageConfig, stringMap } from './fields.ts';
-import type { ApiAccessConfig, MemberConfig, NodeGranularity, SecretRef, StorageConfig } from './types.ts';
+import type { ApiAccessConfig, FitMode, MemberConfig, NodeGranularity, SecretRef, StorageConfig } from './types.ts';
 
 export interface FileSettings { hostName?: string; podSyncWorkers?: number; exportNamespaces?: string[]; reflectHostEndpoints?: boolean }
 
 const MEMBER_KEYS = ['name', 'kubeconfig', 'kubeconfigSecret', 'nodeName', 'namespaceMapping', 'labels', 'taints', 'qps', 'burst',
-  'kubeletPort', 'storage', 'apiAccess', 'hostAPI', 'nodes'];
+  'kubeletPort', 'storage', 'apiAccess', 'hostAPI', 'nodes', 'fit'];
 
 /**
  * Reads the provider config file: `hostName`, `podSyncWorkers`, `exportNamespaces`, `reflectHostEndpoints` and
@@ -19,8 +19,9 @@ const MEMBER_KEYS = ['name', 'kubeconfig', 'kubeconfigSecret', 'nodeName', 'name
  */
 export function loadProviderConfig(file: string,
   { storage: storageDefault = { reclaimPolicy: 'Delete' }, apiAccess: apiAccessDefault = { mode: 'host' }, nodes: nodesDefault,
-    ...defaults }:
-  { qps: number; burst: number; storage?: Omit<StorageConfig, 'className'>; apiAccess?: ApiAccessConfig; nodes?: NodeGranularity },
+    fit: fitDefault, ...defaults }:
+  { qps: number; burst: number; storage?: Omit<StorageConfig, 'className'>; apiAccess?: ApiAccessConfig; nodes?: NodeGranularity;
+    fit?: FitMode },
   opts: { membersOptional?: boolean } = {}):
   { members: MemberConfig[]; settings: FileSettings } {
   requireFile('--provider-config', file);
@@ -103,6 +104,7 @@ export function loadProviderConfig(file: string,
       burst: int(`${f}.burst`, m.burst as number | undefined, defaults.burst, 1, 100_000, file),
       ...(m.kubeletPort !== undefined ? { kubeletPort: int(`${f}.kubeletPort`, m.kubeletPort as number, 0, 1, 65535, file) } : {}),
       ...(granularity !== undefined ? { nodes: granularity } : {}),
+      ...(m.fit !== undefined ? { fit: fitMode(`${f}.fit`, m.fit, file) } : fitDefault !== undefined ? { fit: fitDefault } : {}),
     };
   }), settings };
 }

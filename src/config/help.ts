@@ -28,11 +28,17 @@ One member (flags):
                              without nodes in the file; with ClusterProfiles, every profile member's
   --member-qps N, --member-burst N
                              client-side rate limit towards the member (default 200 / 400)
+  --fit MODE                 a pod that fits no member node now: auto (default): its delegate waits Pending in the
+                             member where the member shows it adds nodes (a cluster-autoscaler status ConfigMap,
+                             Karpenter NodePools), else it is not created (NoMemberNodeFits) until one has room;
+                             enforce: never created until one has room; advisory: always created, to wait for the
+                             member's autoscaler; off: not judged. With --provider-config, the default of members
+                             without fit in the file; with ClusterProfiles, every profile member's
 
 Several members:
   --provider-config FILE     YAML file listing members (see docs/configuration.md: name, kubeconfig or kubeconfigSecret,
                              nodeName, namespaceMapping, labels, taints, qps, burst, storage, apiAccess, hostAPI,
-                             nodes)
+                             nodes, fit)
 
 Storage (persistent volumes in the member, see docs/storage.md):
   --storage-class NAME       the host StorageClass whose claims get their volume in the member (one member by

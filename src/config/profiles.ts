@@ -8,7 +8,7 @@ import { ConfigError, checkNodeName, isObj, requireFile } from './fields.ts';
 import { type AccessProviderConfig, type ClusterProfileSource, KUBECONFIG_SECRET_PROVIDER, type MemberConfig } from './types.ts';
 
 export function clusterProfileSource(str: (k: string) => string | undefined, env: NodeJS.ProcessEnv,
-  defaults: Pick<ClusterProfileSource, 'qps' | 'burst' | 'storage' | 'apiAccess' | 'nodes'>): ClusterProfileSource | undefined {
+  defaults: Pick<ClusterProfileSource, 'qps' | 'burst' | 'storage' | 'apiAccess' | 'nodes' | 'fit'>): ClusterProfileSource | undefined {
   const source = str('member-source') ?? 'config';
   if (source !== 'config' && source !== 'clusterprofile') {
     throw new ConfigError('--member-source', `"${source}" is not one of config, clusterprofile`);
@@ -86,7 +86,7 @@ export function loadAccessProviders(file: string): AccessProviderConfig[] {
  * naming the field.
  */
 export function profileMemberConfig(profile: { namespace: string; name: string; annotations: Record<string, string> },
-  source: Pick<ClusterProfileSource, 'qps' | 'burst' | 'storage' | 'apiAccess' | 'nodes'>): MemberConfig {
+  source: Pick<ClusterProfileSource, 'qps' | 'burst' | 'storage' | 'apiAccess' | 'nodes' | 'fit'>): MemberConfig {
   const { name } = profile;
   if (!DNS_LABEL.test(name) || name.length > NAME_MAX) {
     throw new ConfigError('metadata.name', `"${name}" is not a DNS-1123 label (${DNS_LABEL_RULE}, at most ${NAME_MAX}): `
@@ -99,6 +99,7 @@ export function profileMemberConfig(profile: { namespace: string; name: string; 
     name, nodeName, clusterProfile: { namespace: profile.namespace, name }, namespaceMapping: { template: '{namespace}', overrides: {} },
     labels: {}, taints: [], qps: source.qps, burst: source.burst, storage: { className: `clusterlet-${name}`, ...source.storage },
     apiAccess: source.apiAccess, ...(source.nodes !== undefined ? { nodes: source.nodes } : {}),
+    ...(source.fit !== undefined ? { fit: source.fit } : {}),
   };
 }
 

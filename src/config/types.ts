@@ -4,8 +4,9 @@ import type { V1Taint } from '@kubernetes/client-node';
 import type { NamespaceMapping } from '../forge/namespace.ts';
 import type { ApiAccessMode } from '../forge/apiaccess.ts';
 import type { NodeGranularity } from '../forge/groups.ts';
+import type { FitMode } from '../forge/fit.ts';
 
-export type { NamespaceMapping, NodeGranularity };
+export type { FitMode, NamespaceMapping, NodeGranularity };
 
 export interface SecretRef { namespace: string; name: string; key: string }
 
@@ -29,6 +30,11 @@ export interface MemberConfig {
   apiAccess?: ApiAccessConfig;
   /** One virtual node for the member, one per member node pool, or one per member node (forge/groups.ts); undefined: cluster. */
   nodes?: NodeGranularity;
+  /**
+   * What becomes of a delegate that fits none of the member's nodes now (forge/fit.ts FitMode); undefined: auto
+   * (it waits in the member where the member shows it adds nodes, else it is not created).
+   */
+  fit?: FitMode;
 }
 
 /** Offloaded pods' API access on a member (forge/apiaccess.ts). */
@@ -120,6 +126,8 @@ export interface ClusterProfileSource {
   apiAccess: ApiAccessConfig;
   /** Each profile member's virtual nodes: --nodes; undefined: cluster. */
   nodes?: NodeGranularity;
+  /** Each profile member's fit: --fit; undefined: auto. */
+  fit?: FitMode;
 }
 
 /**

@@ -5,6 +5,18 @@ import type { V1Node, V1NodeSelectorRequirement, V1Pod, V1Taint, V1Toleration } 
 import { nodeIsUsable, podRequests, type RequestsByNode } from './capacity.ts';
 import { formatQuantity, parseQuantity, quantity, type QuantityFormat } from './quantity.ts';
 
+/**
+ * What a member does with a delegate that fits none of its nodes (config `fit`): `enforce` creates none
+ * (NoMemberNodeFits) until one has room; `advisory` creates it all the same, to wait Pending in the member for its
+ * autoscaler (WaitingForMemberScaleUp); `off` judges nothing; `auto`, the default, is advisory while the member
+ * shows it can add nodes (member/scaling.ts) and enforce otherwise.
+ */
+export const FIT_MODES = ['auto', 'enforce', 'advisory', 'off'] as const;
+export type FitMode = typeof FIT_MODES[number];
+
+/** The reason of a proxy whose delegate waits Pending in the member for a node the member is to add. */
+export const WAITING_FOR_SCALE_UP = 'WaitingForMemberScaleUp';
+
 /** A fit, or why none: the pod's requests and the most one admitting node has free of each (canonical quantities). */
 export type FitAnswer =
   | { fits: true; node: string }
@@ -52,12 +64,25 @@ export function memberFit(pod: V1Pod, nodes: V1Node[], used: RequestsByNode): Fi
  * member nodes looked at ("member m", "member m (pool x=y)": forge/groups.ts describeGroup).
  */
 export function noFitMessage(scope: string, a: Extract<FitAnswer, { fits: false }>): string {
+  return `${noFitWhere(scope, a)}. It is offloaded once one has room: lower its requests, add member nodes, or, where the `
+    + `member adds nodes for Pending pods, set its fit to advisory (the delegate then waits in the member)`;
+}
+
+/**
+ * The one-line reason a proxy shows when its delegate fits no member node now and was created all the same, to wait
+ * Pending for the member to add a node; `growth` says what shows that the member can (member/scaling.ts), if known.
+ */
+export function scaleUpMessage(scope: string, a: Extract<FitAnswer, { fits: false }>, growth: string | undefined): string {
+  return `${noFitWhere(scope, a)}. The delegate waits Pending in the member for it to add a node`
+    + `${growth ? ` (${growth})` : ''}; it runs once one has room`;
+}
+
+function noFitWhere(scope: string, a: Extract<FitAnswer, { fits: false }>): string {
   const list = (r: Record<string, string>): string => Object.entries(r).map(([k, v]) => `${k} ${v}`).join(', ');
-  const where = a.candidates === 0
+  return a.candidates === 0
     ? `no Ready member node of ${scope} admits it (its node selector, required node affinity or tolerations)`
     : `no Ready member node of ${scope} has room for its requests (${list(a.requests)}); the most one of the `
       + `${a.candidates} it may run on has free is ${list(a.largestFree)}`;
-  return `${where}. It is offloaded once one has room: lower its requests, or add member nodes (the member's autoscaler)`;
 }
 
 /** Whether the node's labels and taints let the pod on, as the scheduler's NodeAffinity and TaintToleration judge. */
@@ -65,8 +90,11 @@ function admits(node: V1Node, pod: V1Pod): boolean {
   const labels = node.metadata?.labels ?? {};
   const spec = pod.spec;
   for (const [k, v] of Object.entries(spec?.nodeSelector ?? {})) if (labels[k] !== v) return false;
+  // As the scheduler's nodeaffinity: the terms are ORed, a term's requirements ANDed, and a term without any
+  // requirement matches no node (component-helpers' nodeSelectorTerm: an empty term selects nothing).
   const terms = spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
-  if (terms && terms.length > 0 && !terms.some((t) => (t.matchExpressions ?? []).every((r) => matches(r, labels))
+  if (terms && !terms.some((t) => ((t.matchExpressions?.length ?? 0) + (t.matchFields?.length ?? 0)) > 0
+    && (t.matchExpressions ?? []).every((r) => matches(r, labels))
     && (t.matchFields ?? []).every((r) => matches(r, { 'metadata.name': node.metadata?.name ?? '' })))) return false;
   const tolerations = spec?.tolerations ?? [];
   return (node.spec?.taints ?? []).every((t) => (t.effect !== 'NoSchedule' && t.effect !== 'NoExecute')

@@ -18,6 +18,8 @@ import { toKubeError } from '../kube/errors.ts';
 import { aggregateCapacityFromRequests, isNodeReady, isVirtualNode, nodeSystemInfo, sharedNodeLabels, sharedTaints } from '../forge/capacity.ts';
 import { ownedBy, type Owner } from '../forge/owner.ts';
 import { memberFit, type FitAnswer } from '../forge/fit.ts';
+import { MemberScaling } from './scaling.ts';
+import type { FitGate } from './pod/provider.ts';
 import { CLUSTER_GRANULARITY, groupId, inGroup, memberGroups, type NodeGroup } from '../forge/groups.ts';
 import { CORDONED_TAINT } from '../forge/node.ts';
 import type { NodeProvider, NodeState } from '../provider/node.ts';
@@ -71,6 +73,8 @@ export class MemberCluster implements NodeProvider {
   readonly room$: Observable<void>;
   #subs: Subscription[] = [];
   #reachable = false;
+  /** Whether the member adds nodes for Pending pods: read only for the auto fit (config `fit`). */
+  readonly scaling: MemberScaling | undefined;
 
   constructor(config: MemberConfig, client: ClusterClient, hostName: string, log: Logger, opts: MemberOptions = {}) {
     this.config = config;
@@ -96,6 +100,7 @@ export class MemberCluster implements NodeProvider {
       list: (p) => client.core.listPodForAllNamespaces(p),
     }, lwOpts));
     this.delegates = new DelegateIndex(this.pods, this.owner);
+    this.scaling = (config.fit ?? 'auto') === 'auto' ? new MemberScaling(client, log) : undefined;
 
     const threshold = this.#opts.probeFailureThreshold;
     this.probe$ = timer(0, this.#opts.probeIntervalMs).pipe(
@@ -173,6 +178,7 @@ export class MemberCluster implements NodeProvider {
     this.nodes.start();
     this.pods.start();
     this.delegates.start();
+    this.scaling?.start();
     // Learn the member's version once it answers (shown in the node's containerRuntimeVersion).
     this.#subs.push(this.probe$.pipe(
       filter((p) => p.reachable && this.#version.value === undefined),
@@ -190,11 +196,25 @@ export class MemberCluster implements NodeProvider {
     return memberFit(pod, this.nodes.list(), this.#usage.boundByNode);
   }
 
+  /** The fit of the member's delegates as its config `fit` says; undefined for `off` (nothing judged). */
+  fitGate(): FitGate | undefined {
+    const mode = this.config.fit ?? 'auto';
+    if (mode === 'off') return undefined;
+    const scaling = this.scaling;
+    return {
+      mode, room$: this.room$, fit: (pod) => this.fit(pod),
+      ready: () => this.nodes.hasSynced && (scaling?.read ?? true),
+      waitReady: async () => { await Promise.all([this.nodes.waitSynced(), scaling?.waitRead()]); },
+      growth: () => scaling?.growth,
+    };
+  }
+
   /** Whether the member answers (the latest probe result, threshold applied). */
   get reachable(): boolean { return this.#reachable; }
 
   stop(): void {
     for (const s of this.#subs.splice(0)) s.unsubscribe();
+    this.scaling?.stop();
     this.delegates.stop();
     this.nodes.stop();
     this.pods.stop();

@@ -8,11 +8,17 @@
 export class PodRejectedError extends Error {
   readonly reason: string;
   readonly retry: boolean;
-  constructor(reason: string, message: string, options?: { cause?: unknown; retry?: boolean }) {
+  /**
+   * Its message changes with the back end's state (free room, counts) while its reason stays: the proxy's condition
+   * and event are rewritten on a change of reason, and only seldom for a change of message alone.
+   */
+  readonly changing: boolean;
+  constructor(reason: string, message: string, options?: { cause?: unknown; retry?: boolean; changing?: boolean }) {
     super(message, options);
     this.name = 'PodRejectedError';
     this.reason = reason;
     this.retry = options?.retry ?? true;
+    this.changing = options?.changing ?? false;
   }
 }
 

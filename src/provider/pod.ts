@@ -15,6 +15,8 @@ export interface ProviderPod {
   phase?: string;
   /** Its Ready condition is True. */
   ready?: boolean;
+  /** It is bound to a node of the back end (a member node). */
+  scheduled?: boolean;
   /** The back end is removing it (pod GC of a lost node, eviction, preemption): a Failed phase is not the pod's end. */
   disruption?: string;
   reason?: string;
@@ -34,7 +36,11 @@ export interface PodEvent {
  * Something worth telling the proxy's owner (an event on the proxy): about a pod created anyway (createPod), or a
  * change of it the back end refused (updatePod).
  */
-export interface PodNotice { type: 'Normal' | 'Warning'; reason: string; message: string }
+/**
+ * Something the proxy is told, as an event; with `offloaded`, also its Offloaded condition (True, with this reason and
+ * message) in place of DelegateCreated: the pod was created and waits, and says for what.
+ */
+export interface PodNotice { type: 'Normal' | 'Warning'; reason: string; message: string; offloaded?: true }
 
 export interface CreateOptions {
   /** The pod replaces one that was lost: restarts so far per container, so the proxy's count goes on. */

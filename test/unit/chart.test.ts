@@ -212,13 +212,15 @@ members:
     assert.equal(objs.filter((x) => x.metadata?.name?.endsWith('-clusterprofiles')).length, 0, 'off by default');
   });
 
-  it('nodes: per member in clusterlet.yaml, as clusterlet reads it; the chart-wide default as --nodes; unset by default', () => {
+  it('nodes and fit: per member in clusterlet.yaml, as clusterlet reads it; the chart-wide defaults as --nodes and --fit; unset by default', () => {
     using f = valuesFile(`
 nodes: { pool: node.kubernetes.io/instance-type }
+fit: enforce
 members:
 - name: eu-1
   kubeconfigSecret: { name: eu-1-kubeconfig }
   nodes: node
+  fit: advisory
 - name: eu-2
   kubeconfigSecret: { name: eu-2-kubeconfig }
   nodes: { pool: topology.kubernetes.io/zone }
@@ -230,12 +232,16 @@ members:
     assert.ok(args(o).includes('--nodes=pool=node.kubernetes.io/instance-type'), args(o).join(' '));
     assert.ok(args(render(['nodes=node'])).includes('--nodes=node'));
     assert.deepEqual(args(objs).filter((a) => a.startsWith('--nodes')), [], 'unset by default');
+    assert.ok(args(o).includes('--fit=enforce'), args(o).join(' '));
+    assert.deepEqual(args(objs).filter((a) => a.startsWith('--fit')), [], 'fit unset by default');
     using d = tempDir();
     const file = join(d.path, 'clusterlet.yaml');
     writeFileSync(file, one<V1ConfigMap>(o, 'ConfigMap', 'clusterlet-config').data!['clusterlet.yaml']);
-    const { members } = loadProviderConfig(file, { qps: 200, burst: 400, nodes: { mode: 'pool', label: 'node.kubernetes.io/instance-type' } });
+    const { members } = loadProviderConfig(file, { qps: 200, burst: 400, nodes: { mode: 'pool', label: 'node.kubernetes.io/instance-type' },
+      fit: 'enforce' });
     assert.deepEqual(members.map((m) => m.nodes), [{ mode: 'node' }, { mode: 'pool', label: 'topology.kubernetes.io/zone' },
       { mode: 'pool', label: 'node.kubernetes.io/instance-type' }]);
+    assert.deepEqual(members.map((m) => m.fit), ['advisory', 'enforce', 'enforce']);
   });
 
   it('leader election timings, a single replica without election, extra flags and env', () => {
@@ -267,6 +273,7 @@ members:
       ['members: [{ name: a, secret: { name: x }, nodename: n }]', /at '\/members\/0': additional properties 'nodename' not allowed/],
       ['extraArgs: [probe-period-seconds=5]', /at '\/extraArgs\/0': 'probe-period-seconds=5' does not match pattern '\^--'/],
       ['nodes: pools', /at '\/nodes': value must be one of 'cluster', 'node'/],
+      ['fit: sometimes', /at '\/fit': value must be one of 'auto', 'enforce', 'advisory', 'off'/],
       ['members: [{ name: a, secret: { name: x }, nodes: { pool: a b } }]', /at '\/members\/0\/nodes\/pool': 'a b' does not match pattern/],
       ['members: [{ name: a, secret: { name: x }, nodes: { pool: x, extra: 1 } }]',
         /at '\/members\/0\/nodes': additional properties 'extra' not allowed/],

@@ -182,10 +182,15 @@ describe('manifests/member', { skip }, () => {
       'core/secrets': ['create', 'delete', 'get', 'list', 'update', 'watch'],
       'core/serviceaccounts': ['create', 'delete', 'list', 'update', 'watch'],
       'core/services': ['create', 'delete', 'get', 'list', 'update', 'watch'],
+      'karpenter.sh/nodepools': ['list'],
+      'kube-system:core/configmaps': ['get'],
       'metrics.k8s.io/pods': ['list'],
       'multicluster.x-k8s.io/serviceexports': ['create', 'delete', 'get', 'list', 'update', 'watch'],
       'storage.k8s.io/storageclasses': ['get'],
     });
+    // In kube-system, the cluster-autoscaler's status ConfigMap only (the auto fit, src/member/scaling.ts).
+    const ks = objs.filter((o) => o.kind === 'Role' && o.metadata?.namespace === 'kube-system') as (KubernetesObject & { rules: { resourceNames?: string[] }[] })[];
+    assert.deepEqual(ks.flatMap((r) => r.rules.map((x) => x.resourceNames)), [['cluster-autoscaler-status']]);
   });
 
   it('--reflect-host-endpoints: its extra RBAC, outside the kustomization, writes EndpointSlices', () => {

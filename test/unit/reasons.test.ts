@@ -12,6 +12,7 @@ import { checkMemberNamespace } from '../../src/forge/namespace.ts';
 import { accessModeOf } from '../../src/forge/apiaccess.ts';
 import { claimRejection } from '../../src/forge/volumes.ts';
 import { notFoundReason } from '../../src/member/reflection/mirror.ts';
+import { noFitMessage, scaleUpMessage, WAITING_FOR_SCALE_UP } from '../../src/forge/fit.ts';
 import { rejection } from '../../src/member/pod/provider.ts';
 import { daemonSetMessage, delegateLostMessage, offloadFailingMessage, rejectedMessage } from '../../src/host/pod/messages.ts';
 
@@ -101,7 +102,17 @@ function pinned(): (Shown & { expected: string })[] {
     assert.ok(r);
     return { reason: r.reason, message: rejectedMessage(MEMBER, r.message, r.retry), computed: true };
   };
+  const unfit = { fits: false as const, candidates: 2, requests: { cpu: '40' }, largestFree: { cpu: '15' } };
   return [
+    { reason: 'NoMemberNodeFits', message: rejectedMessage(MEMBER, noFitMessage('member eu-1', unfit), true),
+      expected: 'member eu-1 rejected the pod: no Ready member node of member eu-1 has room for its requests (cpu 40); the most one '
+        + 'of the 2 it may run on has free is cpu 15. It is offloaded once one has room: lower its requests, add member nodes, or, '
+        + 'where the member adds nodes for Pending pods, set its fit to advisory (the delegate then waits in the member) (retried '
+        + 'with backoff)' },
+    { reason: WAITING_FOR_SCALE_UP, computed: true, message: scaleUpMessage('member eu-1', unfit, 'it has Karpenter NodePools'),
+      expected: 'no Ready member node of member eu-1 has room for its requests (cpu 40); the most one of the 2 it may run on has '
+        + 'free is cpu 15. The delegate waits Pending in the member for it to add a node (it has Karpenter NodePools); it runs once '
+        + 'one has room' },
     { reason: 'OffloadFailing', message: offloadFailingMessage(MEMBER, NODE, 'connect ECONNREFUSED 10.0.0.12:6443'),
       expected: 'syncing the pod with member eu-1 keeps failing (connect ECONNREFUSED 10.0.0.12:6443); retried with backoff: check '
         + "that the member answers (kubectl describe node clusterlet-eu-1) and clusterlet's log" },

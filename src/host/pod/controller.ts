@@ -94,7 +94,7 @@ export class PodController {
     const names = podQueueNames(opts.queueName ?? opts.nodeName);
     const now = (): number => this.#now();
     const stopped = (): boolean => this.#stopped;
-    const writer = new ProxyWriter(host, this.proxies, { nodeName: opts.nodeName, member: opts.member, stopped });
+    const writer = new ProxyWriter(host, this.proxies, { nodeName: opts.nodeName, member: opts.member, stopped, now });
     this.#lifecycle = new PodLifecycle(host, this.proxies, provider, writer, log, { queueName: names.lifecycle, nodeName: opts.nodeName,
       member: opts.member, workers: opts.workers, unshownRetryMs: opts.unshownRetryMs, now });
     this.#status = new StatusMirror(this.proxies, provider, writer, log, { queueName: names.status, workers: opts.workers,

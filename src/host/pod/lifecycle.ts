@@ -9,9 +9,10 @@ import { priorityNames, WorkQueue, type HandlerResult, type Priority } from '../
 import { isDaemonSetPod, isTerminal } from '../../forge/pod.ts';
 import { restartsAfterLoss } from '../../forge/status.ts';
 import { OFFLOADED_CONDITION } from '../../forge/keys.ts';
+import { WAITING_FOR_SCALE_UP } from '../../forge/fit.ts';
 import { forgeProxyStatusForLostDelegate } from './status.ts';
 import { PodRejectedError } from '../../provider/errors.ts';
-import { delegateOf, type PodProvider, type ProviderPod } from '../../provider/pod.ts';
+import { delegateOf, type PodNotice, type PodProvider, type ProviderPod } from '../../provider/pod.ts';
 import type { Logger } from '../../log.ts';
 import { FENCED_RETRY_MS, type PodHost, type ProxyWriter } from './writer.ts';
 import { objectId } from '../../forge/meta.ts';
@@ -19,6 +20,13 @@ import { daemonSetMessage, delegateLostMessage, offloadFailingMessage, rejectedM
 
 /** Consecutive failed syncs of a pod after which the failure shows on the proxy (condition + Warning event). */
 const FAILURES_BEFORE_REPORT = 3;
+
+/**
+ * How often at most a rejection whose message changes with the member's state (PodRejectedError.changing, such as
+ * NoMemberNodeFits with the member's free room) is written again for a change of message alone: a change of reason
+ * is written at once.
+ */
+const CHANGING_MESSAGE_REFRESH_MS = 600_000;
 
 /** How soon a proxy being deleted looks again while its new delegate has not shown (provider.creating). */
 const UNSHOWN_RETRY_MS = 5_000;
@@ -155,16 +163,23 @@ export class PodLifecycle {
     // Its resources too (an in-place resize); what the back end refused comes back as notices.
     const notices = await this.#provider.updatePod(proxy);
     for (const n of notices) await this.#writer.event(proxy, n.type, n.reason, n.message);
-    await this.#offloadedAgain(proxy);
+    await this.#offloadedAgain(proxy, running);
   }
 
   /**
-   * The Offloaded condition back to True, where an earlier try set it otherwise (a proxy never refused has none): as
-   * the proxy shows, or as this controller last wrote it, which the proxy read may not show yet.
+   * The Offloaded condition back to True with DelegateCreated, where an earlier try set it otherwise (a proxy never
+   * refused has none), as the proxy shows or as this controller last wrote it (which the proxy read may not show
+   * yet); or, with a notice that says what the created pod waits for (PodNotice.offloaded), True with that reason.
+   * A pod that waited for the member to add a node is DelegateCreated once its delegate is bound to one.
    */
-  async #offloadedAgain(proxy: V1Pod): Promise<void> {
+  async #offloadedAgain(proxy: V1Pod, running?: ProviderPod, waiting?: PodNotice): Promise<void> {
+    if (waiting) {
+      await this.#writer.setOffloaded(proxy, 'True', waiting.reason, waiting.message, waiting.type);
+      return;
+    }
     const offloaded = proxy.status?.conditions?.find((c) => c.type === OFFLOADED_CONDITION);
-    if ((offloaded && offloaded.status !== 'True') || this.#writer.notOffloaded(objectKey(proxy))) {
+    if ((offloaded && offloaded.status !== 'True') || this.#writer.notOffloaded(objectKey(proxy))
+      || (offloaded?.reason === WAITING_FOR_SCALE_UP && running?.scheduled === true)) {
       await this.#writer.setOffloaded(proxy, 'True', 'DelegateCreated', `running in member ${this.#opts.member}`);
     }
   }
@@ -212,13 +227,14 @@ export class PodLifecycle {
     try {
       const notices = await this.#provider.createPod(proxy, { restarts });
       this.#writer.counted('created');
-      for (const n of notices) await this.#writer.event(proxy, n.type, n.reason, n.message);
+      for (const n of notices) if (!n.offloaded) await this.#writer.event(proxy, n.type, n.reason, n.message);
       // Here, not on the delegate's appearance: that queues no sync (PodChange.lifecycle).
-      await this.#offloadedAgain(proxy);
+      await this.#offloadedAgain(proxy, undefined, notices.find((n) => n.offloaded));
     } catch (err) {
       if (!(err instanceof PodRejectedError)) throw err;
       this.#writer.counted('rejected');
-      await this.#writer.setOffloaded(proxy, 'False', err.reason, rejectedMessage(member, err.message, err.retry), 'Warning');
+      await this.#writer.setOffloaded(proxy, 'False', err.reason, rejectedMessage(member, err.message, err.retry), 'Warning',
+        err.changing ? { messageRefreshMs: CHANGING_MESSAGE_REFRESH_MS } : {});
       // Retried with capped backoff by the queue; one only a new configuration can fix waits for the pod to change.
       if (err.retry) throw err;
     }

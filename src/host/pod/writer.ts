@@ -37,6 +37,8 @@ export interface ProxyWriterOptions {
   member: string;
   /** Whether the controller has stopped: a stopped member's metric series stay dropped. */
   stopped: () => boolean;
+  /** The clock of the Offloaded condition's writes, ms; default performance.now. */
+  now?: () => number;
 }
 
 export class ProxyWriter {
@@ -54,11 +56,15 @@ export class ProxyWriter {
   #ownWrites = new Map<string, { rv: string; relists: number }>();
   /** The keys of the proxies last set Offloaded other than True, until set True or gone. */
   #notOffloaded = new Set<string>();
+  /** When this writer last wrote each proxy's Offloaded condition (setOffloaded's messageRefreshMs), by key. */
+  #offloadedWrites = new Map<string, number>();
+  #now: () => number;
 
   constructor(host: PodHost, proxies: Informer<V1Pod>, opts: ProxyWriterOptions) {
     this.#host = host;
     this.#proxies = proxies;
     this.#opts = opts;
+    this.#now = opts.now ?? (() => performance.now());
   }
 
   /** A sync's outcome, counted while the controller runs. */
@@ -81,6 +87,7 @@ export class ProxyWriter {
   forget(key: string): void {
     this.#ownWrites.delete(key);
     this.#notOffloaded.delete(key);
+    this.#offloadedWrites.delete(key);
   }
 
   /** Patches the proxy's status; `whole`: the patch is its whole mirrored status (proxyStatusUpdate), see #ownWrites. */
@@ -104,11 +111,20 @@ export class ProxyWriter {
     }
   }
 
-  /** Sets the Offloaded condition (and records an event) when it changes; a no-op otherwise. */
+  /**
+   * Sets the Offloaded condition (and records an event) when it changes; a no-op otherwise. With `messageRefreshMs`, a
+   * change of message alone (same status and reason) is written only that long after this writer's last write of it.
+   */
   async setOffloaded(proxy: V1Pod, status: 'True' | 'False', reason: string, message: string,
-    eventType?: 'Warning' | 'Normal'): Promise<void> {
+    eventType?: 'Warning' | 'Normal', opts: { messageRefreshMs?: number } = {}): Promise<void> {
+    const key = objectKey(proxy);
     const cur = proxy.status?.conditions?.find((c) => c.type === OFFLOADED_CONDITION);
-    if (cur && cur.status === status && cur.reason === reason && cur.message === message) return;
+    if (cur && cur.status === status && cur.reason === reason) {
+      if (cur.message === message) return;
+      // Only the message changed: with a refresh period, written again once that long after the last write.
+      const last = this.#offloadedWrites.get(key);
+      if (opts.messageRefreshMs !== undefined && last !== undefined && this.#now() - last < opts.messageRefreshMs) return;
+    }
     const condition: V1PodCondition = {
       type: OFFLOADED_CONDITION, status, reason, message,
       lastTransitionTime: cur?.status === status && cur.lastTransitionTime ? cur.lastTransitionTime : new Date(),
@@ -117,6 +133,7 @@ export class ProxyWriter {
     // A pod that cannot be offloaded says so in kubectl's STATUS column too.
     const stuck = status === 'False' && (proxy.status?.phase ?? 'Pending') === 'Pending';
     await this.patchStatus(proxy, stuck ? { conditions, reason, message } : { conditions });
+    this.#offloadedWrites.set(key, this.#now());
     if (status === 'True') this.#notOffloaded.delete(objectKey(proxy)); else this.#notOffloaded.add(objectKey(proxy));
     if (eventType) await this.event(proxy, eventType, reason, message);
   }

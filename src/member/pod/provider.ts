@@ -9,6 +9,7 @@ import type { V1EphemeralContainer, V1Pod, V1PodStatus } from '@kubernetes/clien
 import type { MemberCluster } from '../cluster.ts';
 import { checkMemberNamespace, memberNamespace } from '../../forge/namespace.ts';
 import { DISCARD, PATCH } from '../../kube/client.ts';
+import { objectKey, splitKey } from '../../kube/informer.ts';
 import { ignoreGone, refusedByFence, toKubeError, type KubeError } from '../../kube/errors.ts';
 import { delegateUpdate, ephemeralContainersToAdd, forgeDelegatePod, type DelegateContext } from '../../forge/pod.ts';
 import { deletionDisruption, forgeHostStatus } from '../../forge/status.ts';
@@ -26,7 +27,7 @@ import { Resizes } from './resize.ts';
 import { DelegateTokens, type DelegateTokensOptions } from './tokens.ts';
 import { accessModeOf, tokenSecretName, type ApiAccessMode, type DelegateApiAccess } from '../../forge/apiaccess.ts';
 import type { HostApiAccess } from '../../provider/tokens.ts';
-import { noFitMessage, type FitAnswer } from '../../forge/fit.ts';
+import { noFitMessage, scaleUpMessage, WAITING_FOR_SCALE_UP, type FitAnswer, type FitMode } from '../../forge/fit.ts';
 import { describeGroup, groupConstraint, type NodeGroup } from '../../forge/groups.ts';
 
 export interface MemberPodProviderOptions {
@@ -50,11 +51,27 @@ export interface MemberPodProviderOptions {
    */
   apiAccess?: { mode: ApiAccessMode; host: HostApiAccess; tokens?: DelegateTokensOptions };
   /**
-   * Where a delegate fits among the member's nodes (MemberCluster.fit), and when room may have appeared: a delegate
-   * that fits no member node is not created (NoMemberNodeFits) but tried again then. Without it, every delegate is
-   * created and the member's scheduler says what it can.
+   * Where a delegate fits among the member's nodes (MemberCluster.fitGate), and what becomes of one that fits none.
+   * Without it (fit `off`), every delegate is created and the member's scheduler says what it can.
    */
-  fit?: { fit(pod: V1Pod): FitAnswer; room$: Observable<void> };
+  fit?: FitGate;
+}
+
+/** What the provider asks of its member to judge whether a delegate fits (MemberCluster.fitGate). */
+export interface FitGate {
+  /** enforce: a delegate that fits no node is not created (NoMemberNodeFits) but tried again when room may have
+   * appeared; advisory: it is created, to wait for the member's autoscaler (WaitingForMemberScaleUp); auto: advisory
+   * while `growth()` tells the member adds nodes, else enforce. */
+  mode: Exclude<FitMode, 'off'>;
+  /** Where the pod fits among the member's nodes as they are now (forge/fit.ts memberFit). */
+  fit(pod: V1Pod): FitAnswer;
+  /** Room may have appeared in the member. */
+  room$: Observable<void>;
+  /** Whether a verdict can be given: the member's nodes are listed (and, for auto, whether it adds nodes was read). */
+  ready(): boolean;
+  waitReady(): Promise<void>;
+  /** What shows that the member adds nodes for Pending pods, or undefined: nothing does (member/scaling.ts). */
+  growth(): string | undefined;
 }
 
 /** What the provider uses of its member cluster (narrowed so that unit tests can stand in for one). */
@@ -69,6 +86,9 @@ const APPEARANCE_WAIT_MS = 120_000;
 
 /** How long a delegate that fits nowhere is woken by room in the member (see #unfit). */
 const UNFIT_WAKE_MS = 600_000;
+
+/** Proxies whose delegate the member's admission was asked about (#admitted), kept at most (the oldest go first). */
+const ADMITTED_CACHE = 10_000;
 
 /** The virtual node a delegate is created for, when the member has several (forge/groups.ts). */
 export interface VirtualNodeTarget {
@@ -92,6 +112,13 @@ export class MemberPodProvider implements PodProvider {
    * One waiting longer than UNFIT_WAKE_MS is left to the controller's retries (a proxy deleted meanwhile is forgotten).
    */
   #unfit = new Map<string, number>();
+  /**
+   * What the member's admission made of the delegate of a proxy that looked unfit as forged (a server-side dry-run
+   * create), by host key, for that proxy's UID and generation: judged again on each wake without asking again.
+   */
+  #admissions = new Map<string, { uid: string; generation: number | undefined; pod: V1Pod }>();
+  /** Delegates created to wait for the member to add a node, by host key: their binding is a lifecycle change. */
+  #waiting = new Set<string>();
   #apiAccess: MemberPodProviderOptions['apiAccess'];
   #volumes: MemberPodProviderOptions['volumes'];
   #log: Logger;
@@ -119,7 +146,8 @@ export class MemberPodProvider implements PodProvider {
     const delegateChanges$ = member.delegates.changes$.pipe(map((c) => ({ c, creation: this.#creations.take(c) })), share());
     // A delegate changed, or an object a waiting pod needs appeared, or a refused resize came or went.
     this.podChanges$ = merge(
-      delegateChanges$.pipe(map(({ c, creation }): PodChange & { virtualNode?: string } => ({ key: c.hostKey, lifecycle: c.lifecycle,
+      delegateChanges$.pipe(map(({ c, creation }): PodChange & { virtualNode?: string } => ({ key: c.hostKey,
+        lifecycle: c.lifecycle || this.#boundAfterWait(c.hostKey),
         virtualNode: c.virtualNode, ...(isOwnAppearance(c, creation) ? { created: true } : {}) }))),
       mirror.wake$.pipe(map((key) => ({ key, lifecycle: true }))), this.#resizes.changes$,
       (fit?.room$ ?? EMPTY).pipe(mergeMap(() => from(this.#unfitKeys())), map((key) => ({ key, lifecycle: true }))));
@@ -140,9 +168,10 @@ export class MemberPodProvider implements PodProvider {
     return { hostName: this.#member.hostName, nodeName: this.#opts.nodeName, nodeLabels: this.#member.config.labels };
   }
 
-  hasSynced(): boolean { return this.#member.pods.hasSynced; }
+  // No verdict on a pod's fit before the member's nodes are listed: nothing is synced before then.
+  hasSynced(): boolean { return this.#member.pods.hasSynced && (this.#fit?.ready() ?? true); }
   available(): boolean { return this.#member.reachable; }
-  waitSynced(): Promise<void> { return this.#member.pods.waitSynced(); }
+  async waitSynced(): Promise<void> { await Promise.all([this.#member.pods.waitSynced(), this.#fit?.waitReady()]); }
   listPodKeys(): string[] { return this.#member.delegates.hostKeys(); }
   podCount(): number { return this.#member.delegates.size; }
 
@@ -158,6 +187,7 @@ export class MemberPodProvider implements PodProvider {
       terminating: d.metadata?.deletionTimestamp !== undefined,
       phase: d.status?.phase, reason: d.status?.reason, message: d.status?.message,
       ready: d.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false,
+      scheduled: d.spec?.nodeName !== undefined && d.spec.nodeName !== '',
       disruption: deletionDisruption(d),
     };
   }
@@ -188,10 +218,10 @@ export class MemberPodProvider implements PodProvider {
     const virtualNode = vn && { name: vn.name, constraint: groupConstraint(vn.group) };
     const body = forgeDelegatePod(proxy, { ...this.#ctxBase, memberNamespace: ns, restarts: opts.restarts, apiAccess: access.apiAccess,
       virtualNode });
-    this.#checkFit(`${hostNamespace}/${name}`, body, describeGroup(this.#member.config.name, vn?.group ?? { kind: 'cluster' }));
-    // What the pod refers to goes first, so the delegate finds it when it starts: its host tokens too, written
-    // meanwhile (a token refused releases what was prepared).
-    const [prepared, tokens] = await Promise.all([this.#mirror.prepare(proxy, ns), access.apiAccess.mode === 'host'
+    const { waiting, prepared: early } = await this.#checkFit(proxy, body, describeGroup(this.#member.config.name, vn?.group ?? { kind: 'cluster' }));
+    // What the pod refers to goes first, so the delegate finds it when it starts (prepared already if the fit needed
+    // it): its host tokens too, written meanwhile (a token refused releases what was prepared).
+    const [prepared, tokens] = await Promise.all([early ?? this.#mirror.prepare(proxy, ns), access.apiAccess.mode === 'host'
       ? this.tokens?.write(proxy, ns).then(() => undefined, (err: unknown) => err) : undefined]);
     if (tokens !== undefined) {
       prepared.release(false);
@@ -218,7 +248,8 @@ export class MemberPodProvider implements PodProvider {
       if (!proxy.spec?.ephemeralContainers?.length) creation.rv = rv;
       this.#creations.answered(memberKey, creation);
       this.#log.debug({ namespace: ns, pod: name }, 'delegate created');
-      return access.notice ? [...prepared.notices, access.notice] : prepared.notices;
+      if (waiting) this.#waiting.add(`${hostNamespace}/${name}`);
+      return [...prepared.notices, ...access.notice ? [access.notice] : [], ...waiting ? [waiting] : []];
     } catch (err) {
       const k = toKubeError(err);
       if (k.kind === 'AlreadyExists') {
@@ -262,17 +293,84 @@ export class MemberPodProvider implements PodProvider {
   }
 
   /**
-   * A delegate that fits no Ready member node would stay Pending in the member: refused instead, with the largest free
-   * slot in the reason, and tried again when room may have appeared (room$).
+   * Whether the delegate `body` fits a Ready member node. The forged pod is judged first; only one that looks unfit is
+   * judged again as the member would store it (#admitted: tolerations, node selectors and overhead its admission
+   * adds). One that fits none would stay Pending in the member: in a member that adds nodes (advisory, or auto with a
+   * sign of it) it is created all the same, and the notice says it waits for a node (the proxy's Offloaded reason);
+   * otherwise it is refused, with the largest free slot in the reason, and tried again when room may have appeared
+   * (room$).
    */
-  #checkFit(hostKey: string, body: V1Pod, scope: string): void {
-    const answer = this.#fit?.fit(body);
-    if (!answer || answer.fits) {
-      this.#unfit.delete(hostKey);
-      return;
+  async #checkFit(proxy: V1Pod, body: V1Pod, scope: string): Promise<{ waiting?: PodNotice; prepared?: Prepared }> {
+    const hostKey = objectKey(proxy);
+    const gate = this.#fit;
+    let answer = gate?.fit(body);
+    let prepared: Prepared | undefined;
+    if (gate && answer && !answer.fits) {
+      const admitted = await this.#admitted(proxy, body);
+      prepared = admitted?.prepared;
+      if (admitted) answer = gate.fit(admitted.pod);
     }
+    if (!gate || !answer || answer.fits) {
+      this.#unfit.delete(hostKey);
+      return { prepared };
+    }
+    const growth = gate.growth();
+    if (gate.mode === 'advisory' || (gate.mode === 'auto' && growth !== undefined)) {
+      this.#unfit.delete(hostKey);
+      return { prepared, waiting: { type: 'Normal', reason: WAITING_FOR_SCALE_UP, message: scaleUpMessage(scope, answer, growth), offloaded: true } };
+    }
+    prepared?.release(false);
     if (!this.#unfit.has(hostKey)) this.#unfit.set(hostKey, Date.now());
-    throw new PodRejectedError('NoMemberNodeFits', noFitMessage(scope, answer));
+    // The message carries the member's free room, which changes with every pod there: the host rewrites it seldom.
+    throw new PodRejectedError('NoMemberNodeFits', noFitMessage(scope, answer), { changing: true });
+  }
+
+  /**
+   * The delegate as the member would store it: a server-side dry-run create (its admission runs, nothing is stored),
+   * asked once per proxy UID and generation. Refused (403: the member's ServiceAccount admission refuses a pod whose
+   * ServiceAccount is not there yet, and the copies are made only for a delegate), it is asked again once what the pod
+   * refers to is prepared, which is handed on (`prepared`: the caller creates the delegate with it, or releases it).
+   * Undefined when the member does not answer it: the forged pod is judged then, and the member asked again next time.
+   */
+  async #admitted(proxy: V1Pod, body: V1Pod): Promise<{ pod: V1Pod; prepared?: Prepared } | undefined> {
+    const hostKey = objectKey(proxy);
+    const uid = proxy.metadata?.uid ?? '';
+    const generation = proxy.metadata?.generation;
+    const known = this.#admissions.get(hostKey);
+    if (known && known.uid === uid && known.generation === generation) return { pod: known.pod };
+    const namespace = body.metadata?.namespace ?? '';
+    const dryRun = async (): Promise<V1Pod> => {
+      const pod = await this.#member.client.core.createNamespacedPod({ namespace, body, dryRun: 'All' });
+      this.#admissions.delete(hostKey);
+      if (this.#admissions.size >= ADMITTED_CACHE) this.#admissions.delete(this.#admissions.keys().next().value ?? '');
+      this.#admissions.set(hostKey, { uid, generation, pod });
+      return pod;
+    };
+    let prepared: Prepared | undefined;
+    try {
+      try {
+        return { pod: await dryRun() };
+      } catch (err) {
+        if (toKubeError(err).kind !== 'Forbidden') throw err;
+        prepared = await this.#mirror.prepare(proxy, namespace);
+        return { pod: await dryRun(), prepared };
+      }
+    } catch (err) {
+      prepared?.release(false);
+      this.#log.debug({ namespace, pod: body.metadata?.name, err: toKubeError(err).message },
+        'the member did not answer a dry-run create of the delegate; its fit is judged as forged');
+      return undefined;
+    }
+  }
+
+  /** Whether a delegate created to wait for a node has been bound to one: its proxy's reason changes then. */
+  #boundAfterWait(hostKey: string): boolean {
+    if (!this.#waiting.has(hostKey)) return false;
+    const { namespace, name } = splitKey(hostKey);
+    const d = this.#member.delegates.get(namespace, name);
+    if (d && !d.spec?.nodeName) return false;
+    this.#waiting.delete(hostKey);
+    return d !== undefined;
   }
 
   #unfitKeys(): string[] {
@@ -348,6 +446,8 @@ export class MemberPodProvider implements PodProvider {
   async deletePod(namespace: string, name: string, gracePeriodSeconds?: number): Promise<void> {
     this.#resizes.drop(`${namespace}/${name}`);
     this.#unfit.delete(`${namespace}/${name}`);
+    this.#admissions.delete(`${namespace}/${name}`);
+    this.#waiting.delete(`${namespace}/${name}`);
     const d = this.#delegate(namespace, name);
     const ns = d?.metadata?.namespace;
     const dName = d?.metadata?.name;

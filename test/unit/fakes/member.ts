@@ -42,6 +42,8 @@ export class FakeMember {
   /** The core methods called, in order. */
   readonly calls: string[] = [];
   #failures = new Map<string, Error[]>();
+  /** What the member's admission makes of a pod created (a dry run's answer); default: the pod as sent. */
+  admit: (pod: V1Pod) => V1Pod = (pod) => pod;
 
   /** The next call of core method `method` (e.g. "createNamespacedPod") fails with `err`, doing nothing. */
   failNext(method: string, err: Error): void {
@@ -57,8 +59,11 @@ export class FakeMember {
         const ns = name === undefined ? undefined : o.get<V1Namespace>('Namespace', '', name);
         return { items: ns ? [ns] : [] };
       }),
-      createNamespacedPod: this.#guard('createNamespacedPod', async ({ namespace, body }: PodRef & { body: V1Pod }, opts?: RequestOptions) => {
+      createNamespacedPod: this.#guard('createNamespacedPod', async ({ namespace, body, dryRun }: PodRef & { body: V1Pod; dryRun?: string },
+        opts?: RequestOptions) => {
         if (!o.get('Namespace', '', namespace)) throw new KubeError('NotFound', 404, 'NotFound', `namespaces "${namespace}" not found`);
+        // A dry run: the pod as admission makes it, nothing stored.
+        if (dryRun === 'All') return this.admit(structuredClone(body));
         const created = await o.create<V1Pod>('Pod', namespace, body);
         // As the client: the version the create left, from its answer (its watch event went out first here).
         if (opts?.discard) opts.onVersion?.(created.metadata!.resourceVersion!);

@@ -2,7 +2,8 @@
 // stopped with the test (`stops`): what the provider's and the per-node views' tests share.
 import { Subject } from 'rxjs';
 import type { V1Pod } from '@kubernetes/client-node';
-import { MemberPodProvider, type MemberPodProviderOptions, type ProviderMember } from '../../../src/member/pod/provider.ts';
+import { MemberPodProvider, type FitGate, type MemberPodProviderOptions, type ProviderMember } from '../../../src/member/pod/provider.ts';
+import type { FitAnswer } from '../../../src/forge/fit.ts';
 import type { ProbeResult } from '../../../src/member/cluster.ts';
 import { DelegateIndex } from '../../../src/member/delegates.ts';
 import { ObjectMirror, mirrorSelector } from '../../../src/member/reflection/mirror.ts';
@@ -59,4 +60,9 @@ export function providerWorld(o: ProviderWorldOptions) {
     });
   };
   return { member, host, provider, probe$, delegates, start };
+}
+
+/** A member's fit as the provider asks it (MemberCluster.fitGate): `fit` answers, ready at once, enforce unless told. */
+export function fakeFitGate(fit: (pod: V1Pod) => FitAnswer, room$: Observable<void>, over: Partial<FitGate> = {}): FitGate {
+  return { mode: 'enforce', fit, room$, ready: () => true, waitReady: () => Promise.resolve(), growth: () => undefined, ...over };
 }

@@ -2,7 +2,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Node, V1Pod, V1PodSpec } from '@kubernetes/client-node';
-import { memberFit, noFitMessage } from '../../../src/forge/fit.ts';
+import { memberFit, noFitMessage, scaleUpMessage } from '../../../src/forge/fit.ts';
 import { requestsByNode } from '../../../src/forge/capacity.ts';
 
 function node(name: string, allocatable: Record<string, string>, extra: { labels?: Record<string, string>;
@@ -40,6 +40,13 @@ describe('memberFit', () => {
     ['a node selector narrows the candidates', pod({ cpu: '1' }, { nodeSelector: { 'kubernetes.io/hostname': 'large' } }), 'large'],
     ['required node affinity narrows them too', pod({ cpu: '1' }, { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: {
       nodeSelectorTerms: [{ matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'NotIn', values: ['small'] }] }] } } } }), 'large'],
+    ['an empty node selector term matches no node, as the scheduler counts it', pod({ cpu: '1' }, { affinity: { nodeAffinity: {
+      requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{}] } } } }), undefined],
+    ['an empty term beside one that matches: the other term decides', pod({ cpu: '1' }, { affinity: { nodeAffinity: {
+      requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [] }, { matchExpressions: [
+        { key: 'kubernetes.io/hostname', operator: 'In', values: ['large'] }] }] } } } }), 'large'],
+    ['a RuntimeClass overhead counts: 6 CPUs and 2 of overhead fit no node with 7 or 2 free', pod({ cpu: '6' }, { overhead: { cpu: '2' } }),
+      undefined],
   ];
   for (const [name, p, want] of cases) {
     it(name, () => {
@@ -55,7 +62,12 @@ describe('memberFit', () => {
       'the pod count is not shown while it is not what is short');
     assert.equal(noFitMessage('member eu-1', a), 'no Ready member node of member eu-1 has room for its requests (cpu 40, memory 1Gi); '
       + 'the most one of the 2 it may run on has free is cpu 7, memory 128Gi. It is offloaded once one has '
-      + 'room: lower its requests, or add member nodes (the member\'s autoscaler)');
+      + 'room: lower its requests, add member nodes, or, where the member adds nodes for Pending pods, set its fit to advisory '
+      + '(the delegate then waits in the member)');
+    assert.equal(scaleUpMessage('member eu-1', a, 'its cluster-autoscaler reports in kube-system/cluster-autoscaler-status'),
+      'no Ready member node of member eu-1 has room for its requests (cpu 40, memory 1Gi); the most one of the 2 it may run on has '
+      + 'free is cpu 7, memory 128Gi. The delegate waits Pending in the member for it to add a node (its cluster-autoscaler reports '
+      + 'in kube-system/cluster-autoscaler-status); it runs once one has room');
     const full = memberFit(pod({ cpu: '1' }), [node('tiny', { cpu: '8', pods: '1' })], requestsByNode([pod({}, {}, 'tiny')], () => false));
     assert.ok(!full.fits);
     assert.deepEqual(full.largestFree, { cpu: '8', pods: '0' });

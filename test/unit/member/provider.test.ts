@@ -20,7 +20,7 @@ import type { FitAnswer } from '../../../src/forge/fit.ts';
 import { DelegateTokens } from '../../../src/member/pod/tokens.ts';
 import type { IssuedToken, TokenRequestFor } from '../../../src/provider/tokens.ts';
 import { tokenMount, tokenVolume } from '../forge/fixtures.ts';
-import { providerWorld } from '../fakes/providerworld.ts';
+import { fakeFitGate, providerWorld } from '../fakes/providerworld.ts';
 import { FakeMember } from '../fakes/member.ts';
 
 const HOST = 'host-1';
@@ -341,7 +341,7 @@ describe('MemberPodProvider: delete, update, read', () => {
       conditions: [{ type: 'DisruptionTarget', status: 'True', reason: 'EvictionByEvictionAPI' }],
     } });
     assert.deepEqual(provider.getPod('shop', 'web'), { proxyUID: 'uid-web', terminating: false, phase: 'Running',
-      ready: false, reason: undefined, message: undefined, disruption: 'EvictionByEvictionAPI' });
+      ready: false, scheduled: true, reason: undefined, message: undefined, disruption: 'EvictionByEvictionAPI' });
     const status = provider.getPodStatus('shop', 'web');
     assert.deepEqual([status?.phase, status?.hostIP, status?.hostIPs, status?.podIP],
       ['Running', HOST_IP, [{ ip: HOST_IP }], '10.244.0.5']);
@@ -756,7 +756,7 @@ describe('MemberPodProvider: a delegate that fits no member node', () => {
     const room$ = new Subject<void>();
     let answer: FitAnswer = { fits: false, candidates: 3, requests: { cpu: '40' }, largestFree: { cpu: '15' } };
     const seen: V1Pod[] = [];
-    const { provider, changes, memberPod } = world({ fit: { fit: (p) => { seen.push(p); return answer; }, room$ } });
+    const { provider, changes, memberPod } = world({ fit: fakeFitGate((p) => { seen.push(p); return answer; }, room$) });
     const big = proxy('big', { containers: [{ name: 'app', image: 'app:1', resources: { requests: { cpu: '40' } } }] });
     await assert.rejects(provider.createPod(big), (err: unknown) => err instanceof PodRejectedError && err.reason === 'NoMemberNodeFits'
       && err.retry && /member m1 has room for its requests \(cpu 40\).*free is cpu 15/.test(err.message));
@@ -771,6 +771,83 @@ describe('MemberPodProvider: a delegate that fits no member node', () => {
     room$.next();
     await settle();
     assert.deepEqual(changes.filter((c) => c.key === 'shop/big'), [], 'no longer waiting for room');
+  });
+});
+
+describe('MemberPodProvider: the fit judged on what the member admits, and per member', () => {
+  const unfit: FitAnswer = { fits: false, candidates: 0, requests: { cpu: '1' }, largestFree: { cpu: '0' } };
+  /** Fits only where the pod tolerates the member's dedicated taint, as the member's admission adds it. */
+  const tolerated = (p: V1Pod): FitAnswer => (p.spec?.tolerations?.some((t) => t.key === 'dedicated') ? { fits: true, node: 'n1' } : unfit);
+
+  it('a delegate that looks unfit as forged is created when the member would store it fitting; the member asked once per proxy generation', async () => {
+    const w = world({ fit: fakeFitGate(tolerated, new Subject<void>()) });
+    let asked = 0;
+    w.member.admit = (p) => { asked++; return { ...p, spec: { ...p.spec!, tolerations: [...p.spec?.tolerations ?? [], { key: 'dedicated', operator: 'Exists' }] } }; };
+    await w.provider.createPod(proxy('web'));
+    assert.ok(w.memberPod('h-shop', 'web'), 'created');
+    assert.equal(asked, 1, 'one dry run');
+
+    // Unfit even as admitted: refused, and a later try of the same proxy generation asks the member no more.
+    const never = world({ fit: fakeFitGate(() => unfit, new Subject<void>()) });
+    let dryRuns = 0;
+    never.member.admit = (p) => { dryRuns++; return p; };
+    const big = { ...proxy('big'), metadata: { ...proxy('big').metadata, generation: 1 } };
+    for (let i = 0; i < 3; i++) await assert.rejects(never.provider.createPod(big), (err: unknown) => (err as PodRejectedError).reason === 'NoMemberNodeFits');
+    assert.equal(dryRuns, 1, 'asked once for its generation');
+    await assert.rejects(never.provider.createPod({ ...big, metadata: { ...big.metadata, generation: 2 } }));
+    assert.equal(dryRuns, 2, 'asked again for a new generation');
+  });
+
+  it('a dry run refused (the member\'s ServiceAccount admission: the pod\'s ServiceAccount not copied yet) is asked again once what the pod refers to is prepared', async () => {
+    const w = world({ fit: fakeFitGate(tolerated, new Subject<void>()) });
+    const asked: boolean[] = [];
+    w.member.admit = (p) => {
+      const sa = w.member.objects.get('ServiceAccount', 'h-shop', 'runner') !== undefined;
+      asked.push(sa);
+      if (!sa) throw new KubeError('Forbidden', 403, 'Forbidden', 'error looking up service account h-shop/runner: serviceaccount "runner" not found');
+      return { ...p, spec: { ...p.spec!, tolerations: [{ key: 'dedicated', operator: 'Exists' }] } };
+    };
+    w.host.put('ServiceAccount', { metadata: { namespace: 'shop', name: 'runner' } });
+    await w.provider.createPod(proxy('web', { serviceAccountName: 'runner' }));
+    assert.deepEqual(asked, [false, true], 'asked again with its ServiceAccount there');
+    assert.ok(w.memberPod('h-shop', 'web'), 'created');
+  });
+
+  it('a delegate that fits as forged costs no dry run', async () => {
+    const w = world({ fit: fakeFitGate(() => ({ fits: true, node: 'n1' }), new Subject<void>()) });
+    let asked = 0;
+    w.member.admit = (p) => { asked++; return p; };
+    await w.provider.createPod(proxy('web'));
+    assert.equal(asked, 0);
+  });
+
+  it('advisory, or auto where the member adds nodes: created all the same, to wait (WaitingForMemberScaleUp); its binding is a lifecycle change', async () => {
+    for (const over of [{ mode: 'advisory' as const }, { mode: 'auto' as const, growth: () => 'it has Karpenter NodePools' }]) {
+      const w = world({ fit: fakeFitGate(() => unfit, new Subject<void>(), over) });
+      const notices = await w.provider.createPod(proxy('gpu'));
+      assert.ok(w.memberPod('h-shop', 'gpu'), `${over.mode}: created`);
+      assert.deepEqual(notices.map((n) => [n.type, n.reason, n.offloaded]), [['Normal', 'WaitingForMemberScaleUp', true]]);
+      assert.match(notices[0].message, /waits Pending in the member for it to add a node/);
+      const d = w.memberPod('h-shop', 'gpu')!;
+      await eventually('shown', () => w.provider.getPod('shop', 'gpu') !== undefined);
+      assert.equal(w.provider.getPod('shop', 'gpu')?.scheduled, false);
+      w.changes.length = 0;
+      w.member.objects.put('Pod', { ...d, spec: { ...d.spec!, nodeName: 'scaled-1' } });
+      await eventually('the binding told as a lifecycle change', () => w.changes.some((c) => c.key === 'shop/gpu' && c.lifecycle));
+      assert.equal(w.provider.getPod('shop', 'gpu')?.scheduled, true);
+    }
+    const enforce = world({ fit: fakeFitGate(() => unfit, new Subject<void>(), { mode: 'auto' }) });
+    await assert.rejects(enforce.provider.createPod(proxy('gpu')), (err: unknown) => (err as PodRejectedError).reason === 'NoMemberNodeFits',
+      'auto, nothing showing the member adds nodes: refused');
+  });
+
+  it('no verdict before the member\'s nodes are listed: not synced until the fit is ready', async () => {
+    let ready = false;
+    const w = world({ fit: fakeFitGate(() => unfit, new Subject<void>(), { ready: () => ready }) });
+    await w.provider.waitSynced();
+    assert.equal(w.provider.hasSynced(), false);
+    ready = true;
+    assert.equal(w.provider.hasSynced(), true);
   });
 });
 

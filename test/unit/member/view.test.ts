@@ -14,7 +14,7 @@ import type { PodChange } from '../../../src/provider/pod.ts';
 import type { FitAnswer } from '../../../src/forge/fit.ts';
 import type { NodeGroup } from '../../../src/forge/groups.ts';
 import { createLogger } from '../../../src/log.ts';
-import { providerWorld } from '../fakes/providerworld.ts';
+import { fakeFitGate, providerWorld } from '../fakes/providerworld.ts';
 import { eventually, settle } from '../fakes/wait.ts';
 
 const HOST = 'host-1';
@@ -155,7 +155,7 @@ describe('VirtualNodePods', () => {
   it('changes that name no virtual node reach every view; the refusal names the pool', async () => {
     const room$ = new Subject<void>();
     const answer: FitAnswer = { fits: false, candidates: 2, requests: { cpu: '40' }, largestFree: { cpu: '15' } };
-    const { gpu, cpu, own, memberPod } = world({ fit: { fit: () => answer, room$ } });
+    const { gpu, cpu, own, memberPod } = world({ fit: fakeFitGate(() => answer, room$) });
     await assert.rejects(gpu.v.createPod(proxy('big')), (err: unknown) => err instanceof PodRejectedError && err.reason === 'NoMemberNodeFits'
       && err.message.startsWith('no Ready member node of member m1 (pool example.com/pool=gpu) has room for its requests (cpu 40)'));
     assert.equal(memberPod('big'), undefined);

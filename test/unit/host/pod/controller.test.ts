@@ -549,6 +549,21 @@ describe('PodController', () => {
     assert.equal(host.condition(NS, 'a', 'clusterlet.io/Offloaded')?.reason, 'DelegateCreated');
   });
 
+  it('a rejection whose message alone changes with the member (NoMemberNodeFits\' free room) is not written again at each retry; a new reason is', async () => {
+    const host = new FakeHost();
+    const provider = new FakeProvider();
+    const noFit = (free: number): PodRejectedError => new PodRejectedError('NoMemberNodeFits', `the most one has free is cpu ${free}`, { changing: true });
+    provider.createErrors.push(noFit(15), noFit(14), noFit(13), new PodRejectedError('MandatoryConfigMapNotFound', 'configmap "cfg" not found'));
+    host.put(proxy('a'));
+    const c = start(host, provider);
+    await eventually('the fourth try', () => provider.count('create') >= 4, 20_000);
+    await eventually('the new reason written', () => host.condition(NS, 'a', 'clusterlet.io/Offloaded')?.reason === 'MandatoryConfigMapNotFound');
+    await c.idle();
+    const warnings = [...host.events.values()].filter((e) => e.reason === 'NoMemberNodeFits');
+    assert.deepEqual(warnings.map((e) => [e.count ?? 1, e.message]), [[1, 'member eu rejected the pod: the most one has free is cpu 15 (retried with backoff)']],
+      'one NoMemberNodeFits event, of the first message');
+  });
+
   it('a transient rejection is retried; once created the proxy shows Offloaded=True (DelegateCreated)', async () => {
     const host = new FakeHost();
     const provider = new FakeProvider();

@@ -169,10 +169,10 @@ export function ownGroup(node: V1Node, member: string, base: string): NodeGroup 
 export function describeForeignNode(node: V1Node, member: string): string {
   const owner = node.metadata?.labels?.[MEMBER_LABEL];
   const name = node.metadata?.name ?? '';
-  if (owner === undefined) return `host node "${name}" is not a clusterlet virtual node (it has no ${MEMBER_LABEL} label)`;
-  if (owner !== member) return `host node "${name}" is member ${owner}'s virtual node`;
+  if (owner === undefined) return `host node "${name}" exists and is not a clusterlet virtual node (it has no ${MEMBER_LABEL} label)`;
+  if (owner !== member) return `host node "${name}" exists and is member ${owner}'s virtual node`;
   const recorded = node.metadata?.annotations?.[GROUP_ANNOTATION];
-  return `host node "${name}" carries member ${member}'s label but records ${recorded === undefined ? 'no group' : `group "${recorded}"`}, `
+  return `host node "${name}" exists, carries member ${member}'s label but records ${recorded === undefined ? 'no group' : `group "${recorded}"`}, `
     + 'which clusterlet does not give that name';
 }
 

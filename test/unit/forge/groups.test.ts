@@ -365,8 +365,8 @@ describe('ownGroup', () => {
   for (const [name, n, want] of cases) it(name, () => assert.deepEqual(ownGroup(n, 'eu', 'clusterlet-eu'), want));
 
   it('says whose a foreign node is', () => {
-    assert.match(describeForeignNode(hostNode('x', {}), 'eu'), /host node "x" is not a clusterlet virtual node \(it has no clusterlet.io\/member label\)/);
-    assert.match(describeForeignNode(hostNode('x', { 'clusterlet.io/member': 'us' }), 'eu'), /host node "x" is member us's virtual node/);
+    assert.match(describeForeignNode(hostNode('x', {}), 'eu'), /host node "x" exists and is not a clusterlet virtual node \(it has no clusterlet.io\/member label\)/);
+    assert.match(describeForeignNode(hostNode('x', { 'clusterlet.io/member': 'us' }), 'eu'), /host node "x" exists and is member us's virtual node/);
     assert.match(describeForeignNode(hostNode('x', eu, 'pool:p=y'), 'eu'), /carries member eu's label but records group "pool:p=y"/);
   });
 });

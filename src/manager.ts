@@ -5,7 +5,6 @@
 // is the only place host and member side meet (test/unit/layers.test.ts), so everything a member's wiring needs is here.
 import { ConfigError, type Config, type MemberConfig } from './config.ts';
 import { toKubeError } from './kube/errors.ts';
-import { MEMBER_LABEL } from './forge/keys.ts';
 import { ClusterClient } from './kube/client.ts';
 import { type ClusterAccess, inClusterAccess, loadKubeconfigFile } from './kube/kubeconfig.ts';
 import { MemberCluster, type MemberOptions, type ProbeResult } from './member/cluster.ts';
@@ -19,7 +18,7 @@ import { MemberPodProvider } from './member/pod/provider.ts';
 import { MemberNamespaces } from './member/pod/namespaces.ts';
 import { proxyInformer } from './host/pod/controller.ts';
 import { MemberVirtualNodes, type KubeletPorts } from './virtualnodes.ts';
-import { CLUSTER_GRANULARITY } from './forge/groups.ts';
+import { CLUSTER_GRANULARITY, describeForeignNode, ownGroup } from './forge/groups.ts';
 import { Leadership, hostLeaseApi, leaseInformer } from './host/ha/leadership.ts';
 import type { LeaseElector } from './host/ha/elector.ts';
 import { MemberReflection } from './member/reflection/manager.ts';
@@ -239,7 +238,7 @@ export class Manager implements NodeDirectory {
       if (hostName === undefined) throw new Error('the host identity is not known yet');
       const source = this.#accessSource(m);
       const access = m.access ?? await source.read();
-      await this.#checkNodeName(m.config.nodeName);
+      await this.#checkNodeName(m.config);
       if (m.removed) return;
       // Writes for the member, to it and to the host, go out only while this replica surely leads it.
       const fence = this.leadership
@@ -273,17 +272,18 @@ export class Manager implements NodeDirectory {
   }
 
   /**
-   * A host node of the member's node name that clusterlet did not register (a kubelet's, another provider's) is never
-   * taken over: its pods would be delegated and its status overwritten. The member's setup fails, saying so.
+   * A host node of the member's node name that is not this member's (forge/groups.ts `ownGroup`: a kubelet's, another
+   * member's, one recording a group that is not the whole member's) is never taken over: its pods would be delegated
+   * and its status overwritten. The member's setup fails, saying so.
    */
-  async #checkNodeName(nodeName: string): Promise<void> {
-    const node = await this.host.core.readNode({ name: nodeName }).catch((err: unknown) => {
+  async #checkNodeName(member: MemberConfig): Promise<void> {
+    const node = await this.host.core.readNode({ name: member.nodeName }).catch((err: unknown) => {
       if (toKubeError(err).kind === 'NotFound') return undefined;
       throw err;
     });
-    if (node && node.metadata?.labels?.[MEMBER_LABEL] === undefined) {
-      throw new Error(`host node "${nodeName}" exists and is not a clusterlet virtual node (it has no ${MEMBER_LABEL} label): `
-        + 'clusterlet does not take over a node it did not register; choose another node name');
+    if (node && ownGroup(node, member.name, member.nodeName) === undefined) {
+      throw new Error(`${describeForeignNode(node, member.name)}: clusterlet does not take over a node that is not member `
+        + `${member.name}'s; choose another node name`);
     }
   }
 

@@ -10,8 +10,9 @@ import type { ClusterClient } from './kube/client.ts';
 import { Informer, splitKey } from './kube/informer.ts';
 import { listWatch } from './kube/listwatch.ts';
 import { toKubeError } from './kube/errors.ts';
-import { GROUP_ANNOTATION, MEMBER_LABEL, RETIRING_TAINT_KEY } from './forge/keys.ts';
-import { CLUSTER_GRANULARITY, groupId, parseGroupId, virtualNodeName, type NodeGranularity, type NodeGroup } from './forge/groups.ts';
+import { MEMBER_LABEL, RETIRING_TAINT_KEY } from './forge/keys.ts';
+import { CLUSTER_GRANULARITY, describeForeignNode, groupId, ownGroup, virtualNodeName, type NodeGranularity, type NodeGroup }
+  from './forge/groups.ts';
 import { isDaemonSetPod, isTerminal } from './forge/pod.ts';
 import type { NodeContext } from './forge/node.ts';
 import type { MemberConfig } from './config.ts';
@@ -266,9 +267,7 @@ export class MemberVirtualNodes {
    * member's own node name, without a recorded group, is the whole member's); undefined for any other node.
    */
   #recordedGroup(n: V1Node, base: string): NodeGroup | undefined {
-    const name = n.metadata?.name ?? '';
-    const group = parseGroupId(n.metadata?.annotations?.[GROUP_ANNOTATION]) ?? (name === base ? { kind: 'cluster' } : undefined);
-    return group && virtualNodeName(base, group) === name ? group : undefined;
+    return ownGroup(n, this.#o.member.name, base);
   }
 
   /**
@@ -308,7 +307,8 @@ export class MemberVirtualNodes {
       return this.#running.get(name);
     }
     const node = new NodeController(o.host, { ...o.node, nodeName: name, group, kubeletPort: port }, o.cluster.nodeProvider(group), log,
-      { watchSilenceMs: o.watchSilenceMs, ...o.nodeOptions, nodes: this.#hostNodes, queueName: this.#queueName(name) });
+      { watchSilenceMs: o.watchSilenceMs, ...o.nodeOptions, nodes: this.#hostNodes, queueName: this.#queueName(name),
+        owns: (n) => this.#owns(n), onForeign: (n) => queueMicrotask(() => this.#foreign(n)) });
     const ownProxies = name !== o.member.nodeName;
     const proxies = ownProxies ? proxyInformer(o.host, name, log, o.watchSilenceMs) : o.baseProxies;
     const view = new VirtualNodePods(o.provider, o.cluster.delegates, { name, group }, proxies);
@@ -365,16 +365,18 @@ export class MemberVirtualNodes {
     });
   }
 
+  /** Whether a host node is one of this member's virtual nodes (forge/groups.ts `ownGroup`), which it may write. */
+  #owns(n: V1Node): boolean {
+    return ownGroup(n, this.#o.member.name, this.#o.member.nodeName) !== undefined;
+  }
+
   /**
-   * A host node of that name that is not this member's (another member's, a kubelet's) is never taken over: its pods
-   * would be delegated here. The group is not shown, and the log says why.
+   * A host node of that name that is not this member's (another member's, one of this member's label recording a
+   * group that is not this name's, a kubelet's) is never taken over: its pods would be delegated here. The group is
+   * not shown, and the log says why.
    */
   async #mayUse(name: string): Promise<boolean> {
-    // The member's own node name was checked when the member was set up (Manager #checkNodeName).
-    if (name === this.#o.member.nodeName) return true;
-    const cached = this.#hostNodes.get(name);
-    if (cached) return true;
-    const node = await this.#o.host.core.readNode({ name }).catch((err: unknown) => {
+    const node = this.#hostNodes.get(name) ?? await this.#o.host.core.readNode({ name }).catch((err: unknown) => {
       if (toKubeError(err).kind === 'NotFound') return undefined;
       throw err;
     }).catch((err: unknown) => {
@@ -382,14 +384,30 @@ export class MemberVirtualNodes {
       return null;
     });
     if (node === null) return false;
-    const owner = node?.metadata?.labels?.[MEMBER_LABEL];
-    if (node && owner !== this.#o.member.name) {
-      const why = `host node "${name}" exists and is not a virtual node of member ${this.#o.member.name}`
-        + `${owner ? ` (it is member ${owner}'s)` : ''}: the group it would stand for is not shown`;
-      this.#refused.set(name, Date.now() + REFUSED_RECHECK_MS);
-      this.#log.error({ node: name }, why);
+    if (node && !this.#owns(node)) {
+      this.#refuse(node);
       return false;
     }
     return true;
+  }
+
+  /** Not this member's node: not looked at again for a while, and said. */
+  #refuse(node: V1Node): void {
+    const name = node.metadata?.name ?? '';
+    this.#refused.set(name, Date.now() + REFUSED_RECHECK_MS);
+    this.#log.error({ node: name, owner: node.metadata?.labels?.[MEMBER_LABEL] },
+      `${describeForeignNode(node, this.#o.member.name)}: the group it would stand for is not shown (looked at again in 5 minutes)`);
+  }
+
+  /**
+   * A node found to be someone else's once its controllers run (registered by another in the meantime): they stop,
+   * so no more of its pods are delegated here; the node is left as it is.
+   */
+  #foreign(node: V1Node): void {
+    const r = this.#running.get(node.metadata?.name ?? '');
+    this.#refuse(node);
+    if (!r) return;
+    this.#running.delete(r.name);
+    this.#stopOne(r);
   }
 }

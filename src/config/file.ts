@@ -6,6 +6,7 @@ import type { V1Taint } from '@kubernetes/client-node';
 import { DNS_LABEL, DNS_LABEL_RULE, NAME_MAX, type NamespaceMapping } from '../forge/namespace.ts';
 import { ConfigError, type Raw, TAINT_EFFECTS, apiAccessConfig, checkNodeName, fitMode, int, isObj, namespaceList, nodeGranularity, requireFile,
   storageConfig, stringMap } from './fields.ts';
+import { nodeNameClash } from '../forge/groups.ts';
 import type { ApiAccessConfig, FitMode, MemberConfig, NodeGranularity, SecretRef, StorageConfig } from './types.ts';
 
 export interface FileSettings { hostName?: string; podSyncWorkers?: number; exportNamespaces?: string[]; reflectHostEndpoints?: boolean }
@@ -53,7 +54,7 @@ export function loadProviderConfig(file: string,
   const names = new Set<string>();
   const nodes = new Set<string>();
   const classes = new Set<string>();
-  return { members: members.map((m: unknown, i: number): MemberConfig => {
+  const configs = members.map((m: unknown, i: number): MemberConfig => {
     const f = `members[${i}]`;
     if (!isObj(m)) throw new ConfigError(f, 'must be a map', file);
     for (const k of Object.keys(m)) if (!MEMBER_KEYS.includes(k)) throw new ConfigError(`${f}.${k}`, 'unknown field', file);
@@ -106,7 +107,13 @@ export function loadProviderConfig(file: string,
       ...(granularity !== undefined ? { nodes: granularity } : {}),
       ...(m.fit !== undefined ? { fit: fitMode(`${f}.fit`, m.fit, file) } : fitDefault !== undefined ? { fit: fitDefault } : {}),
     };
-  }), settings };
+  });
+  // Two members never share a virtual node: names one of them can reach at run time (a pool's, a member node's) count.
+  configs.forEach((b, j) => configs.slice(0, j).forEach((a) => {
+    const clash = nodeNameClash(a, b);
+    if (clash !== undefined) throw new ConfigError(`members[${j}].nodeName`, clash, file);
+  }));
+  return { members: configs, settings };
 }
 
 // What can be told from the mapping alone: a template whose fixed part makes every name invalid, overrides

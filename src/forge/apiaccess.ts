@@ -36,6 +36,12 @@ export const CA_KEY = 'ca.crt';
 export const NAMESPACE_KEY = 'namespace';
 /** The TokenRequest API's default lifetime, which a projection without expirationSeconds gets. */
 export const DEFAULT_TOKEN_SECONDS = 3600;
+/**
+ * The longest token clusterlet asks the host for (48 h), whatever a projection says: the most the host's
+ * TokenRequest policy admits of it (manifests/host/tokenrequest-policy.yaml). Tokens are refreshed after 24 h at the
+ * latest (--host-token-max-age), so a longer one would never be used longer.
+ */
+export const MAX_TOKEN_SECONDS = 48 * 3600;
 const KUBE_API_ACCESS_PREFIX = 'kube-api-access-';
 const ROOT_CA_CONFIGMAP = 'kube-root-ca.crt';
 const SECRET_NAME_MAX = 253;
@@ -79,13 +85,16 @@ function tokenVolumes(spec: V1PodSpec): V1Volume[] {
   return (spec.volumes ?? []).filter((v) => v.projected?.sources?.some((s) => s.serviceAccountToken) === true);
 }
 
-/** The tokens the proxy's projected volumes ask for, one per serviceAccountToken source, in spec order. */
+/**
+ * The tokens the proxy's projected volumes ask for, one per serviceAccountToken source, in spec order; none for longer
+ * than MAX_TOKEN_SECONDS.
+ */
 export function tokenNeeds(spec: V1PodSpec): TokenNeed[] {
   return tokenVolumes(spec).flatMap((v) => (v.projected?.sources ?? []).flatMap((s, i) => {
     const t = s.serviceAccountToken;
     if (!t) return [];
     return [{ key: tokenKey(v.name, i), ...(t.audience ? { audience: t.audience } : {}),
-      expirationSeconds: t.expirationSeconds ?? DEFAULT_TOKEN_SECONDS }];
+      expirationSeconds: Math.min(t.expirationSeconds ?? DEFAULT_TOKEN_SECONDS, MAX_TOKEN_SECONDS) }];
   }));
 }
 

@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import type { V1Affinity, V1Node, V1NodeSelectorRequirement, V1NodeSelectorTerm, V1PodSpec } from '@kubernetes/client-node';
 import { NAME_MAX } from './namespace.ts';
 import { isVirtualNode } from './capacity.ts';
+import { GROUP_ANNOTATION, MEMBER_LABEL } from './keys.ts';
 
 /** The granularity of a member's virtual nodes (provider config `nodes`, flag --nodes). */
 export type NodeGranularity = { mode: 'cluster' } | { mode: 'pool'; label: string } | { mode: 'node' };
@@ -100,11 +101,79 @@ export function virtualNodeName(base: string, group: NodeGroup): string {
   const plain = `${base}-${clean}`;
   if (clean === value && clean !== '' && plain.length <= NAME_MAX) return plain;
   const hash = createHash('sha256').update(value).digest('hex').slice(0, HASH_LENGTH);
-  // A node name near the limit leaves no room for the value: it is cut too (the hash keeps the name the group's).
-  const head = base.length + HASH_LENGTH + 1 > NAME_MAX ? base.slice(0, NAME_MAX - HASH_LENGTH - 1).replace(/[^a-z0-9]+$/, '') : base;
+  const head = hashedHead(base);
   const room = NAME_MAX - head.length - HASH_LENGTH - 2;
   const cut = clean.slice(0, Math.max(0, room)).replace(/[^a-z0-9]+$/, '');
   return cut ? `${head}-${cut}-${hash}` : `${head}-${hash}`;
+}
+
+/** A node name near the limit leaves no room for a hashed value: it is cut too (the hash keeps the name the group's). */
+function hashedHead(base: string): string {
+  return base.length + HASH_LENGTH + 1 > NAME_MAX ? base.slice(0, NAME_MAX - HASH_LENGTH - 1).replace(/[^a-z0-9]+$/, '') : base;
+}
+
+/** What every name virtualNodeName gives a pool or member node of `base` starts with: `<base>-`, or its cut head's. */
+export function groupNamePrefixes(base: string): string[] {
+  return [...new Set([`${base}-`, `${hashedHead(base)}-`])];
+}
+
+/** A member as far as the names of its virtual nodes go. */
+export interface NamedMember { name: string; nodeName: string; nodes?: NodeGranularity }
+
+const grouped = (m: NamedMember): boolean => (m.nodes?.mode ?? 'cluster') !== 'cluster';
+
+/** How a member's grouped names are described in messages: `<nodeName>-<value>` (pools), `<nodeName>-<member node>`. */
+function groupedNames(m: NamedMember): string {
+  return `${m.nodeName}-${m.nodes?.mode === 'node' ? '<member node>' : '<value>'}`;
+}
+
+/** Which groups a member shown per pool or node names: its pools, or its member nodes. */
+const groupsOf = (m: NamedMember): string => (m.nodes?.mode === 'node' ? 'member nodes' : 'pools');
+
+/**
+ * Why two members can come to name one virtual node, or undefined when they never can (their node names are not the
+ * same: that is checked apart). A member's names are its own node name and, shown per pool or node, every name that
+ * starts with one of its groupNamePrefixes: its pool label's values and its member nodes' names are known only at
+ * run time, so any name they can reach counts.
+ */
+export function nodeNameClash(a: NamedMember, b: NamedMember): string | undefined {
+  const reaches = (m: NamedMember, name: string): boolean => grouped(m) && groupNamePrefixes(m.nodeName).some((p) => name.startsWith(p));
+  const fix = 'give one of them a nodeName the other\'s names cannot reach';
+  for (const [x, y] of [[a, b], [b, a]] as const) {
+    if (reaches(x, y.nodeName)) {
+      return `members "${a.name}" and "${b.name}" can share node "${y.nodeName}": it is member ${y.name}'s node name, and member ${x.name}, `
+        + `shown per ${x.nodes?.mode === 'node' ? 'member node' : 'pool'}, names its ${groupsOf(x)} ${groupedNames(x)}; ${fix}`;
+    }
+  }
+  const overlap = grouped(a) && grouped(b) && groupNamePrefixes(a.nodeName)
+    .some((pa) => groupNamePrefixes(b.nodeName).some((pb) => pa.startsWith(pb) || pb.startsWith(pa)));
+  if (!overlap) return undefined;
+  return `members "${a.name}" and "${b.name}" can share a virtual node: member ${a.name} names its ${groupsOf(a)} ${groupedNames(a)} and `
+    + `member ${b.name} its ${groupsOf(b)} ${groupedNames(b)}; ${fix}`;
+}
+
+/**
+ * The group a host node stands for when it is a virtual node of member `member`, whose own node name is `base`: it
+ * carries that member's label, and the group it records (GROUP_ANNOTATION; none: the whole member's, for `base`
+ * alone) is one whose name under `base` is the node's. Undefined for any other node (another member's, one recording
+ * a group that is not this name's, a kubelet's): clusterlet neither adopts nor writes it.
+ */
+export function ownGroup(node: V1Node, member: string, base: string): NodeGroup | undefined {
+  if (node.metadata?.labels?.[MEMBER_LABEL] !== member) return undefined;
+  const name = node.metadata.name ?? '';
+  const group = parseGroupId(node.metadata.annotations?.[GROUP_ANNOTATION]) ?? (name === base ? { kind: 'cluster' as const } : undefined);
+  return group && virtualNodeName(base, group) === name ? group : undefined;
+}
+
+/** Who a host node that is not ours (ownGroup) is, for messages. */
+export function describeForeignNode(node: V1Node, member: string): string {
+  const owner = node.metadata?.labels?.[MEMBER_LABEL];
+  const name = node.metadata?.name ?? '';
+  if (owner === undefined) return `host node "${name}" exists and is not a clusterlet virtual node (it has no ${MEMBER_LABEL} label)`;
+  if (owner !== member) return `host node "${name}" exists and is member ${owner}'s virtual node`;
+  const recorded = node.metadata?.annotations?.[GROUP_ANNOTATION];
+  return `host node "${name}" exists, carries member ${member}'s label but records ${recorded === undefined ? 'no group' : `group "${recorded}"`}, `
+    + 'which clusterlet does not give that name';
 }
 
 /** What keeps a delegate in its group: a label requirement (pool) or a field requirement on the node name (node). */

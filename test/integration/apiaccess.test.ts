@@ -8,11 +8,12 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { V1Pod, V1Secret, V1Volume } from '@kubernetes/client-node';
-import { harness, namespaces, withSuiteClusterlet } from '../support/env.ts';
+import { CoreV1Api, KubeConfig, type V1Pod, type V1Secret, type V1Volume } from '@kubernetes/client-node';
+import { harness, namespaces, uniqueName, withSuiteClusterlet } from '../support/env.ts';
 import { kubectl } from '../support/kubectl.ts';
+import { identityKubeconfig } from '../support/identity.ts';
 import { pollUntil, waitUntil } from '../support/wait.ts';
-import { eventSpec, offloadedPod, podsSpec, secretSpec } from '../support/objects.ts';
+import { condition, eventSpec, offloadedPod, podsSpec, secretSpec } from '../support/objects.ts';
 import type { ClusterClient } from '../../src/kube/client.ts';
 
 const run = promisify(execFile);
@@ -156,6 +157,45 @@ describe('host API access of offloaded pods', () => {
     const e = events.find((x) => x.reason === 'HostTokenRefreshFailed');
     assert.equal(e?.type, 'Warning');
     assert.match(e?.message ?? '', /could not refresh the host ServiceAccount token .*builder/);
+  });
+
+  it('the host\'s TokenRequest policy (manifests/host) refuses clusterlet\'s identity a token not bound to a pod, one over 48 h, one in kube-system', async (t) => {
+    const ns = await withBuilder(t, 'api-policy');
+    const proxy = await offload(ns, offloadedPod('bound-to', ns, { serviceAccountName: 'builder' }));
+    const kc = new KubeConfig();
+    kc.loadFromFile(identityKubeconfig(harness().host, 'host'));
+    const asClusterlet = kc.makeApiClient(CoreV1Api);
+    const asAdmin = harness().host.kubeConfig().makeApiClient(CoreV1Api);
+    const pod = { apiVersion: 'v1', kind: 'Pod', name: 'bound-to', uid: proxy.metadata!.uid! };
+    /** A TokenRequest's answer: the token's expiry, or the refusal's status code and message. */
+    const request = (api: CoreV1Api, spec: Record<string, unknown>, namespace = ns, name = 'builder') =>
+      api.createNamespacedServiceAccountToken({ namespace, name, body: { spec: { audiences: [], ...spec } } })
+        .then((r) => ({ code: 201, message: String(r.status?.expirationTimestamp) }),
+          (err: { code?: number; body?: unknown }) => ({ code: err.code ?? 0, message: String(err.body) }));
+
+    const unbound = await request(asClusterlet, { expirationSeconds: 3600 });
+    assert.equal(unbound.code, 403, unbound.message);
+    assert.match(unbound.message, /clusterlet-token-requests.*denied.*bound to a Pod/);
+    const long = await request(asClusterlet, { expirationSeconds: 7 * 86400, boundObjectRef: pod });
+    assert.equal(long.code, 403, long.message);
+    assert.match(long.message, /last at most 48h/);
+    // Refused before the API server looks the pod up: the namespace alone decides.
+    const system = await request(asClusterlet, { expirationSeconds: 3600, boundObjectRef: { ...pod, name: 'coredns-0' } }, 'kube-system', 'default');
+    assert.equal(system.code, 403, system.message);
+    assert.match(system.message, /no token for a ServiceAccount of kube-system/);
+    // What clusterlet asks passes (its tokens in the tests above too); other users' requests are not the policy's.
+    assert.equal((await request(asClusterlet, { expirationSeconds: 48 * 3600, boundObjectRef: pod })).code, 201);
+    assert.equal((await request(asAdmin, { expirationSeconds: 7 * 86400 })).code, 201);
+
+    // A kube-system pod offloaded in host mode: no delegate, and the proxy says why.
+    const sys = offloadedPod(uniqueName('sys'), 'kube-system');
+    await host.core.createNamespacedPod({ namespace: 'kube-system', body: sys });
+    t.after(() => host.core.deleteNamespacedPod({ namespace: 'kube-system', name: sys.metadata!.name!, gracePeriodSeconds: 0 }).then(() => undefined));
+    const [refused] = await waitUntil(host, podsSpec(host, 'kube-system'), (ps) => ps.some((p) => p.metadata?.name === sys.metadata!.name
+      && condition(p, 'clusterlet.io/Offloaded')?.reason === 'HostTokenForbidden'), 60_000, 'the kube-system pod refused its host token')
+      .then((ps) => ps.filter((p) => p.metadata?.name === sys.metadata!.name));
+    assert.match(condition(refused, 'clusterlet.io/Offloaded')?.message ?? '',
+      /the host's admission refused a token of host ServiceAccount kube-system\/default: .*kube-system.*set clusterlet.io\/api-access: member/);
   });
 
   it('no token appears in any clusterlet output of this run', () => {

@@ -76,7 +76,8 @@ describe('Helm chart on the local host', () => {
   it('the API server holds every object of the release: RBAC with the base\'s rules, Deployment, budget, dashboard', async () => {
     const kinds = installed.map((o) => o.kind).sort();
     assert.deepEqual(kinds, ['ClusterRole', 'ClusterRoleBinding', 'ConfigMap', 'ConfigMap', 'Deployment', 'FlowSchema', 'FlowSchema',
-      'FlowSchema', 'PodDisruptionBudget', 'Role', 'Role', 'Role', 'RoleBinding', 'RoleBinding', 'RoleBinding', 'Service', 'ServiceAccount']);
+      'FlowSchema', 'PodDisruptionBudget', 'Role', 'Role', 'Role', 'RoleBinding', 'RoleBinding', 'RoleBinding', 'Service', 'ServiceAccount',
+      'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
     const live = await Promise.all(installed.map((o) => stored(o.kind!, o.metadata!.name!, o.metadata!.namespace)));
     for (const o of live) assert.equal(o.metadata?.labels?.['app.kubernetes.io/instance'], RELEASE, `${o.kind} ${o.metadata?.name}`);
     // The same rules as manifests/host, in the release namespace instead of `clusterlet`.

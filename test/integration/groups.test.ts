@@ -3,7 +3,7 @@
 // with pods running.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { AppsV1Api, PatchStrategy, setHeaderOptions, type V1Deployment, type V1Node, type V1Pod, type V1Taint } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type V1Deployment, type V1Node, type V1Pod, type V1Taint } from '@kubernetes/client-node';
 import {
   client, clusterletKubeconfig, deleteNamespaceAndWait, harness, startClusterlet, uniqueName, type ClusterletProcess,
 } from '../support/env.ts';
@@ -248,5 +248,66 @@ describe('virtual nodes per member node pool and per member node', () => {
     await waitUntil(host, podsSpec(host, ns, 'app=apart'), (ps) => ps.length === 3 && ps.every(isReady), 60_000, 'the apart pods Ready again');
     assert.deepEqual((await member.core.listNamespacedPod({ namespace: ns, labelSelector: 'app=apart' })).items.map((d) => d.metadata!.uid).sort(),
       uids, 'the same delegates');
+  });
+
+  it('a host node under a name of ours that is not ours (another member\'s, another group\'s) is never adopted or written, nor its pods offloaded', async () => {
+    await cl?.stop();
+    cl = undefined;
+    const base = 'grq';
+    const other = { 'clusterlet.io/member': 'member-x' };
+    // Pool large's name, carrying our member's label but recording another group; pool medium's and (made later)
+    // the whole member's names, another member's nodes.
+    const foreign: V1Node[] = [
+      { metadata: { name: `${base}-large`, labels: { 'clusterlet.io/member': 'member2' }, annotations: { 'clusterlet.io/node-group': 'pool:example.com/other=x' } } },
+      { metadata: { name: `${base}-medium`, labels: other } },
+      { metadata: { name: base, labels: other } },
+    ];
+    const names = foreign.map((n) => n.metadata!.name!);
+    // Made as someone else (the test's ClusterClient writes as clusterlet, its field manager): the admin's own client.
+    const someoneElse = harness().host.kubeConfig().makeApiClient(CoreV1Api);
+    for (const n of foreign.slice(0, 2)) await someoneElse.createNode({ body: n });
+    const bound = (name: string, node: string): V1Pod => podSpec(name, { namespace: ns, nodeName: node, tolerate: true });
+    /** Who wrote the node (its field managers), and whether its Lease exists. */
+    const writtenBy = async (name: string): Promise<string[]> => (JSON.parse(await kubectl(harness().host, 'get', 'node', name,
+      '--show-managed-fields', '-o', 'json')) as V1Node).metadata!.managedFields!.map((f) => f.manager!);
+    /** Whether clusterlet wrote the node (its User-Agent is its field manager). */
+    const byClusterlet = async (name: string): Promise<boolean> => (await writtenBy(name)).some((m) => m.startsWith('clusterlet'));
+    const lease = (name: string) => host.coordination.readNamespacedLease({ name, namespace: 'kube-node-lease' }).then(() => true, () => false);
+    const delegates = async (): Promise<string[]> => (await member.core.listNamespacedPod({ namespace: ns })).items.map((p) => p.metadata!.name!);
+    try {
+      // Pool mode: the pools large and medium would take two of those names.
+      for (const n of names.slice(0, 2)) await host.core.createNamespacedPod({ namespace: ns, body: bound(`on-${n}`, n) });
+      const args2 = args(`pool=${POOL}`).map((a) => (a === BASE ? base : a));
+      cl = startClusterlet(args2);
+      await waitNode(host, `${base}-gpu`, isReady, 'our own pool\'s node Ready');
+      await host.core.createNamespacedPod({ namespace: ns, body: bound('on-gpu', `${base}-gpu`) });
+      await pollUntil(delegates, (ds) => ds.includes('on-gpu'), 30_000, 'the pod bound to our pool\'s node offloaded');
+      assert.equal(await byClusterlet(`${base}-gpu`), true, `clusterlet's writes show: ${(await writtenBy(`${base}-gpu`)).join(', ')}`);
+      for (const n of names.slice(0, 2)) {
+        assert.equal(await byClusterlet(n), false, `${n}: clusterlet never wrote it (${(await writtenBy(n)).join(', ')})`);
+        assert.equal(await lease(n), false, `${n}: no Lease`);
+      }
+      assert.deepEqual((await delegates()).filter((d) => d.startsWith('on-grq')), [], 'no pod bound to those nodes offloaded');
+      assert.match(cl.logs(), /host node \\"grq-large\\" exists, carries member member2's label but records group \\"pool:example.com\/other=x\\"/);
+      assert.match(cl.logs(), /host node \\"grq-medium\\" exists and is member member-x's virtual node/);
+      await cl.stop();
+      cl = undefined;
+
+      // The whole member under another member's node name: its setup fails, saying so, and nothing is written.
+      await someoneElse.createNode({ body: foreign[2] });
+      await host.core.createNamespacedPod({ namespace: ns, body: bound(`on-${base}`, base) });
+      cl = startClusterlet(args('cluster').map((a) => (a === BASE ? base : a)));
+      // Its log file comes with its first line.
+      const logs = async (): Promise<string> => { try { return cl!.logs(); } catch { return ''; } };
+      await pollUntil(logs, (l) => /member setup failed/.test(l), 30_000, 'the member\'s setup refused');
+      assert.match(cl.logs(), /host node \\"grq\\" exists and is member member-x's virtual node: clusterlet does not take over/);
+      assert.equal(await byClusterlet(base), false, 'the other member\'s node not written');
+      assert.equal(await lease(base), false, 'no Lease');
+      assert.deepEqual((await delegates()).filter((d) => d === `on-${base}`), [], 'its pod not offloaded');
+    } finally {
+      await cl?.stop();
+      cl = undefined;
+      for (const n of [...names, `${base}-gpu`, `${base}-large`]) await host.core.deleteNode({ name: n }).catch(() => undefined);
+    }
   });
 });

@@ -1,4 +1,5 @@
-// clusterlet's identities in the local clusters, as manifests/ define them: the RBAC objects (and the FlowSchemas) of
+// clusterlet's identities in the local clusters, as manifests/ define them: the RBAC objects (and the FlowSchemas, and
+// the host's ValidatingAdmissionPolicy on clusterlet's TokenRequests) of
 // manifests/host (on the host) and manifests/member (on each member), plus their rbac-host-endpoints.yaml (and the host's rbac-clusterprofiles.yaml), are
 // applied once per run, a token is minted for each ServiceAccount with the TokenRequest API, and clusterlet
 // processes in tests get kubeconfigs with those tokens (not the admin's), so a permission missing from the
@@ -18,10 +19,11 @@ import { pollUntil } from '../harness/net.ts';
 const run = promisify(execFile);
 const MANIFESTS = fileURLToPath(new URL('../../manifests/', import.meta.url));
 /**
- * What the integration suite applies: the identity, and how the API server queues its requests (FlowSchemas), never
- * the Deployment, Service or config.
+ * What the integration suite applies: the identity, how the API server queues its requests (FlowSchemas) and what it
+ * admits of them (the TokenRequest policy), never the Deployment, Service or config.
  */
-export const IDENTITY_KINDS = new Set(['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'FlowSchema']);
+export const IDENTITY_KINDS = new Set(['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'FlowSchema',
+  'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
 export type Side = 'host' | 'member';
 
 interface Rbac { objects: KubernetesObject[]; serviceAccount: { namespace: string; name: string } }

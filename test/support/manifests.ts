@@ -11,6 +11,7 @@ import {
   type V1FlowSchema, type V1PolicyRule,
 } from '@kubernetes/client-node';
 import { LEASE_NAMESPACE } from '../../src/host/node/controller.ts';
+import { MAX_TOKEN_SECONDS } from '../../src/forge/apiaccess.ts';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const cache = (): string => process.env.CLUSTERLET_CACHE ?? join(homedir(), '.cache/clusterlet');
@@ -134,6 +135,33 @@ export function assertFlowSchemas(objs: KubernetesObject[]): void {
     'the rest: namespaced and non-resource requests too');
   assert.ok(heartbeats.matchingPrecedence < rest.matchingPrecedence && election.matchingPrecedence < rest.matchingPrecedence,
     'the narrower FlowSchemas are matched first');
+}
+
+interface Vap extends KubernetesObject {
+  spec: { failurePolicy?: string; matchConstraints: { resourceRules: { apiGroups: string[]; apiVersions: string[]; operations: string[]; resources: string[] }[] };
+    matchConditions: { expression: string }[]; validations: { expression: string; reason?: string }[] };
+}
+
+/**
+ * The ValidatingAdmissionPolicy on clusterlet's TokenRequests (manifests/host/tokenrequest-policy.yaml): it matches
+ * creates of serviceaccounts/token by clusterlet's ServiceAccount only, wants a Pod bound, a lifetime of at most
+ * MAX_TOKEN_SECONDS (what clusterlet asks at most) and no kube-system, fails closed, and a binding denies.
+ */
+export function assertTokenRequestPolicy(objs: KubernetesObject[]): void {
+  const sa = one(objs, 'ServiceAccount').metadata!;
+  const policy = JSON.parse(JSON.stringify(one<Vap>(objs, 'ValidatingAdmissionPolicy'))) as Vap;
+  assert.equal(policy.spec.failurePolicy, 'Fail');
+  assert.deepEqual(policy.spec.matchConstraints.resourceRules,
+    [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['serviceaccounts/token'] }]);
+  assert.deepEqual(policy.spec.matchConditions.map((c) => c.expression),
+    [`request.userInfo.username == 'system:serviceaccount:${sa.namespace}:${sa.name}'`], 'clusterlet\'s ServiceAccount only');
+  const rules = policy.spec.validations.map((v) => v.expression);
+  assert.ok(rules.some((r) => r.includes("object.spec.boundObjectRef.kind == 'Pod'") && r.includes('boundObjectRef.uid')), 'bound to a Pod');
+  assert.ok(rules.includes(`!has(object.spec.expirationSeconds) || object.spec.expirationSeconds <= ${MAX_TOKEN_SECONDS}`), 'the lifetime cap');
+  assert.ok(rules.includes("request.namespace != 'kube-system'"), 'not kube-system');
+  const binding = one<KubernetesObject & { spec: { policyName: string; validationActions: string[] } }>(objs, 'ValidatingAdmissionPolicyBinding');
+  assert.equal(binding.spec.policyName, policy.metadata!.name);
+  assert.deepEqual(binding.spec.validationActions, ['Deny']);
 }
 
 export interface ProviderConfig { members: { name: string; kubeconfig?: string }[] }

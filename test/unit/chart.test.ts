@@ -14,7 +14,7 @@ import {
   type V1PodDisruptionBudget, type V1Service,
 } from '@kubernetes/client-node';
 import {
-  assertConfigMounted, assertFlowSchemas, assertLeastPrivilegeShape, CHART, findHelm, findKubectl, helmTemplate, kustomizeBuild, one,
+  assertConfigMounted, assertFlowSchemas, assertLeastPrivilegeShape, assertTokenRequestPolicy, CHART, findHelm, findKubectl, helmTemplate, kustomizeBuild, one,
   permissions, ROOT, selects,
 } from '../support/manifests.ts';
 import { DASHBOARD } from '../support/dashboard.ts';
@@ -122,6 +122,15 @@ describe('charts/clusterlet', { skip }, () => {
     assert.match(refused(['--set', 'flowControl.enable=true']), /flowControl/);
   });
 
+  it('tokenRequestPolicy: the ValidatingAdmissionPolicy of manifests/host/tokenrequest-policy.yaml, for the release\'s ServiceAccount; none when disabled', () => {
+    const specs = (x: KubernetesObject[]) => plain(x.filter((f) => (f.kind ?? '').startsWith('ValidatingAdmissionPolicy'))
+      .map((f) => [f.kind, f.metadata!.name, (f as KubernetesObject & { spec: unknown }).spec]).sort());
+    assert.deepEqual(specs(objs), specs(base));
+    assertTokenRequestPolicy(objs);
+    assertTokenRequestPolicy(render([], { release: 'edge', namespace: 'offload' }));
+    assert.deepEqual(render(['tokenRequestPolicy.enabled=false']).filter((f) => (f.kind ?? '').startsWith('ValidatingAdmissionPolicy')), []);
+  });
+
   it('the PodDisruptionBudget and Service select the Deployment\'s pods; one replica has no budget', () => {
     const d = one<V1Deployment>(objs, 'Deployment');
     const pdb = one<V1PodDisruptionBudget>(objs, 'PodDisruptionBudget');
@@ -173,7 +182,7 @@ members:
     assert.equal(settings.hostName, 'prod-host');
     // Another release and namespace: the namespaced objects in it (the node lease Role in kube-node-lease), bound to its ServiceAccount.
     for (const x of o) {
-      if (['ClusterRole', 'ClusterRoleBinding', 'FlowSchema'].includes(x.kind!)) continue;
+      if (['ClusterRole', 'ClusterRoleBinding', 'FlowSchema', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'].includes(x.kind!)) continue;
       assert.equal(x.metadata!.namespace, x.metadata!.name!.endsWith('-node-lease') ? 'kube-node-lease' : 'ops', `${x.kind} ${x.metadata!.name}`);
     }
     assertLeastPrivilegeShape(o);

@@ -60,6 +60,33 @@ describe('node names', () => {
   });
 });
 
+describe('two members never share a virtual node', () => {
+  const two = (a: string, b: string) => () => loadProviderConfig(providerFile(`${a}- name: ${b}\n  kubeconfig: ${kubeconfig}\n`), defaults);
+
+  it('a member shown per pool whose pools can take another member\'s node name exits 2 naming both members, the node and the field', () => {
+    // Member a's node is clusterlet-a: its pool "west" would be clusterlet-a-west, member a-west's node.
+    const err = configError(two('  nodes: { pool: pool }\n', 'a-west'));
+    assert.equal(err.field, 'members[1].nodeName');
+    assert.match(err.message, /members "a" and "a-west" can share node "clusterlet-a-west": .*member a, shown per pool, names its pools clusterlet-a-<value>/);
+    // Member b's member node "1" would be clusterlet-b-1, member c's node; the third member names the second.
+    const third = configError(() => loadProviderConfig(providerFile(`- name: b\n  kubeconfig: ${kubeconfig}\n  nodes: node\n`
+      + `- name: c\n  kubeconfig: ${kubeconfig}\n  nodeName: clusterlet-b-1\n`), defaults));
+    assert.equal(third.field, 'members[2].nodeName');
+    assert.match(third.message, /members "b" and "c" can share node "clusterlet-b-1"/);
+  });
+
+  it('the same node name twice names the second', () => {
+    const err = configError(two('', 'b\n  nodeName: clusterlet-a'));
+    assert.equal(err.field, 'members[1].nodeName');
+    assert.match(err.message, /duplicate node name "clusterlet-a"/);
+  });
+
+  it('accepts names that cannot meet: members shown whole, or another member\'s name not <nodeName>-…', () => {
+    assert.equal(two('', 'a-west')().members.length, 2);
+    assert.equal(two('  nodes: { pool: pool }\n', 'aa\n  nodes: node')().members.length, 2);
+  });
+});
+
 describe('namespace mapping at load time', () => {
   const cases: [string, string, RegExp][] = [
     ['an override that is not a DNS-1123 label', '  namespaceMapping: { overrides: { team-a: Team_A } }\n',

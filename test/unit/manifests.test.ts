@@ -12,7 +12,8 @@ import {
   loadAllYaml, type KubernetesObject, type V1Deployment, type V1PodDisruptionBudget, type V1Service,
 } from '@kubernetes/client-node';
 import {
-  assertConfigMounted, assertFlowSchemas, assertLeastPrivilegeShape, findKubectl, kustomizeBuild, one, permissions, ROOT, selects,
+  assertConfigMounted, assertFlowSchemas, assertLeastPrivilegeShape, assertTokenRequestPolicy, findKubectl, kustomizeBuild, one, permissions,
+  ROOT, selects,
 } from '../support/manifests.ts';
 
 const kubectl = findKubectl();
@@ -50,6 +51,10 @@ describe('manifests/host', { skip }, () => {
       'Deployment/clusterlet/clusterlet', 'PodDisruptionBudget/clusterlet/clusterlet', 'Service/clusterlet/clusterlet']) {
       assert.ok(kinds.includes(k), `${k} in ${kinds.join(', ')}`);
     }
+  });
+
+  it('a ValidatingAdmissionPolicy confines clusterlet\'s TokenRequests: bound to a Pod, at most 48 h, not in kube-system', () => {
+    assertTokenRequestPolicy(objs);
   });
 
   it('FlowSchemas: the host API server queues its heartbeats in node-high, its leader election in leader-election, the rest in system', () => {

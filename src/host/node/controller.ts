@@ -34,6 +34,13 @@ export interface NodeControllerOptions {
    * the controller then neither starts nor stops it. Default: its own, of this node alone.
    */
   nodes?: Informer<V1Node>;
+  /**
+   * Whether a host node of this name is ours to write (e.g. forge/groups.ts `ownGroup`); default: any. A node that is
+   * not (another member's, registered by someone else in the meantime) is never written, nor its Lease renewed:
+   * `onForeign` is told, once a sync finds it.
+   */
+  owns?: (node: V1Node) => boolean;
+  onForeign?: (node: V1Node) => void;
 }
 
 // The node's status and lease go before clusterlet's other requests that wait: late, the node turns NotReady.
@@ -64,12 +71,14 @@ export class NodeController {
    */
   #written: { node: V1Node; replaced: Set<string> } | undefined;
   #subs: Subscription[] = [];
-  #opts: Required<Omit<NodeControllerOptions, 'nodes' | 'queueName'>>;
+  #opts: Required<Omit<NodeControllerOptions, 'nodes' | 'queueName' | 'owns' | 'onForeign'>>;
+  #owns: (node: V1Node) => boolean;
+  #onForeign: ((node: V1Node) => void) | undefined;
   /** The informer is someone else's (NodeControllerOptions.nodes). */
   #sharedNodes: boolean;
   /** A node of an earlier granularity or of a group gone, kept while pods are bound to it: the retiring taint's value. */
   #retiring: string | undefined;
-  /** The node is being removed: it is not registered again. */
+  /** The node is being removed, or is found to be someone else's: it is not registered, nor written, again. */
   #removed = false;
 
   constructor(host: NodeHost, ctx: NodeContext, provider: NodeProvider, log: Logger, opts: NodeControllerOptions = {}) {
@@ -80,6 +89,8 @@ export class NodeController {
     this.#opts = { statusRefreshMs: opts.statusRefreshMs ?? 300_000, watchSilenceMs: opts.watchSilenceMs ?? 90_000 };
     const name = ctx.nodeName;
     this.#sharedNodes = opts.nodes !== undefined;
+    this.#owns = opts.owns ?? (() => true);
+    this.#onForeign = opts.onForeign;
     this.#node = opts.nodes ?? new Informer(`node-${name}`, listWatch<V1Node>(host, {
       path: '/api/v1/nodes', model: 'V1Node', resource: 'nodes', fieldSelector: `metadata.name=${name}`,
       list: (p) => host.core.listNode(p),
@@ -150,6 +161,10 @@ export class NodeController {
     const state = retiring !== undefined ? { ...shown, taints: [...shown.taints ?? [], { ...RETIRING_TAINT, value: retiring }] } : shown;
     const now = new Date();
     const current = this.#current();
+    if (current && !this.#owns(current)) {
+      this.#foreign(current);
+      return;
+    }
     if (!current) {
       const node = forgeNewNode(this.#ctx, state, now);
       try {
@@ -160,6 +175,9 @@ export class NodeController {
         this.#log.info({ node: this.nodeName, ready: state.reachable && state.readyNodes > 0 }, 'registered virtual node');
       } catch (err) {
         if (toKubeError(err).kind !== 'AlreadyExists') throw toKubeError(err);
+        // Registered by someone else since it was looked at (another member's controller, a kubelet): never ours.
+        const there = await this.#host.core.readNode({ name: this.nodeName }).catch(() => undefined);
+        if (there && !this.#owns(there)) this.#foreign(there);
       }
       return;
     }
@@ -170,6 +188,13 @@ export class NodeController {
     const due = Date.now() - this.#lastStatusWrite >= this.#opts.statusRefreshMs - slack;
     if (!due && nodeStatusMatches(desired, latest.status)) return;
     await this.#patchStatus(latest, desired, now);
+  }
+
+  /** A node of this name that is not ours: nothing more is written for it; whoever runs the controller is told. */
+  #foreign(node: V1Node): void {
+    if (this.#removed) return;
+    this.#removed = true;
+    this.#onForeign?.(node);
   }
 
   /** The node as it stands: the informer's, unless that is still a version our last write replaced. */
@@ -231,7 +256,7 @@ export class NodeController {
   /** Renews the node's lease (creating it, owned by the node, when missing). */
   async #renewLease(): Promise<void> {
     const node = this.node ?? await this.#host.core.readNode({ name: this.nodeName }).catch(() => undefined);
-    if (!node?.metadata?.uid) return;
+    if (!node?.metadata?.uid || this.#removed || !this.#owns(node)) return;
     // renewTime is a MicroTime: the client's Date serialisation (milliseconds) is refused, so patch a string.
     const body = { spec: { holderIdentity: this.nodeName, leaseDurationSeconds: LEASE_DURATION_SECONDS, renewTime: microTime(new Date()) } };
     const patch = () => this.#host.coordination.patchNamespacedLease(

@@ -5,6 +5,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Subscription } from 'rxjs';
 import { OFFLOADING_CONDITION } from '../../forge/keys.ts';
+import { nodeNameClash } from '../../forge/groups.ts';
 import { ConfigError, profileMemberConfig, type ClusterProfileSource, type MemberConfig } from '../../config.ts';
 import { toKubeError } from '../../kube/errors.ts';
 import { splitKey } from '../../kube/informer.ts';
@@ -28,7 +29,10 @@ export interface ProfileMembers {
   add(config: MemberConfig, source: AccessSource): void;
   /** Stops it: its writers, caches and Lease (released); its node stays, NotReady once its lease expires. */
   remove(name: string): Promise<void>;
-  /** What a new member would share with one that runs (static or from a profile): its name, node or storage class. */
+  /**
+   * What a new member would share with one that runs (static or from a profile): its name, node (or a virtual node
+   * either can come to name: nodeNameClash) or storage class.
+   */
   conflict(config: MemberConfig): string | undefined;
   state(name: string): MemberState | undefined;
 }
@@ -36,12 +40,17 @@ export interface ProfileMembers {
 /** What the condition says, before its times. */
 export interface Verdict { status: Condition['status']; reason: string; message: string }
 
-/** What `config` would share with one of the members that run: a name, a node or a storage class, said; else undefined. */
+/**
+ * What `config` would share with one of the members that run: a name, a node (or a virtual node either can come to
+ * name, shown per pool or node) or a storage class, said; else undefined.
+ */
 export function memberConflict(config: MemberConfig, running: MemberConfig[]): string | undefined {
   for (const other of running) {
     const whose = `member "${other.name}"${other.clusterProfile ? ` (ClusterProfile ${other.clusterProfile.namespace}/${other.clusterProfile.name})` : ' (static configuration)'}`;
     if (other.name === config.name) return `a member named "${config.name}" already runs: ${whose}`;
     if (other.nodeName === config.nodeName) return `node "${config.nodeName}" is already the node of ${whose}`;
+    const clash = nodeNameClash(other, config);
+    if (clash !== undefined) return `${clash} (${whose})`;
     if (other.storage?.className === config.storage.className) {
       return `StorageClass "${config.storage.className}" is already the class of ${whose}`;
     }

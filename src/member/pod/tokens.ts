@@ -240,6 +240,11 @@ export class DelegateTokens {
 function tokenRefusal(err: unknown, held: Held): PodRejectedError {
   const k = toKubeError(err);
   const what = `a token of host ServiceAccount ${held.proxy.namespace}/${held.serviceAccount}`;
+  // The host's admission (its TokenRequest policy: manifests/host/tokenrequest-policy.yaml) says why itself.
+  if (k.kind === 'Forbidden' && /denied request|admission/i.test(k.message)) {
+    return new PodRejectedError('HostTokenForbidden', `the host's admission refused ${what}: ${k.message}; `
+      + 'set clusterlet.io/api-access: member (or none) on the pod', { cause: err });
+  }
   if (k.kind === 'Forbidden') {
     return new PodRejectedError('HostTokenForbidden', `clusterlet may not request ${what}: grant it "create" on `
       + 'serviceaccounts/token in the host (manifests/host/rbac.yaml), or set clusterlet.io/api-access: member on the pod',

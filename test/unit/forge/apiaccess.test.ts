@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Pod, V1PodSpec, V1Volume } from '@kubernetes/client-node';
 import {
-  accessModeOf, applyApiAccess, forgeTokenSecret, hostServiceEnv, parseHostEndpoint, refreshTime, tokenNeeds,
+  accessModeOf, applyApiAccess, forgeTokenSecret, hostServiceEnv, MAX_TOKEN_SECONDS, parseHostEndpoint, refreshTime, tokenNeeds,
   tokenSecretName, tokenSecretState, type DelegateApiAccess,
 } from '../../../src/forge/apiaccess.ts';
 import { forgeDelegatePod } from '../../../src/forge/pod.ts';
@@ -92,6 +92,12 @@ describe('applyApiAccess', () => {
       { downwardAPI: { items: [{ path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } }] } },
     ]);
     assert.deepEqual(tokenNeeds(spec([v])), [{ key: 'token-kube-api-access-x-0', expirationSeconds: 3600 }]);
+  });
+
+  it('host: a projection asking for more than 48 h gets a token of 48 h (the most the host\'s TokenRequest policy admits)', () => {
+    const week: V1Volume = { name: 'long', projected: { sources: [{ serviceAccountToken: { path: 'token', expirationSeconds: 7 * 86400 } }] } };
+    assert.deepEqual(tokenNeeds(spec([week])), [{ key: 'token-long-0', expirationSeconds: MAX_TOKEN_SECONDS }]);
+    assert.equal(MAX_TOKEN_SECONDS, 172800);
   });
 
   it('host: a pod without a token (automount off) gets nothing, no env either; a legacy token secret goes', () => {

@@ -4,8 +4,9 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Affinity, V1Node, V1PodSpec } from '@kubernetes/client-node';
 import {
-  CLUSTER_GRANULARITY, constrainAffinity, constrainSpec, describeGroup, groupConstraint, groupId, groupOf, inGroup, memberGroups,
-  parseGroupId, virtualNodeName, type GroupConstraint, type NodeGranularity, type NodeGroup,
+  CLUSTER_GRANULARITY, constrainAffinity, constrainSpec, describeForeignNode, describeGroup, groupConstraint, groupId, groupNamePrefixes,
+  groupOf, inGroup, memberGroups, nodeNameClash, ownGroup, parseGroupId, virtualNodeName, type GroupConstraint, type NamedMember,
+  type NodeGranularity, type NodeGroup,
 } from '../../../src/forge/groups.ts';
 
 const POOL = 'example.com/pool';
@@ -298,4 +299,74 @@ describe('describeGroup', () => {
     [memberNode('worker-1'), 'member eu1 (node worker-1)'],
   ];
   for (const [group, want] of cases) it(want, () => assert.equal(describeGroup('eu1', group), want));
+});
+
+describe('nodeNameClash', () => {
+  const pool = { mode: 'pool' as const, label: 'pool' };
+  const perNode = { mode: 'node' as const };
+  const long = 'c'.repeat(56);
+  // [case, a, b, clash (a fragment of its message) or undefined]
+  const cases: [string, NamedMember, NamedMember, RegExp | undefined][] = [
+    ['two members shown whole, one name a prefix of the other', { name: 'eu', nodeName: 'clusterlet-eu' },
+      { name: 'eu-west', nodeName: 'clusterlet-eu-west' }, undefined],
+    ['a pool of one is the other\'s node name', { name: 'eu', nodeName: 'clusterlet-eu', nodes: pool },
+      { name: 'eu-west', nodeName: 'clusterlet-eu-west' },
+      /^members "eu" and "eu-west" can share node "clusterlet-eu-west": it is member eu-west's node name, and member eu, shown per pool, names its pools clusterlet-eu-<value>; give one/],
+    ['the same, given the other way round', { name: 'eu-west', nodeName: 'clusterlet-eu-west' },
+      { name: 'eu', nodeName: 'clusterlet-eu', nodes: pool }, /can share node "clusterlet-eu-west"/],
+    ['a member node of one is the other\'s node name', { name: 'eu', nodeName: 'clusterlet-eu', nodes: perNode },
+      { name: 'eu-west', nodeName: 'clusterlet-eu-west', nodes: pool }, /member eu, shown per member node, names its member nodes clusterlet-eu-<member node>/],
+    ['grouped, but the other\'s name does not start with its name and a dash', { name: 'eu', nodeName: 'clusterlet-eu', nodes: pool },
+      { name: 'eu2', nodeName: 'clusterlet-eu2', nodes: pool }, undefined],
+    ['grouped, the other shown whole under a name it cannot reach', { name: 'eu', nodeName: 'clusterlet-eu', nodes: pool },
+      { name: 'us', nodeName: 'clusterlet-us' }, undefined],
+    ['both grouped, one\'s names reach the other\'s node name', { name: 'a', nodeName: 'x', nodes: pool },
+      { name: 'b', nodeName: 'x-y', nodes: perNode }, /can share node "x-y"/],
+    ['both grouped, the hashed names of a long node name reach the other\'s', { name: 'a', nodeName: long, nodes: pool },
+      { name: 'b', nodeName: 'c'.repeat(54), nodes: pool }, /can share a virtual node: member a names its pools c{56}-<value> and member b its pools c{54}-<value>/],
+    ['a long node name\'s hashed names reach a name that is not its own and a dash', { name: 'a', nodeName: long, nodes: pool },
+      { name: 'b', nodeName: `${'c'.repeat(54)}-x` }, /can share node "c{54}-x"/],
+  ];
+  for (const [name, a, b, want] of cases) {
+    it(name, () => {
+      const got = nodeNameClash(a, b);
+      if (want === undefined) assert.equal(got, undefined);
+      else assert.match(got ?? '(none)', want);
+    });
+  }
+
+  it('every name virtualNodeName gives a group starts with one of groupNamePrefixes', () => {
+    for (const base of ['clusterlet-eu', long, 'c'.repeat(62), `${'c'.repeat(53)}-.x`]) {
+      for (const value of ['west', 'West_1', 'v'.repeat(70), 'a.b', '--']) {
+        const n = virtualNodeName(base, { kind: 'pool', label: 'pool', value });
+        assert.ok(groupNamePrefixes(base).some((p) => n.startsWith(p)), `${n} of ${base}`);
+      }
+    }
+  });
+});
+
+describe('ownGroup', () => {
+  const hostNode = (name: string, labels: Record<string, string>, group?: string): V1Node =>
+    ({ metadata: { name, labels, ...group !== undefined ? { annotations: { 'clusterlet.io/node-group': group } } : {} } });
+  const eu = { 'clusterlet.io/member': 'eu' };
+  // [case, node, the group clusterlet owns it as, or undefined]
+  const cases: [string, V1Node, NodeGroup | undefined][] = [
+    ['the member\'s own node name, recording no group (an earlier version\'s)', hostNode('clusterlet-eu', eu), { kind: 'cluster' }],
+    ['the member\'s own node name, recording the whole member', hostNode('clusterlet-eu', eu, 'cluster'), { kind: 'cluster' }],
+    ['a pool\'s node, recording its pool', hostNode('clusterlet-eu-west', eu, 'pool:pool=west'), { kind: 'pool', label: 'pool', value: 'west' }],
+    ['a node of an earlier granularity that names it alike', hostNode('clusterlet-eu-west', eu, 'node:west'), { kind: 'node', node: 'west' }],
+    ['another member\'s node', hostNode('clusterlet-eu', { 'clusterlet.io/member': 'us' }), undefined],
+    ['another member\'s node, under the name of our pool', hostNode('clusterlet-eu-west', { 'clusterlet.io/member': 'eu-west' }, 'cluster'), undefined],
+    ['our label, a group that is not this name\'s', hostNode('clusterlet-eu-west', eu, 'pool:pool=east'), undefined],
+    ['our label, the whole member\'s group under another name', hostNode('clusterlet-eu-west', eu, 'cluster'), undefined],
+    ['our label, no group, not the member\'s own name', hostNode('clusterlet-eu-west', eu), undefined],
+    ['no clusterlet label at all', hostNode('clusterlet-eu', {}), undefined],
+  ];
+  for (const [name, n, want] of cases) it(name, () => assert.deepEqual(ownGroup(n, 'eu', 'clusterlet-eu'), want));
+
+  it('says whose a foreign node is', () => {
+    assert.match(describeForeignNode(hostNode('x', {}), 'eu'), /host node "x" exists and is not a clusterlet virtual node \(it has no clusterlet.io\/member label\)/);
+    assert.match(describeForeignNode(hostNode('x', { 'clusterlet.io/member': 'us' }), 'eu'), /host node "x" exists and is member us's virtual node/);
+    assert.match(describeForeignNode(hostNode('x', eu, 'pool:p=y'), 'eu'), /carries member eu's label but records group "pool:p=y"/);
+  });
 });

@@ -699,6 +699,16 @@ describe('MemberPodProvider: API access of delegates (host, member, none)', () =
     assert.ok(memberPod('h-shop', 'job'));
   });
 
+  it('a token the host\'s admission refuses (its TokenRequest policy): its message on the proxy, not an RBAC hint', async () => {
+    const hostApi = fakeHostApi();
+    const { provider } = world({ apiAccess: { mode: 'host', host: hostApi } });
+    hostApi.refuse = new KubeError('Forbidden', 403, 'Forbidden', 'serviceaccounts "default" is forbidden: ValidatingAdmissionPolicy '
+      + '\'clusterlet-token-requests\' with binding \'clusterlet-token-requests\' denied request: clusterlet requests no token for a ServiceAccount of kube-system');
+    await assert.rejects(provider.createPod(tokenPod('job')), (err: unknown) => err instanceof PodRejectedError
+      && err.reason === 'HostTokenForbidden' && err.retry && /^the host's admission refused .*denied request: clusterlet requests no token/.test(err.message)
+      && /set clusterlet.io\/api-access: member/.test(err.message) && !/grant it/.test(err.message));
+  });
+
   it('a Secret of that name that is not ours is left alone and the pod refused', async () => {
     const { member, provider } = world({ apiAccess: { mode: 'host', host: fakeHostApi() } });
     member.objects.put('Secret', { metadata: { namespace: 'h-shop', name: 'job.clusterlet-token' }, data: { mine: 'eA==' } });

@@ -381,3 +381,40 @@ describe('NodeController with a shared nodes informer', () => {
     await eventually('the informer still running after the controller stopped', () => nodes.get('later') !== undefined);
   });
 });
+
+describe('NodeController: a node of its name that is not its own', () => {
+  const foreign: V1Node = { metadata: { name: NODE, labels: { 'clusterlet.io/member': 'us' } } };
+  const owns = (n: V1Node): boolean => n.metadata?.labels?.['clusterlet.io/member'] === 'eu';
+
+  it('registered by someone else since it was looked at (its informer, of this member\'s nodes, does not show it): no write, no lease, told once', async () => {
+    const host = new FakeNodeHost();
+    host.put(structuredClone(foreign));
+    // The member's informer selects its label: the other member's node is not in it.
+    const nodes = sharedNodes(new FakeNodeHost());
+    const provider = new FakeNodeProvider();
+    const told: string[] = [];
+    start(host, provider, { nodes, owns, onForeign: (n) => told.push(n.metadata!.name!) });
+    provider.states.next(state());
+    // The create is refused (the node exists); then a probe answers: a lease would be renewed now.
+    await settle();
+    provider.pings.next({ reachable: true });
+    provider.states.next(state({ readyNodes: 2 }));
+    await eventually('a lease written, or the node found foreign', () => told.length > 0 || host.writes.length > 0);
+    await settle();
+    assert.deepEqual(host.writes.map((w) => `${w.op} ${w.name}`), [], 'nothing written: neither the node nor its lease');
+    assert.deepEqual(told, [NODE]);
+  });
+
+  it('shown by its informer but not ours (another group\'s): never written', async () => {
+    const host = new FakeNodeHost();
+    host.put(structuredClone(foreign));
+    const provider = new FakeNodeProvider();
+    const told: string[] = [];
+    start(host, provider, { owns, onForeign: (n) => told.push(n.metadata!.name!) });
+    provider.states.next(state());
+    await eventually('the node written, or found foreign', () => told.length > 0 || host.writes.length > 0);
+    await settle();
+    assert.deepEqual(host.writes.map((w) => `${w.op} ${w.name}`), []);
+    assert.deepEqual(told, [NODE]);
+  });
+});

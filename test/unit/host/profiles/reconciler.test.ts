@@ -123,6 +123,16 @@ describe('ProfileReconciler', () => {
     assert.deepEqual(members.log, [], 'nothing started on that node');
   });
 
+  it('refuses a profile whose node a static member shown per pool can come to name, naming both members and the node', async () => {
+    const statics = new FakeMembers(['eu']);
+    statics.running.get('eu')!.config.nodes = { mode: 'pool', label: 'pool' };
+    const { api, members } = setup([profile('eu-west')], statics);
+    await eventually('NameConflict', () => api.offloading('eu-west')?.reason === 'NameConflict');
+    assert.match(api.offloading('eu-west')!.message!,
+      /members "eu" and "eu-west" can share node "clusterlet-eu-west".*\(static configuration\)/);
+    assert.deepEqual(members.log, [], 'nothing started');
+  });
+
   it('refuses a running profile changed onto another member\'s node: its member stops and none starts there', async () => {
     const { api, members } = setup([profile('us')], new FakeMembers(['eu']));
     await eventually('us added', () => members.has('us'));

@@ -37,7 +37,7 @@ import type { Logger } from './log.ts';
 import type { NodeDirectory, VirtualNode } from './host/api/nodes.ts';
 import { hostApiAccess, hostEndpointFor } from './host/tokens.ts';
 import type { DelegateTokensOptions } from './member/pod/tokens.ts';
-import { settle } from './util/settle.ts';
+import { settle, settleOrExit } from './util/settle.ts';
 
 export interface ManagerOptions {
   member?: MemberOptions;
@@ -331,7 +331,7 @@ export class Manager implements NodeDirectory {
     // The nodes register, or show this replica's address, whatever happens next.
     vnodes.start();
     const over = (): boolean => this.#stopped || m.term !== term;
-    settle((async () => {
+    settleOrExit((async () => {
       // Objects an earlier version labelled with the old default origin are this host's: adopted before any
       // controller judges what is ours (else its delegates would be taken for someone else's).
       if (this.config.hostName === undefined) {

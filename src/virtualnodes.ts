@@ -24,7 +24,7 @@ import { NodeController, type NodeControllerOptions } from './host/node/controll
 import { PodController, proxyInformer } from './host/pod/controller.ts';
 import type { VirtualNode } from './host/api/nodes.ts';
 import type { Logger } from './log.ts';
-import { settle } from './util/settle.ts';
+import { settleOrExit } from './util/settle.ts';
 
 /** Opens and closes a kubelet API port for one virtual node (KubeletServer.openPort). */
 export interface KubeletPorts {
@@ -136,7 +136,7 @@ export class MemberVirtualNodes {
         .pipe(auditTime(200)).subscribe(() => this.#kick()),
     );
     // A first sync once the host's nodes are listed.
-    settle(this.#hostNodes.waitSynced().then(() => this.#reconcile.next()), this.#log, 'host node cache sync failed');
+    settleOrExit(this.#hostNodes.waitSynced().then(() => this.#reconcile.next()), this.#log, 'host node cache sync failed');
   }
 
   /** Starts the pod controllers, those running and those to come. */

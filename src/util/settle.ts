@@ -7,3 +7,15 @@ import { errorFields } from '../crash.ts';
 export function settle(promise: Promise<unknown>, log: { error(obj: object, msg: string): void }, what: string): void {
   promise.catch((err: unknown) => log.error(errorFields(err), what));
 }
+
+/**
+ * As settle, for a start-up step a part cannot run without (its caches' first sync, a member's parts starting): a
+ * rejection is logged, then thrown again outside the promise, so the crash handler ends the process (exit 1, and its
+ * restart starts everything again) instead of leaving a part that never starts.
+ */
+export function settleOrExit(promise: Promise<unknown>, log: { error(obj: object, msg: string): void }, what: string): void {
+  promise.catch((err: unknown) => {
+    log.error(errorFields(err), what);
+    setImmediate(() => { throw err; });
+  });
+}

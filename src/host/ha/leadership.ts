@@ -17,7 +17,7 @@ import { LeaseElector, type LeaseApi } from './elector.ts';
 import type { LeaderElectionConfig } from '../../config.ts';
 import { metrics } from '../../metrics.ts';
 import type { Logger } from '../../log.ts';
-import { settle } from '../../util/settle.ts';
+import { settle, settleOrExit } from '../../util/settle.ts';
 
 /** Lease requests: a leader that renews late loses its lease. */
 const HIGH = { priority: 'high' } as const;
@@ -139,7 +139,7 @@ export class Leadership {
       for (const m of this.#members.values()) m.elector.poke();
     }));
     this.leases.start();
-    settle(this.leases.waitSynced().then(() => {
+    settleOrExit(this.leases.waitSynced().then(() => {
       if (!this.#started) return;
       this.#startElector(this.#presence);
       for (const m of this.#members.values()) this.#startElector(m.elector);

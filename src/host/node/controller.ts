@@ -18,7 +18,7 @@ import type { NodeProvider, NodeState } from '../../provider/node.ts';
 import { GROUP_ANNOTATION, MANAGED_LABELS_ANNOTATION, MANAGED_TAINTS_ANNOTATION } from '../../forge/keys.ts';
 import { microTime } from '../../forge/objects.ts';
 import type { Logger } from '../../log.ts';
-import { settle } from '../../util/settle.ts';
+import { settleOrExit } from '../../util/settle.ts';
 
 export const LEASE_NAMESPACE = 'kube-node-lease';
 export const LEASE_DURATION_SECONDS = 40;
@@ -107,7 +107,7 @@ export class NodeController {
     if (!this.#sharedNodes) this.#node.start();
     this.#queue.start(() => this.#sync());
     // The first state may arrive before the node cache has synced; sync again once it has.
-    settle(this.#node.waitSynced().then(() => this.#queue.add('node')), this.#log, 'node cache sync failed');
+    settleOrExit(this.#node.waitSynced().then(() => this.#queue.add('node')), this.#log, 'node cache sync failed');
     this.#subs.push(
       this.#provider.state$.subscribe((s) => { this.#state = s; this.#queue.add('node'); }),
       // A node deleted by someone is recreated; a status overwritten by someone is set back.

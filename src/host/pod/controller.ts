@@ -19,7 +19,7 @@ import { PodLifecycle } from './lifecycle.ts';
 import { STATUS, StatusMirror } from './status-mirror.ts';
 import { statusEqual } from './status.ts';
 import { mirrorEvents } from './event-mirror.ts';
-import { settle } from '../../util/settle.ts';
+import { settleOrExit } from '../../util/settle.ts';
 
 /** How often every key is synced again that was not synced meanwhile (#resync). */
 const RESYNC_MS = 300_000;
@@ -167,7 +167,7 @@ export class PodController {
       (this.#opts.resyncTicks ?? interval(this.#resyncMs)).subscribe(() => this.#resync()),
     );
     // Orphans are judged only once both views are complete, never on a half-synced cache.
-    settle(Promise.all([this.proxies.waitSynced(), this.#provider.waitSynced()]).then(() => {
+    settleOrExit(Promise.all([this.proxies.waitSynced(), this.#provider.waitSynced()]).then(() => {
       this.#log.info({ proxies: this.proxies.size, delegates: this.#provider.podCount() }, 'pod caches synced');
       this.#enqueueAll();
       this.#status.recheckLater();

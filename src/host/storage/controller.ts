@@ -22,7 +22,7 @@ import { WorkQueue, type HandlerResult } from '../../util/workqueue.ts';
 import { metrics } from '../../metrics.ts';
 import type { HostStorageApi } from './api.ts';
 import type { Logger } from '../../log.ts';
-import { settle } from '../../util/settle.ts';
+import { settleOrExit } from '../../util/settle.ts';
 
 const CLAIM = 'PersistentVolumeClaim/';
 const VOLUME = 'PersistentVolume/';
@@ -71,7 +71,7 @@ export class VolumeController {
     );
     this.#queue.add(CLASS + this.#ctx.className);
     // Nothing is judged on a partial view: every claim of the class and volume of the member once all have synced.
-    settle(Promise.all([this.#api.claims.waitSynced(), this.#api.volumes.waitSynced(), this.#provider.waitSynced()]).then(() => {
+    settleOrExit(Promise.all([this.#api.claims.waitSynced(), this.#api.volumes.waitSynced(), this.#provider.waitSynced()]).then(() => {
       if (this.#stopped) return;
       for (const c of this.#api.claims.list()) if (ours(c)) this.#queue.add(CLAIM + objectKey(c));
       for (const pv of this.#api.volumes.list()) if (isOwnVolume(pv, this.#ctx)) this.#queue.add(VOLUME + nameOf(pv));

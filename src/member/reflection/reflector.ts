@@ -13,7 +13,7 @@ import { objectId } from '../../forge/meta.ts';
 import { WorkQueue, type HandlerResult } from '../../util/workqueue.ts';
 import { metrics } from '../../metrics.ts';
 import type { Logger } from '../../log.ts';
-import { settle } from '../../util/settle.ts';
+import { settleOrExit } from '../../util/settle.ts';
 
 /** Which existing objects a reflector changes, and when. */
 export interface UpdateRule<T> {
@@ -103,7 +103,7 @@ export class Reflector<T extends KubernetesObject> {
     });
     this.store.start();
     // Keys queued meanwhile wait: the policy judges nothing on a partial view.
-    settle(Promise.all([this.store.waitSynced(), ...this.#reads.map((r) => r.waitSynced())]).then(() => {
+    settleOrExit(Promise.all([this.store.waitSynced(), ...this.#reads.map((r) => r.waitSynced())]).then(() => {
       if (this.#stopped) return;
       for (const obj of this.store.list()) this.#addKeyOf(obj);
       for (const key of this.#startKeys()) this.add(key);

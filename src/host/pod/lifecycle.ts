@@ -9,7 +9,7 @@ import { priorityNames, WorkQueue, type HandlerResult, type Priority } from '../
 import { isDaemonSetPod, isTerminal } from '../../forge/pod.ts';
 import { restartsAfterLoss } from '../../forge/status.ts';
 import { OFFLOADED_CONDITION } from '../../forge/keys.ts';
-import { forgeProxyStatusForLostDelegate } from './status.ts';
+import { forgeProxyStatusForLostDelegate, proxyStatusWhileRestarting } from './status.ts';
 import { PodRejectedError } from '../../provider/errors.ts';
 import { delegateOf, type PodProvider, type ProviderPod } from '../../provider/pod.ts';
 import type { Logger } from '../../log.ts';
@@ -206,7 +206,11 @@ export class PodLifecycle {
       return;
     }
     const restarts = hadDelegate(proxy) ? restartsAfterLoss(proxy) : undefined;
-    if (restarts) {
+    // Shown at once, before the creation and whether or not it succeeds: nothing runs the pod's containers now.
+    const restarting = restarts && proxyStatusWhileRestarting(proxy, restarts);
+    if (restarting) {
+      // Its own watch event needs no status check: without a delegate, a check writes nothing.
+      await this.#writer.patchStatus(proxy, restarting, true);
       await this.#writer.event(proxy, 'Warning', 'DelegateLost', delegateLostMessage(member, true));
     }
     try {

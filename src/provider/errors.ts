@@ -8,11 +8,17 @@
 export class PodRejectedError extends Error {
   readonly reason: string;
   readonly retry: boolean;
-  constructor(reason: string, message: string, options?: { cause?: unknown; retry?: boolean }) {
+  /**
+   * Tried again this soon, without backoff: what it waits for ends by itself, soon, and nothing tells when (a member
+   * namespace being deleted). Undefined: capped backoff.
+   */
+  readonly retryAfterMs: number | undefined;
+  constructor(reason: string, message: string, options?: { cause?: unknown; retry?: boolean; retryAfterMs?: number }) {
     super(message, options);
     this.name = 'PodRejectedError';
     this.reason = reason;
     this.retry = options?.retry ?? true;
+    this.retryAfterMs = options?.retryAfterMs;
   }
 }
 

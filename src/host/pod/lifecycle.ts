@@ -196,7 +196,7 @@ export class PodLifecycle {
   }
 
   /** No delegate: create one, unless the proxy is finished or its lost delegate is not to be restarted. */
-  async #syncMissing(proxy: V1Pod): Promise<void> {
+  async #syncMissing(proxy: V1Pod): Promise<HandlerResult | void> {
     if (isTerminal(proxy)) return;
     const member = this.#opts.member;
     if (hadDelegate(proxy) && (proxy.spec?.restartPolicy ?? 'Always') === 'Never') {
@@ -223,7 +223,9 @@ export class PodLifecycle {
       if (!(err instanceof PodRejectedError)) throw err;
       this.#writer.counted('rejected');
       await this.#writer.setOffloaded(proxy, 'False', err.reason, rejectedMessage(member, err.message, err.retry), 'Warning');
-      // Retried with capped backoff by the queue; one only a new configuration can fix waits for the pod to change.
+      // Retried with capped backoff by the queue (or as soon as it says); one only a new configuration can fix waits
+      // for the pod to change.
+      if (err.retry && err.retryAfterMs !== undefined) return { requeueAfterMs: err.retryAfterMs };
       if (err.retry) throw err;
     }
   }

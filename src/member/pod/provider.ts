@@ -189,7 +189,9 @@ export class MemberPodProvider implements PodProvider {
     // A delegate whose claims the member lacks would stay Pending: none is made (tried again while one may come).
     const noVolume = await this.#volumes?.podRejection(proxy);
     if (noVolume) throw noVolume;
-    await this.#namespaces.ensure(ns, hostNamespace);
+    await this.#namespaces.ensure(ns, hostNamespace).catch((err: unknown) => {
+      throw namespaceGone(err, ns) ? namespaceTerminating(ns, err) : err;
+    });
     const access = this.#accessOf(proxy);
     const virtualNode = vn && { name: vn.name, constraint: groupConstraint(vn.group) };
     const body = forgeDelegatePod(proxy, { ...this.#ctxBase, memberNamespace: ns, restarts: opts.restarts, apiAccess: access.apiAccess,
@@ -217,7 +219,11 @@ export class MemberPodProvider implements PodProvider {
       const notices = await this.#createDelegate(proxy, ns, body, prepared, earlier, (o) => { outcome = o; });
       return notices && access.notice ? [...notices, access.notice] : notices ?? [];
     } catch (err) {
-      if (namespaceGone(err, ns)) this.#namespaces.forget(ns);
+      if (namespaceGone(err, ns)) {
+        this.#namespaces.forget(ns);
+        this.#mirror.forgetNamespace(ns);
+        throw namespaceTerminating(ns, err);
+      }
       throw err;
     } finally {
       if (hostTokens) {
@@ -270,6 +276,7 @@ export class MemberPodProvider implements PodProvider {
       // Refused: nothing was created. Left without an answer, it may have been: its events stay held a while.
       if (maybeApplied(k)) ended('unknown');
       else this.#creations.end(memberKey, creation);
+      if (namespaceGone(k, ns)) throw k;
       if (k.kind === 'Forbidden' || k.kind === 'Invalid' || k.kind === 'BadRequest') {
         throw new PodRejectedError(k.reason || k.kind, k.message, { cause: err });
       }
@@ -413,6 +420,15 @@ export function rejection(prepared: Prepared, hostNamespace: string): PodRejecte
   }
   if (conflicts.length) return new PodRejectedError('MemberObjectConflict', conflicts.join('; '));
   return undefined;
+}
+
+/** How soon a creation is tried again while its member namespace is being deleted (nothing tells when it is gone). */
+const NAMESPACE_TERMINATING_RETRY_MS = 2_000;
+
+/** A creation that found its member namespace gone or being deleted: made again on the next try, soon. */
+function namespaceTerminating(ns: string, cause: unknown): PodRejectedError {
+  return new PodRejectedError('MemberNamespaceTerminating', `member namespace ${ns} is gone or being deleted `
+    + `(${toKubeError(cause).message}); it is made again once the member has deleted it`, { cause, retryAfterMs: NAMESPACE_TERMINATING_RETRY_MS });
 }
 
 /**

@@ -256,14 +256,23 @@ describe('MemberPodProvider.createPod', () => {
     assert.equal(member.objects.writes('create', 'Pod').length, 1);
   });
 
-  it('makes the member namespace again when it went away under the provider', async () => {
+  it('makes the member namespace again when it went away under the provider, or is going (tried again soon)', async () => {
     const { member, provider, memberPod } = world();
     await provider.createPod(proxy('web'));
+    const terminating = { name: 'PodRejectedError', reason: 'MemberNamespaceTerminating', retry: true, retryAfterMs: 2000 };
     member.objects.drop('Namespace', '', 'h-shop');
-    await assert.rejects(provider.createPod(proxy('api')), { name: 'KubeError', kind: 'NotFound' });
+    await assert.rejects(provider.createPod(proxy('api')), terminating);
     await provider.createPod(proxy('api'));
     assert.ok(memberPod('h-shop', 'api'));
     assert.equal(member.objects.writes('create', 'Namespace').length, 2);
+    // Being deleted: the delegate's create is refused, and the namespace is not taken for there until it is gone.
+    const ns = member.objects.get<V1Namespace>('Namespace', '', 'h-shop');
+    member.objects.put('Namespace', { ...ns, metadata: { ...ns?.metadata, deletionTimestamp: new Date() } });
+    await assert.rejects(provider.createPod(proxy('db')), terminating);
+    await assert.rejects(provider.createPod(proxy('db')), terminating);
+    member.objects.drop('Namespace', '', 'h-shop');
+    await provider.createPod(proxy('db'));
+    assert.ok(memberPod('h-shop', 'db'));
   });
 });
 
@@ -883,13 +892,16 @@ describe('MemberPodProvider: API access of delegates (host, member, none)', () =
     // Deleted: terminating first (its pods and Secrets going), then gone.
     const ns = member.objects.get<V1Namespace>('Namespace', '', 'h-shop');
     member.objects.put('Namespace', { ...ns, metadata: { ...ns?.metadata, deletionTimestamp: new Date() } });
+    assert.ok(member.objects.get('ServiceAccount', 'h-shop', 'builder'), 'the pod\'s ServiceAccount copied');
     member.objects.drop('Pod', 'h-shop', 'job');
     member.objects.drop('Secret', 'h-shop', 'job.clusterlet-token');
-    await assert.rejects(provider.createPod(tokenPod('job')), /being (terminated|deleted)/);
-    await assert.rejects(provider.createPod(tokenPod('job')), /being (terminated|deleted)/);
+    member.objects.drop('ServiceAccount', 'h-shop', 'builder');
+    await assert.rejects(provider.createPod(tokenPod('job')), { reason: 'MemberNamespaceTerminating' });
+    await assert.rejects(provider.createPod(tokenPod('job')), { reason: 'MemberNamespaceTerminating' });
     member.objects.drop('Namespace', '', 'h-shop');
     await provider.createPod(tokenPod('job'));
     assert.ok(member.objects.get('Namespace', '', 'h-shop'), 'made again');
+    assert.ok(member.objects.get('ServiceAccount', 'h-shop', 'builder'), 'its ServiceAccount copied again');
     assert.ok(secretOf(member, 'job'));
     assert.ok(memberPod('h-shop', 'job'));
   });

@@ -276,6 +276,18 @@ describe('PodController', () => {
       'one DelegateLost event, not one a retry');
   });
 
+  it('a rejection that says when to try again (its member namespace being deleted) is tried then, without backoff', async () => {
+    const host = new FakeHost();
+    const provider = new FakeProvider();
+    host.put(proxy('a'));
+    const terminating = (): Error => new PodRejectedError('MemberNamespaceTerminating', 'member namespace web is being deleted', { retryAfterMs: 20 });
+    provider.createErrors.push(...Array.from({ length: 6 }, terminating));
+    start(host, provider);
+    // With backoff (0.5 s doubling), the seventh try would come after half a minute.
+    await eventually('created after six quick tries', () => provider.count('create') === 7 && provider.pods.has(`${NS}/a`));
+    assert.equal(host.condition(NS, 'a', 'clusterlet.io/Offloaded')?.status, 'True');
+  });
+
   it('the Failed phase of a delegate the member is removing is not copied when it will be recreated; with Never it is', async () => {
     const host = new FakeHost();
     const provider = new FakeProvider();

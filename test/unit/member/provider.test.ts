@@ -801,12 +801,14 @@ describe('MemberPodProvider: API access of delegates (host, member, none)', () =
   it('a slow member pod list: no Secret is judged an orphan before it comes, however long the grace has run', async () => {
     const { hostApi, member, job } = await writtenBefore();
     let synced = false;
-    // The pod list has not come: alive says no for every proxy.
-    restarted(member, hostApi, [job], { alive: () => synced, synced: () => synced });
-    await new Promise((r) => setTimeout(r, 100));
+    let asked = 0;
+    // The pod list has not come: alive says no for every proxy. Each tick asks it of the Secret's proxy.
+    restarted(member, hostApi, [job], { alive: () => { asked++; return synced; }, synced: () => synced });
+    await eventually('five ticks past the grace (0 ms)', () => asked >= 5);
     assert.ok(secretOf(member, 'job'), 'kept while the member\'s pod list has not come, past the grace');
     synced = true;
-    await new Promise((r) => setTimeout(r, 50));
+    const then = asked;
+    await eventually('five ticks more', () => asked >= then + 5);
     assert.ok(secretOf(member, 'job'), 'kept: its delegate runs');
   });
 

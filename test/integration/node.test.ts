@@ -224,7 +224,8 @@ describe('virtual node (one member)', () => {
     }
     const short = seen.filter((v) => !same(v.allocatable?.cpu, cpu!) || !same(v.allocatable?.memory, memory!));
     assert.deepEqual(short, [], `every version of the node after ${before.metadata!.resourceVersion} keeps cpu ${cpu} and memory ${memory} allocatable`);
-    await waitUntil(host, podsSpec(host, ns), allRunning, 60_000, 'three proxies Running and Ready again');
+    const proxies = await waitUntil(host, podsSpec(host, ns), allRunning, 60_000, 'three proxies Running and Ready again');
+    assert.deepEqual(proxies.map((p) => p.status?.containerStatuses?.[0]?.restartCount), [0, 0, 0], 'no delegate taken for lost');
     const after = (await member.core.listNamespacedPod({ namespace: ns })).items;
     assert.deepEqual(after.map((d) => d.metadata?.uid).sort(), delegates.map((d) => d.metadata?.uid).sort(), 'the same delegates');
     assert.deepEqual(proxyVersions, [], 'no proxy left Running, none deleted');

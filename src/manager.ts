@@ -309,9 +309,11 @@ export class Manager implements NodeDirectory {
     const reflection = new MemberReflection(cluster, this.hostReflection.forMember(host, m.config, log), log);
     const provider = new MemberPodProvider(cluster, reflection.mirror, log, { nodeName: m.config.nodeName, hostIP: this.config.nodeIP,
       volumes, namespaces, fit: cluster.fitGate(),
-      apiAccess: { mode: access.mode, host: hostApi, tokens: { maxAgeMs: this.config.hostTokenMaxAgeMs, ...this.#opts.tokens } } });
+      apiAccess: { mode: access.mode, host: hostApi, tokens: { maxAgeMs: this.config.hostTokenMaxAgeMs, ...this.#opts.tokens },
+        // Read when a token Secret found in the member is matched, after the nodes below are made.
+        proxies: { get: (ns: string, name: string): V1Pod | undefined => vnodes.proxy(ns, name) } } });
     // Its virtual nodes: the whole member's, or one per pool or member node, each with its node and pod controllers.
-    const vnodes = m.vnodes = new MemberVirtualNodes({
+    const vnodes: MemberVirtualNodes = m.vnodes = new MemberVirtualNodes({
       member: m.config, cluster, provider, host, baseProxies: proxies,
       node: {
         memberName: m.config.name, labels: m.config.labels, taints: m.config.taints,

@@ -172,6 +172,21 @@ export class MemberVirtualNodes {
     return out;
   }
 
+  /**
+   * The proxy `namespace/name` bound to one of this member's virtual nodes, from their proxy informers (the host's
+   * caches): what a host-token Secret found in the member is for (provider/tokens.ts HostProxies).
+   */
+  proxy(namespace: string, name: string): V1Pod | undefined {
+    const key = `${namespace}/${name}`;
+    const base = this.#o.baseProxies.get(key);
+    if (base) return base;
+    for (const r of this.#running.values()) {
+      const p = r.pods.proxies.get(key);
+      if (p) return p;
+    }
+    return undefined;
+  }
+
   /** Whether a host node is one of this member's virtual nodes (running here). */
   has(name: string): boolean { return this.#running.has(name); }
 

@@ -151,6 +151,18 @@ export function forgeTokenSecret(s: TokenSecretInput): V1Secret {
   };
 }
 
+/**
+ * The proxy a token Secret says it is for (its proxy-uid label, proxy namespace and name annotations), or undefined when
+ * it does not say. Written in the member, which may edit it: a hint of where to look on the host, never the proxy itself.
+ */
+export function tokenSecretProxy(secret: V1Secret): { namespace: string; name: string; uid: string } | undefined {
+  const a = secret.metadata?.annotations ?? {};
+  const uid = secret.metadata?.labels?.[PROXY_UID_LABEL];
+  const namespace = a[PROXY_NAMESPACE_ANNOTATION];
+  const name = a[PROXY_NAME_ANNOTATION];
+  return uid && namespace && name ? { namespace, name, uid } : undefined;
+}
+
 /** What a token Secret says of itself (its annotations), or undefined for one that is not a complete token Secret. */
 export function tokenSecretState(secret: V1Secret): {
   proxy: { namespace: string; name: string; uid: string }; serviceAccount: string; needs: TokenNeed[]; refreshAt: Date;

@@ -118,7 +118,7 @@ function lostTermination(at: Date | undefined): V1ContainerStateTerminated {
 }
 
 /** A container of a replacement delegate not started yet: waiting, with its restarts, last killed with the lost one. */
-function restartingStatus(name: string, image: string | undefined, restarts: number, lost: Date | undefined): V1ContainerStatus {
+export function restartingStatus(name: string, image: string | undefined, restarts: number, lost: Date | undefined): V1ContainerStatus {
   return {
     name, image: image ?? '', imageID: '', ready: false, started: false, restartCount: restarts,
     state: { waiting: { reason: 'ContainerCreating' } },
@@ -136,15 +136,21 @@ function restartingConditions(conditions: V1PodCondition[], lost: Date | undefin
 
 /**
  * The restarts to carry over when a lost delegate is created again: what the proxy shows for each container,
- * plus one for the loss itself (the container was killed with its pod).
+ * plus one for the loss itself (the container was killed with its pod), unless the proxy shows it waiting since a
+ * loss already (counted then: it has not run since).
  */
 export function restartsAfterLoss(proxy: V1Pod): Record<string, number> {
   const out: Record<string, number> = {};
   for (const c of proxy.spec?.containers ?? []) {
     const cs = proxy.status?.containerStatuses?.find((s) => s.name === c.name);
-    out[c.name] = (cs?.restartCount ?? 0) + 1;
+    out[c.name] = (cs?.restartCount ?? 0) + (cs && waitingSinceLoss(cs) ? 0 : 1);
   }
   return out;
+}
+
+/** Whether a container status is waiting, last killed with a lost delegate (restartingStatus). */
+export function waitingSinceLoss(cs: V1ContainerStatus): boolean {
+  return cs.state?.waiting !== undefined && cs.lastState?.terminated?.reason === LOST_REASON;
 }
 
 /**

@@ -13,12 +13,18 @@ export class PodRejectedError extends Error {
    * and event are rewritten on a change of reason, and only seldom for a change of message alone.
    */
   readonly changing: boolean;
-  constructor(reason: string, message: string, options?: { cause?: unknown; retry?: boolean; changing?: boolean }) {
+  /**
+   * Tried again this soon, without backoff: what it waits for ends by itself, soon, and nothing tells when (a member
+   * namespace being deleted). Undefined: capped backoff.
+   */
+  readonly retryAfterMs: number | undefined;
+  constructor(reason: string, message: string, options?: { cause?: unknown; retry?: boolean; changing?: boolean; retryAfterMs?: number }) {
     super(message, options);
     this.name = 'PodRejectedError';
     this.reason = reason;
     this.retry = options?.retry ?? true;
     this.changing = options?.changing ?? false;
+    this.retryAfterMs = options?.retryAfterMs;
   }
 }
 

@@ -1,5 +1,6 @@
 // The host's half of offloaded pods' API access (forge/apiaccess.ts), as the member side sees it: tokens of the
 // proxies' host ServiceAccounts, and where and how the member's pods reach the host API server.
+import type { V1Pod } from '@kubernetes/client-node';
 import type { HostEndpoint } from '../forge/apiaccess.ts';
 
 /** A token for a proxy's ServiceAccount, bound to the proxy (it dies with it). */
@@ -24,4 +25,14 @@ export interface HostApiAccess {
   readonly ca: string;
   /** Asks the host's TokenRequest API. Throws its error (NotFound: no such ServiceAccount or proxy; Forbidden: RBAC). */
   request(r: TokenRequestFor): Promise<IssuedToken>;
+}
+
+/**
+ * The proxies of a member's virtual nodes, as the host's caches hold them (host coordinates). A token Secret found in
+ * the member names its proxy; what its tokens are (ServiceAccount, audiences, lifetimes) is read from that proxy here,
+ * and a Secret whose proxy is not here gets no token.
+ */
+export interface HostProxies {
+  /** The proxy `namespace/name` bound to one of the member's virtual nodes, if the host's caches have it. */
+  get(namespace: string, name: string): V1Pod | undefined;
 }

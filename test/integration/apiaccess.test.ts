@@ -2,18 +2,18 @@
 // member Secret is one the host API server accepts as the proxy's ServiceAccount, bound to the proxy; it is refreshed,
 // dies with the proxy, carries a projection's audience; the delegate's env points at the host; the other modes do
 // what they say. What a container does with the token is in e2e/containers.ts, on real nodes.
-import { describe, it, type TestContext } from 'node:test';
+import { after, before, describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig, type V1Pod, type V1Secret, type V1Volume } from '@kubernetes/client-node';
-import { harness, namespaces, uniqueName, withSuiteClusterlet } from '../support/env.ts';
+import { clusterletArgs, harness, namespaces, startClusterlet, startSuiteClusterlet, uniqueName, type ClusterletProcess } from '../support/env.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { identityKubeconfig } from '../support/identity.ts';
 import { pollUntil, waitUntil } from '../support/wait.ts';
-import { condition, eventSpec, offloadedPod, podsSpec, secretSpec } from '../support/objects.ts';
+import { condition, eventSpec, isReady, offloadedPod, podsSpec, secretSpec, waitVirtualNodeSchedulable } from '../support/objects.ts';
 import type { ClusterClient } from '../../src/kube/client.ts';
 
 const run = promisify(execFile);
@@ -24,8 +24,11 @@ const TOKEN_KEY = (volume: string) => `token-${volume}-0`;
 describe('host API access of offloaded pods', () => {
   let host: ClusterClient;
   let member: ClusterClient;
+  let cl: ClusterletProcess;
   // Tokens refreshed every 3 s at the latest, so that a refresh is seen within the test.
-  withSuiteClusterlet((c) => ({ host, member } = c), ['--host-token-max-age', '3s']);
+  const flags = ['--host-token-max-age', '3s'];
+  before(async () => ({ host, member, cl } = await startSuiteClusterlet(flags)));
+  after(async () => { await cl.stop(); });
 
   /** A host namespace with ServiceAccount `builder` that may list pods there (nothing else). */
   async function withBuilder(t: TestContext, prefix: string): Promise<string> {
@@ -196,6 +199,58 @@ describe('host API access of offloaded pods', () => {
       .then((ps) => ps.filter((p) => p.metadata?.name === sys.metadata!.name));
     assert.match(condition(refused, 'clusterlet.io/Offloaded')?.message ?? '',
       /the host's admission refused a token of host ServiceAccount kube-system\/default: .*kube-system.*set clusterlet.io\/api-access: member/);
+  });
+
+  /** A JWT's claims (its payload, decoded; not verified: TokenReview does that). */
+  const claims = (token: string): { aud?: string[]; exp?: number; iat?: number; sub?: string } =>
+    JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as { aud?: string[]; exp?: number; iat?: number; sub?: string };
+
+  it('a restart trusts the proxy, not the Secret: edited annotations (a cloud audience, a year) change no token', async (t) => {
+    const ns = await withBuilder(t, 'api-trust');
+    const vault: V1Volume = { name: 'vault-token', projected: { sources: [
+      { serviceAccountToken: { audience: 'vault.example', expirationSeconds: 1800, path: 'token' } },
+    ] } };
+    await offload(ns, offloadedPod('trust', ns, { serviceAccountName: 'builder', volumes: [vault] },
+      { volumeMounts: [{ name: 'vault-token', mountPath: '/var/run/secrets/vault' }] }));
+    const before = decoded(await tokenSecret(ns, 'trust'), TOKEN_KEY('vault-token'));
+    // clusterlet stopped, a member admin edits what the Secret says of itself (due now), and clusterlet starts again.
+    // (Another ServiceAccount the host refuses by itself: a token bound to the pod is for the pod's ServiceAccount.)
+    await cl.stop();
+    const secret = await member.core.readNamespacedSecret({ namespace: ns, name: 'trust.clusterlet-token' });
+    const edited = await member.core.replaceNamespacedSecret({ namespace: ns, name: 'trust.clusterlet-token', body: { ...secret,
+      metadata: { ...secret.metadata, annotations: { ...secret.metadata?.annotations,
+        'clusterlet.io/tokens': JSON.stringify([{ key: TOKEN_KEY('vault-token'), audience: 'sts.amazonaws.com', expirationSeconds: 31_536_000 }]),
+        'clusterlet.io/refresh-at': new Date(0).toISOString() } } } });
+    cl = startClusterlet(clusterletArgs(harness().member, flags));
+    await waitVirtualNodeSchedulable(host);
+    const after = await tokenSecret(ns, 'trust', (s) => s.metadata?.resourceVersion !== edited.metadata?.resourceVersion
+      && decoded(s, TOKEN_KEY('vault-token')) !== before);
+    const token = decoded(after, TOKEN_KEY('vault-token'));
+    const c = claims(token);
+    assert.deepEqual(c.aud, ['vault.example'], 'the projection\'s audience');
+    assert.equal((c.exp ?? 0) - (c.iat ?? 0), 1800, 'the projection\'s lifetime');
+    assert.equal(c.sub, `system:serviceaccount:${ns}:builder`);
+    const status = await review(token, ['vault.example']);
+    assert.equal(status.authenticated, true, status.error);
+    assert.equal(status.user?.username, `system:serviceaccount:${ns}:builder`);
+    assert.match(after.metadata?.annotations?.['clusterlet.io/tokens'] ?? '', /"audience":"vault.example","expirationSeconds":1800/);
+  });
+
+  it('the delegates\' member namespace deleted by hand: made again, every delegate runs again and every proxy is Running and Ready', async (t) => {
+    const ns = await withBuilder(t, 'api-nsgone');
+    const names = ['a', 'b', 'c'];
+    for (const n of names) await offload(ns, offloadedPod(n, ns, { serviceAccountName: 'builder' }));
+    const running = (ps: V1Pod[]): boolean => ps.length === 3 && ps.every((p) => p.status?.phase === 'Running' && isReady(p));
+    await waitUntil(host, podsSpec(host, ns), running, 60_000, 'three proxies Running and Ready');
+    const first = await waitUntil(member, podsSpec(member, ns), running, 60_000, 'three delegates Running');
+    await member.core.deleteNamespace({ name: ns });
+    const again = await waitUntil(member, podsSpec(member, ns), (ps) => running(ps)
+      && ps.every((p) => !first.some((f) => f.metadata?.uid === p.metadata?.uid)), 120_000, 'three new delegates Running');
+    assert.equal(again.length, 3);
+    await tokenSecret(ns, 'a');
+    const proxies = await waitUntil(host, podsSpec(host, ns), (ps) => running(ps)
+      && ps.every((p) => p.status?.containerStatuses?.[0]?.restartCount === 1), 60_000, 'three proxies Running and Ready, one restart each');
+    for (const p of proxies) assert.equal(condition(p, 'clusterlet.io/Offloaded')?.status ?? 'True', 'True');
   });
 
   it('no token appears in any clusterlet output of this run', () => {

@@ -7,13 +7,13 @@ import {
   client, clusterletArgs, clusterletKubeconfig, harness, namespaces, startClusterlet, type ClusterletProcess,
 } from '../support/env.ts';
 import { waitUntil } from '../support/wait.ts';
-import { condition, isReady, podSpec, podsSpec, waitNode } from '../support/objects.ts';
+import { condition, isReady, offloadedPod, podSpec, podsSpec, waitNode } from '../support/objects.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { metricSeries } from '../support/metrics.ts';
 import { pollUntil } from '../harness/net.ts';
 import { parseQuantity } from '../../src/forge/quantity.ts';
 import { PATCH, type ClusterClient } from '../../src/kube/client.ts';
-import type { V1Node } from '@kubernetes/client-node';
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
 
 const merge = { contentType: PATCH.merge };
 const same = (a: string | undefined, b: string): boolean => a !== undefined && parseQuantity(a).nanos === parseQuantity(b).nanos;
@@ -164,7 +164,25 @@ describe('virtual node (one member)', () => {
     await waitNode(host, node, isReady, 'Ready again', 60_000);
   });
 
-  it('clusterlet killed and restarted while its member is down: NotReady, but no version of the node shows less than the member\'s allocatable', async (t) => {
+  it('clusterlet killed and restarted while its member is down: NotReady, but no version of the node shows less than the member\'s allocatable; its pods untouched', async (t) => {
+    // Three pods running before: their proxies stay Running and their delegates are neither deleted nor made again.
+    const ns = await namespaces(t, 'restart-down', [host, member]);
+    for (const n of ['a', 'b', 'c']) await host.core.createNamespacedPod({ namespace: ns, body: offloadedPod(n, ns) });
+    const allRunning = (ps: V1Pod[]): boolean => ps.length === 3 && ps.every((p) => p.status?.phase === 'Running' && isReady(p));
+    await waitUntil(host, podsSpec(host, ns), allRunning, 60_000, 'three proxies Running and Ready');
+    const delegates = await waitUntil(member, podsSpec(member, ns), allRunning, 60_000, 'three delegates Running');
+    const proxyVersions: string[] = [];
+    const watchingPods = new AbortController();
+    const podWatch = host.watch(`/api/v1/namespaces/${ns}/pods`, {}, {
+      onEvent: (type, o) => {
+        const p = o as V1Pod;
+        if (type !== 'ADDED' && (p.status?.phase !== 'Running' || p.metadata?.deletionTimestamp || type === 'DELETED')) {
+          proxyVersions.push(`${type} ${p.metadata?.name} ${p.status?.phase}${p.metadata?.deletionTimestamp ? ' deleting' : ''}`);
+        }
+      },
+      signal: watchingPods.signal, idleMs: 120_000,
+    });
+    t.after(async () => { watchingPods.abort(); await podWatch.catch(() => undefined); });
     const before = await waitNode(host, node, (n) => isReady(n) && n.status?.allocatable?.cpu !== undefined, 'Ready, with allocatable');
     const { cpu, memory } = before.status!.allocatable!;
     const seen: { rv: string; ready?: string; reason?: string; allocatable: Record<string, string> | undefined }[] = [];
@@ -206,6 +224,11 @@ describe('virtual node (one member)', () => {
     }
     const short = seen.filter((v) => !same(v.allocatable?.cpu, cpu!) || !same(v.allocatable?.memory, memory!));
     assert.deepEqual(short, [], `every version of the node after ${before.metadata!.resourceVersion} keeps cpu ${cpu} and memory ${memory} allocatable`);
+    const proxies = await waitUntil(host, podsSpec(host, ns), allRunning, 60_000, 'three proxies Running and Ready again');
+    assert.deepEqual(proxies.map((p) => p.status?.containerStatuses?.[0]?.restartCount), [0, 0, 0], 'no delegate taken for lost');
+    const after = (await member.core.listNamespacedPod({ namespace: ns })).items;
+    assert.deepEqual(after.map((d) => d.metadata?.uid).sort(), delegates.map((d) => d.metadata?.uid).sort(), 'the same delegates');
+    assert.deepEqual(proxyVersions, [], 'no proxy left Running, none deleted');
   });
 
   it('a node deleted by someone is recreated', async () => {

@@ -10,7 +10,7 @@ import { isDaemonSetPod, isTerminal } from '../../forge/pod.ts';
 import { restartsAfterLoss } from '../../forge/status.ts';
 import { OFFLOADED_CONDITION } from '../../forge/keys.ts';
 import { WAITING_FOR_SCALE_UP } from '../../forge/fit.ts';
-import { forgeProxyStatusForLostDelegate } from './status.ts';
+import { forgeProxyStatusForLostDelegate, proxyStatusWhileRestarting } from './status.ts';
 import { PodRejectedError } from '../../provider/errors.ts';
 import { delegateOf, type PodNotice, type PodProvider, type ProviderPod } from '../../provider/pod.ts';
 import type { Logger } from '../../log.ts';
@@ -211,7 +211,7 @@ export class PodLifecycle {
   }
 
   /** No delegate: create one, unless the proxy is finished or its lost delegate is not to be restarted. */
-  async #syncMissing(proxy: V1Pod): Promise<void> {
+  async #syncMissing(proxy: V1Pod): Promise<HandlerResult | void> {
     if (isTerminal(proxy)) return;
     const member = this.#opts.member;
     if (hadDelegate(proxy) && (proxy.spec?.restartPolicy ?? 'Always') === 'Never') {
@@ -221,7 +221,11 @@ export class PodLifecycle {
       return;
     }
     const restarts = hadDelegate(proxy) ? restartsAfterLoss(proxy) : undefined;
-    if (restarts) {
+    // Shown at once, before the creation and whether or not it succeeds: nothing runs the pod's containers now.
+    const restarting = restarts && proxyStatusWhileRestarting(proxy, restarts);
+    if (restarting) {
+      // Its own watch event needs no status check: without a delegate, a check writes nothing.
+      await this.#writer.patchStatus(proxy, restarting, true);
       await this.#writer.event(proxy, 'Warning', 'DelegateLost', delegateLostMessage(member, true));
     }
     try {
@@ -235,7 +239,9 @@ export class PodLifecycle {
       this.#writer.counted('rejected');
       await this.#writer.setOffloaded(proxy, 'False', err.reason, rejectedMessage(member, err.message, err.retry), 'Warning',
         err.changing ? { messageRefreshMs: CHANGING_MESSAGE_REFRESH_MS } : {});
-      // Retried with capped backoff by the queue; one only a new configuration can fix waits for the pod to change.
+      // Retried with capped backoff by the queue (or as soon as it says); one only a new configuration can fix waits
+      // for the pod to change.
+      if (err.retry && err.retryAfterMs !== undefined) return { requeueAfterMs: err.retryAfterMs };
       if (err.retry) throw err;
     }
   }

@@ -5,7 +5,7 @@ import type { V1Container, V1ContainerStatus, V1Pod, V1PodCondition, V1PodReadin
 import { OFFLOADED_CONDITION } from '../../forge/keys.ts';
 import { isTerminal } from '../../forge/pod.ts';
 import { compact, nonEmpty, wholeSeconds } from '../../forge/objects.ts';
-import { DELEGATE_CONDITIONS, HOST_SHARED_CONDITIONS, LOST_CONTAINER_EXIT_CODE } from '../../forge/status.ts';
+import { DELEGATE_CONDITIONS, HOST_SHARED_CONDITIONS, LOST_CONTAINER_EXIT_CODE, restartingStatus, waitingSinceLoss } from '../../forge/status.ts';
 import type { ProviderPod } from '../../provider/pod.ts';
 import { byCodeUnits } from '../../util/order.ts';
 
@@ -107,6 +107,28 @@ export function forgeProxyStatusForLostDelegate(proxy: V1Pod, reason: string, me
       terminatedStatus(s, s, reason, message, at))),
   });
 }
+
+/**
+ * The proxy's status once its delegate is lost and is to be made again (restartPolicy Always or OnFailure), from then
+ * until the new delegate reports, however long its creation fails: what a kubelet shows of a pod restarting its
+ * containers (Running, Ready and ContainersReady False, each container waiting with `restarts`, last killed with the
+ * lost delegate), as forge/status.ts shows a new delegate not started yet. Undefined when the proxy shows that already.
+ */
+export function proxyStatusWhileRestarting(proxy: V1Pod, restarts: Record<string, number>, now: Date = new Date()): Record<string, unknown> | undefined {
+  const current = proxy.status ?? {};
+  const statuses = current.containerStatuses ?? [];
+  if (current.phase === 'Running' && statuses.length > 0 && statuses.every(waitingSinceLoss) && !isReadyStatus(current)) return undefined;
+  const at = wholeSeconds(now);
+  const down = ['ContainersReady', 'Ready'].map((type): V1PodCondition => ({ type, status: 'False', reason: 'ContainersNotReady', lastTransitionTime: at }));
+  const kept = (current.conditions ?? []).filter((c) => DELEGATE_CONDITIONS.has(c.type) && c.type !== 'Ready' && c.type !== 'ContainersReady');
+  const fromDelegate: V1PodStatus = {
+    ...current, phase: 'Running', reason: undefined, message: undefined, conditions: [...kept, ...down],
+    containerStatuses: (proxy.spec?.containers ?? []).map((c) => restartingStatus(c.name, c.image, restarts[c.name] ?? 0, at)),
+  };
+  return proxyStatusPatch(desiredProxyStatus(proxy, compact(fromDelegate), now), proxy.status, OWN_CONDITIONS);
+}
+
+const isReadyStatus = (s: V1PodStatus): boolean => s.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 
 function terminatedStatus(
   container: Pick<V1Container, 'name' | 'image'>,

@@ -2,7 +2,7 @@
 // hold only the host namespace mapped onto them (two host namespaces never share one).
 import { PROXY_NAMESPACE_ANNOTATION } from '../../forge/keys.ts';
 import { fromHost, ownerLabels } from '../../forge/owner.ts';
-import { toKubeError } from '../../kube/errors.ts';
+import { KubeError, toKubeError } from '../../kube/errors.ts';
 import { PodRejectedError } from '../../provider/errors.ts';
 import type { MemberCluster } from '../cluster.ts';
 
@@ -30,7 +30,7 @@ export class MemberNamespaces {
     }
   }
 
-  /** The namespace went away under us: it is created again next time. */
+  /** The namespace went away under us (or is going: see namespaceGone): it is created again next time. */
   forget(ns: string): void { this.#known.delete(ns); }
 
   /** #create, joined by the callers that come while it runs; what it finds is kept in #known. */
@@ -57,8 +57,24 @@ export class MemberNamespaces {
       if (k.kind !== 'AlreadyExists') throw k;
     }
     const [existing] = (await this.#member.client.core.listNamespace({ fieldSelector: `metadata.name=${ns}`, limit: 1 })).items;
+    // Being deleted (by hand, say): nothing can be created in it, and it is not kept as known. The caller's retry
+    // finds it gone and makes it again.
+    if (existing?.metadata?.deletionTimestamp) {
+      throw new KubeError('Forbidden', 403, 'Forbidden', `member namespace ${ns} is being deleted; it is made again once it is gone`);
+    }
     // A namespace of the member's own holds any host namespace mapped onto it; one this host made holds its own.
     return existing && fromHost(existing.metadata, this.#member.hostName)
       ? existing.metadata?.annotations?.[PROXY_NAMESPACE_ANNOTATION] ?? hostNamespace : hostNamespace;
   }
+}
+
+/**
+ * Whether a write into member namespace `ns` failed because the namespace is gone or being deleted: the API answers
+ * NotFound naming the namespace, or Forbidden "unable to create new content in namespace ... because it is being
+ * terminated" (and MemberNamespaces.ensure says "is being deleted").
+ */
+export function namespaceGone(err: unknown, ns: string): boolean {
+  const k = toKubeError(err);
+  if (k.kind === 'NotFound') return k.message.includes(`namespaces "${ns}" not found`);
+  return k.kind === 'Forbidden' && (k.message.includes('because it is being terminated') || k.message.includes(`namespace ${ns} is being deleted`));
 }

@@ -22,11 +22,11 @@ import { notFoundReason, type ObjectMirror, type Prepared } from '../reflection/
 import type { Logger } from '../../log.ts';
 import { Creations, isOwnAppearance, type Creation } from './creations.ts';
 import { memberPodEvents } from './events.ts';
-import { MemberNamespaces } from './namespaces.ts';
+import { MemberNamespaces, namespaceGone } from './namespaces.ts';
 import { Resizes } from './resize.ts';
-import { DelegateTokens, type DelegateTokensOptions } from './tokens.ts';
+import { DelegateTokens, type CreationOutcome, type DelegateTokensOptions } from './tokens.ts';
 import { accessModeOf, tokenSecretName, type ApiAccessMode, type DelegateApiAccess } from '../../forge/apiaccess.ts';
-import type { HostApiAccess } from '../../provider/tokens.ts';
+import type { HostApiAccess, HostProxies } from '../../provider/tokens.ts';
 import { noFitMessage, scaleUpMessage, WAITING_FOR_SCALE_UP, type FitAnswer, type FitMode } from '../../forge/fit.ts';
 import { describeGroup, groupConstraint, type NodeGroup } from '../../forge/groups.ts';
 
@@ -49,7 +49,11 @@ export interface MemberPodProviderOptions {
    * Which API server the delegates' tokens are for (forge/apiaccess.ts): the member's default mode, and the host's half
    * for host mode. Without it, every delegate gets the member's token (member mode).
    */
-  apiAccess?: { mode: ApiAccessMode; host: HostApiAccess; tokens?: DelegateTokensOptions };
+  apiAccess?: {
+    mode: ApiAccessMode; host: HostApiAccess; tokens?: DelegateTokensOptions;
+    /** The proxies of the member's virtual nodes, as the host's caches hold them: what a token Secret found at start is for. */
+    proxies?: HostProxies;
+  };
   /**
    * Where a delegate fits among the member's nodes (MemberCluster.fitGate), and what becomes of one that fits none.
    * Without it (fit `off`), every delegate is created and the member's scheduler says what it can.
@@ -137,7 +141,9 @@ export class MemberPodProvider implements PodProvider {
     this.#apiAccess = apiAccess;
     this.tokens = apiAccess && new DelegateTokens(member, apiAccess.host, log, {
       alive: ({ namespace, name }) => member.delegates.get(namespace, name) !== undefined,
-      ...apiAccess.tokens });
+      synced: () => member.pods.hasSynced,
+      memberNamespace: (ns) => memberNamespace(member.config.namespaceMapping, ns),
+      ...apiAccess.tokens }, apiAccess.proxies);
     this.#volumes = volumes;
     this.#creations = new Creations(this.#opts.appearanceWaitMs);
     this.#namespaces = namespaces ?? new MemberNamespaces(member);
@@ -213,25 +219,63 @@ export class MemberPodProvider implements PodProvider {
     // A delegate whose claims the member lacks would stay Pending: none is made (tried again while one may come).
     const noVolume = await this.#volumes?.podRejection(proxy);
     if (noVolume) throw noVolume;
-    await this.#namespaces.ensure(ns, hostNamespace);
+    await this.#namespaces.ensure(ns, hostNamespace).catch((err: unknown) => {
+      throw namespaceGone(err, ns) ? namespaceTerminating(ns, err) : err;
+    });
     const access = this.#accessOf(proxy);
     const virtualNode = vn && { name: vn.name, constraint: groupConstraint(vn.group) };
     const body = forgeDelegatePod(proxy, { ...this.#ctxBase, memberNamespace: ns, restarts: opts.restarts, apiAccess: access.apiAccess,
       virtualNode });
-    const { waiting, prepared: early } = await this.#checkFit(proxy, body, describeGroup(this.#member.config.name, vn?.group ?? { kind: 'cluster' }));
     // What the pod refers to goes first, so the delegate finds it when it starts (prepared already if the fit needed
-    // it): its host tokens too, written meanwhile (a token refused releases what was prepared).
-    const [prepared, tokens] = await Promise.all([early ?? this.#mirror.prepare(proxy, ns), access.apiAccess.mode === 'host'
-      ? this.tokens?.write(proxy, ns).then(() => undefined, (err: unknown) => err) : undefined]);
-    if (tokens !== undefined) {
-      prepared.release(false);
-      throw tokens;
+    // it): its host tokens too, written meanwhile. A creation that fails (a refused fit included) leaves no token Secret
+    // behind (settle), and a write that finds the namespace gone or going makes it be created again on the next try.
+    const hostKey = `${hostNamespace}/${name}`;
+    const hostTokens = access.apiAccess.mode === 'host' ? this.tokens : undefined;
+    let outcome: CreationOutcome = 'refused';
+    try {
+      const { waiting, prepared: early } = await this.#checkFit(proxy, body,
+        describeGroup(this.#member.config.name, vn?.group ?? { kind: 'cluster' }));
+      const [ready, written] = await Promise.allSettled([early ?? this.#mirror.prepare(proxy, ns), hostTokens?.write(proxy, ns)]);
+      if (ready.status === 'rejected') throw ready.reason;
+      const prepared = ready.value;
+      if (written.status === 'rejected') {
+        prepared.release(false);
+        throw written.reason;
+      }
+      const rejected = rejection(prepared, hostNamespace);
+      if (rejected) {
+        prepared.release(false);
+        throw rejected;
+      }
+      const notices = await this.#createDelegate(proxy, ns, body, prepared, earlier, (o) => { outcome = o; });
+      if (!notices) return [];
+      if (waiting) this.#waiting.add(hostKey);
+      return [...notices, ...access.notice ? [access.notice] : [], ...waiting ? [waiting] : []];
+    } catch (err) {
+      if (namespaceGone(err, ns)) {
+        this.#namespaces.forget(ns);
+        this.#mirror.forgetNamespace(ns);
+        throw namespaceTerminating(ns, err);
+      }
+      throw err;
+    } finally {
+      if (hostTokens) {
+        await hostTokens.settle(hostKey, outcome).catch((err: unknown) => {
+          this.#log.warn({ pod: hostKey, err: toKubeError(err).message }, 'could not delete the host-token Secret of a failed creation');
+        });
+      }
     }
-    const rejected = rejection(prepared, hostNamespace);
-    if (rejected) {
-      prepared.release(false);
-      throw rejected;
-    }
+  }
+
+  /**
+   * Creates the delegate `body` in member namespace `ns`, what it refers to `prepared`; tells how it ended
+   * (`ended`: created, refused, or unknown when no answer came). Resolves with the notices of a delegate made by this
+   * create, and undefined when it was there already (this proxy's, not shown yet).
+   */
+  async #createDelegate(proxy: V1Pod, ns: string, body: V1Pod, prepared: Prepared, earlier: Creation | undefined,
+    ended: (o: CreationOutcome) => void): Promise<PodNotice[] | undefined> {
+    const { namespace: hostNamespace, name } = namespacedName(proxy);
+    const memberKey = `${ns}/${name}`;
     // A new delegate has the proxy's resources: a refusal about its predecessor is over.
     this.#resizes.drop(`${hostNamespace}/${name}`);
     let created = false;
@@ -243,27 +287,29 @@ export class MemberPodProvider implements PodProvider {
       let rv: string | undefined;
       await this.#member.client.core.createNamespacedPod({ namespace: ns, body }, { ...DISCARD, onVersion: (v) => { rv = v; } });
       created = true;
+      ended('created');
       // A proxy's ephemeral containers cannot be created with its delegate: the sync after it appears adds them.
       // (Shown before the answer, the creation has ended already: its appearance was told as a lifecycle change.)
       if (!proxy.spec?.ephemeralContainers?.length) creation.rv = rv;
       this.#creations.answered(memberKey, creation);
       this.#log.debug({ namespace: ns, pod: name }, 'delegate created');
-      if (waiting) this.#waiting.add(`${hostNamespace}/${name}`);
-      return [...prepared.notices, ...access.notice ? [access.notice] : [], ...waiting ? [waiting] : []];
+      return prepared.notices;
     } catch (err) {
       const k = toKubeError(err);
       if (k.kind === 'AlreadyExists') {
         // Ours, not shown yet (asked again before it showed, the proxy may have changed since): its appearance needs
         // a sync, as the creation's version stays unknown. Not ours: nothing is awaited.
         await this.#checkExisting(ns, hostNamespace, name).catch((e: unknown) => { this.#creations.end(memberKey, creation); throw e; });
+        ended('created');
         // Shown meanwhile, with no change since to end it: nothing left to await.
         if (this.#member.delegates.get(hostNamespace, name)) this.#creations.end(memberKey, creation);
         else this.#creations.answered(memberKey, creation);
-        return [];
+        return undefined;
       }
       // Refused: nothing was created. Left without an answer, it may have been: its events stay held a while.
-      if (!maybeApplied(k)) this.#creations.end(memberKey, creation);
-      if (k.kind === 'NotFound') this.#namespaces.forget(ns); // the namespace went away under us: recreate next time
+      if (maybeApplied(k)) ended('unknown');
+      else this.#creations.end(memberKey, creation);
+      if (namespaceGone(k, ns)) throw k;
       if (k.kind === 'Forbidden' || k.kind === 'Invalid' || k.kind === 'BadRequest') {
         throw new PodRejectedError(k.reason || k.kind, k.message, { cause: err });
       }
@@ -476,6 +522,15 @@ export function rejection(prepared: Prepared, hostNamespace: string): PodRejecte
   }
   if (conflicts.length) return new PodRejectedError('MemberObjectConflict', conflicts.join('; '));
   return undefined;
+}
+
+/** How soon a creation is tried again while its member namespace is being deleted (nothing tells when it is gone). */
+const NAMESPACE_TERMINATING_RETRY_MS = 2_000;
+
+/** A creation that found its member namespace gone or being deleted: made again on the next try, soon. */
+function namespaceTerminating(ns: string, cause: unknown): PodRejectedError {
+  return new PodRejectedError('MemberNamespaceTerminating', `member namespace ${ns} is gone or being deleted `
+    + `(${toKubeError(cause).message}); it is made again once the member has deleted it`, { cause, retryAfterMs: NAMESPACE_TERMINATING_RETRY_MS });
 }
 
 /**

@@ -392,6 +392,14 @@ export class ObjectMirror {
   }
 
   /** The pod's ServiceAccount exists in the member namespace: any existing one will do (tokens are the member's). */
+  /**
+   * Member namespace `memberNs` is gone or going (deleted by hand): the ServiceAccounts ensured there are made again by
+   * the next prepare, rather than taken as there until their mark expires.
+   */
+  forgetNamespace(memberNs: string): void {
+    for (const key of [...this.#accounts.keys()]) if (key.startsWith(`${memberNs}/`)) this.#accounts.delete(key);
+  }
+
   async #ensureServiceAccount(name: string, hostNs: string, memberNs: string): Promise<void> {
     const key = `${memberNs}/${name}`;
     if (this.#accounts.has(key)) return;

@@ -1,8 +1,8 @@
 // A member's API as the member pod provider calls it: namespaces and pods in a FakeObjects (an Informer of its pods
 // feeds the delegate index), member events in a FakeCollection whose LIST and WATCH the test drives by hand, every
 // pod delete asked for, a pod's `resize` subresource, and errors to inject into the next call of a core method. As
-// the API does, a pod cannot be created in a namespace that does not exist. Every call is recorded by method name,
-// failed or not.
+// the API does, a pod or Secret cannot be created in a namespace that does not exist or is being deleted (one with a
+// deletionTimestamp). Every call is recorded by method name, failed or not.
 import type { CoreV1Event, V1Container, V1DeleteOptions, V1Namespace, V1Pod, V1Secret } from '@kubernetes/client-node';
 import type { ClusterClient, RequestOptions } from '../../../src/kube/client.ts';
 import { KubeError } from '../../../src/kube/errors.ts';
@@ -61,7 +61,7 @@ export class FakeMember {
       }),
       createNamespacedPod: this.#guard('createNamespacedPod', async ({ namespace, body, dryRun }: PodRef & { body: V1Pod; dryRun?: string },
         opts?: RequestOptions) => {
-        if (!o.get('Namespace', '', namespace)) throw new KubeError('NotFound', 404, 'NotFound', `namespaces "${namespace}" not found`);
+        this.#writable(namespace, 'pods', body.metadata?.name);
         // A dry run: the pod as admission makes it, nothing stored.
         if (dryRun === 'All') return this.admit(structuredClone(body));
         const created = await o.create<V1Pod>('Pod', namespace, body);
@@ -82,8 +82,10 @@ export class FakeMember {
       patchNamespacedPodEphemeralcontainers: this.#guard('patchNamespacedPodEphemeralcontainers',
         async ({ namespace, name, body }: PodRef & { body: EphemeralContainersPatch }) => addEphemeralContainers(o, namespace, name, body)),
       listEventForAllNamespaces: this.#guard('listEventForAllNamespaces', (p: ListParams) => this.events.spec().list(p)),
-      createNamespacedSecret: this.#guard('createNamespacedSecret',
-        ({ namespace, body }: { namespace: string; body: V1Secret }) => o.create('Secret', namespace, body)),
+      createNamespacedSecret: this.#guard('createNamespacedSecret', async ({ namespace, body }: { namespace: string; body: V1Secret }) => {
+        this.#writable(namespace, 'secrets', body.metadata?.name);
+        return o.create('Secret', namespace, body);
+      }),
       readNamespacedSecret: this.#guard('readNamespacedSecret', ({ namespace, name }: PodRef) => o.read<V1Secret>('Secret', namespace, name)),
       replaceNamespacedSecret: this.#guard('replaceNamespacedSecret',
         ({ namespace, name, body }: PodRef & { body: V1Secret }) => o.replace('Secret', namespace, name, body)),
@@ -95,6 +97,16 @@ export class FakeMember {
         ({ metadata: {}, items: o.list<V1Secret>('Secret').filter(labelled(labelSelector ?? '')) })),
     };
     return { name: 'member', core, watch: this.events.client().watch } as unknown as ClusterClient;
+  }
+
+  /** As the API answers a create in a namespace that is not there, or is being deleted. */
+  #writable(namespace: string, resource: string, name: string | undefined): void {
+    const ns = this.objects.get<V1Namespace>('Namespace', '', namespace);
+    if (!ns) throw new KubeError('NotFound', 404, 'NotFound', `namespaces "${namespace}" not found`);
+    if (ns.metadata?.deletionTimestamp) {
+      throw new KubeError('Forbidden', 403, 'Forbidden', `${resource} "${name}" is forbidden: unable to create new content in `
+        + `namespace ${namespace} because it is being terminated`);
+    }
   }
 
   #guard<P, R>(method: string, call: (p: P, opts?: RequestOptions) => Promise<R>): (p: P, opts?: RequestOptions) => Promise<R> {

@@ -17,11 +17,13 @@ import type { PodChange, PodEvent } from '../../../src/provider/pod.ts';
 import { createLogger } from '../../../src/log.ts';
 import { eventually, settle } from '../fakes/wait.ts';
 import type { FitAnswer } from '../../../src/forge/fit.ts';
-import { DelegateTokens } from '../../../src/member/pod/tokens.ts';
+import { DelegateTokens, type DelegateTokensOptions } from '../../../src/member/pod/tokens.ts';
 import type { IssuedToken, TokenRequestFor } from '../../../src/provider/tokens.ts';
 import { tokenMount, tokenVolume } from '../forge/fixtures.ts';
 import { fakeFitGate, providerWorld } from '../fakes/providerworld.ts';
 import { FakeMember } from '../fakes/member.ts';
+import { pino } from 'pino';
+import { Writable } from 'node:stream';
 
 const HOST = 'host-1';
 const NODE = 'vnode-a';
@@ -254,14 +256,23 @@ describe('MemberPodProvider.createPod', () => {
     assert.equal(member.objects.writes('create', 'Pod').length, 1);
   });
 
-  it('makes the member namespace again when it went away under the provider', async () => {
+  it('makes the member namespace again when it went away under the provider, or is going (tried again soon)', async () => {
     const { member, provider, memberPod } = world();
     await provider.createPod(proxy('web'));
+    const terminating = { name: 'PodRejectedError', reason: 'MemberNamespaceTerminating', retry: true, retryAfterMs: 2000 };
     member.objects.drop('Namespace', '', 'h-shop');
-    await assert.rejects(provider.createPod(proxy('api')), { name: 'KubeError', kind: 'NotFound' });
+    await assert.rejects(provider.createPod(proxy('api')), terminating);
     await provider.createPod(proxy('api'));
     assert.ok(memberPod('h-shop', 'api'));
     assert.equal(member.objects.writes('create', 'Namespace').length, 2);
+    // Being deleted: the delegate's create is refused, and the namespace is not taken for there until it is gone.
+    const ns = member.objects.get<V1Namespace>('Namespace', '', 'h-shop');
+    member.objects.put('Namespace', { ...ns, metadata: { ...ns?.metadata, deletionTimestamp: new Date() } });
+    await assert.rejects(provider.createPod(proxy('db')), terminating);
+    await assert.rejects(provider.createPod(proxy('db')), terminating);
+    member.objects.drop('Namespace', '', 'h-shop');
+    await provider.createPod(proxy('db'));
+    assert.ok(memberPod('h-shop', 'db'));
   });
 });
 
@@ -738,26 +749,173 @@ describe('MemberPodProvider: API access of delegates (host, member, none)', () =
     assert.equal(secretOf(member, 'job'), undefined);
   });
 
-  it('a restarted process refreshes the Secrets an earlier one wrote, without their proxies; a Secret whose delegate is gone goes', async () => {
+  /** A token keeper of a restarted process over `member`, with the host proxies `proxies` (host keys → pods). */
+  function restarted(member: FakeMember, hostApi: ReturnType<typeof fakeHostApi>, proxies: V1Pod[],
+    opts: DelegateTokensOptions = {}, logger = log) {
+    const keeper = new DelegateTokens({ client: member.client(), owner: { hostName: HOST, node: NODE } }, hostApi, logger, {
+      checkPeriodMs: 10, orphanGraceMs: 0, memberNamespace: (ns) => `h-${ns}`, ...opts },
+    { get: (namespace, name) => proxies.find((p) => p.metadata?.namespace === namespace && p.metadata.name === name) });
+    keeper.start();
+    stops.push(() => keeper.stop());
+    return keeper;
+  }
+
+  /** A first process that wrote the token Secret of proxy "job", and left it in the member. */
+  async function writtenBefore() {
     const hostApi = fakeHostApi();
     const first = world({ apiAccess: { mode: 'host', host: hostApi } });
-    await first.provider.createPod(tokenPod('job'));
+    const job = tokenPod('job');
+    await first.provider.createPod(job);
     const secret = secretOf(first.member, 'job');
     assert.ok(secret);
-    const member = first.member;
+    /** Another Secret like it, as the member holds it: of another name, `labels` and `annotations` over its own. */
+    const copy = (name: string, labels: Record<string, string>, annotations: Record<string, string>): void => {
+      first.member.objects.put('Secret', { ...secret, metadata: { ...secret.metadata, name, uid: undefined,
+        labels: { ...secret.metadata?.labels, ...labels }, annotations } });
+    };
+    return { hostApi, member: first.member, job, secret, copy };
+  }
+
+  it('a restarted process refreshes the Secrets an earlier one wrote, matched to their proxies; a Secret whose delegate is gone goes', async () => {
+    const { hostApi, member, job, secret, copy } = await writtenBefore();
     // The Secret says it is due; a second Secret's delegate is gone.
     member.objects.put('Secret', { ...secret, metadata: { ...secret.metadata,
       annotations: { ...secret.metadata?.annotations, 'clusterlet.io/refresh-at': new Date(0).toISOString() } } });
-    member.objects.put('Secret', { ...secret, metadata: { ...secret.metadata, name: 'gone.clusterlet-token', uid: undefined,
-      labels: { ...secret.metadata?.labels, 'clusterlet.io/proxy-uid': 'uid-gone' },
-      annotations: { ...secret.metadata?.annotations, 'clusterlet.io/proxy-name': 'gone' } } });
-    const again = new DelegateTokens({ client: member.client(), owner: { hostName: HOST, node: NODE } }, hostApi, log, {
-      checkPeriodMs: 10, orphanGraceMs: 0, alive: (p) => `${p.namespace}/${p.name}` === 'shop/job' });
-    again.start();
-    stops.push(() => again.stop());
+    copy('gone.clusterlet-token', { 'clusterlet.io/proxy-uid': 'uid-gone' }, { ...secret.metadata?.annotations, 'clusterlet.io/proxy-name': 'gone' });
+    restarted(member, hostApi, [job], { alive: (p) => `${p.namespace}/${p.name}` === 'shop/job' });
     await eventually('the due token refreshed', () => decoded(secretOf(member, 'job'), 'token-kube-api-access-7xk2p-0') === 'token-2');
     await eventually('the orphan removed', () => secretOf(member, 'gone') === undefined);
-    assert.equal(hostApi.requests.at(-1)?.pod.uid, 'uid-job', 'bound to the same proxy, read from the Secret');
+    assert.equal(hostApi.requests.at(-1)?.pod.uid, 'uid-job', 'bound to the same proxy');
+  });
+
+  it('recovery trusts the host only: a Secret\'s edited annotations change no token; one naming a proxy the host does not bind here gets none', async () => {
+    const { hostApi, member, job, secret, copy } = await writtenBefore();
+    // A member admin asks for a cloud audience, a year, another ServiceAccount, and a refresh far away.
+    const edited = { ...secret.metadata?.annotations, 'clusterlet.io/service-account': 'admin',
+      'clusterlet.io/tokens': JSON.stringify([{ key: 'token-kube-api-access-7xk2p-0', audience: 'sts.amazonaws.com', expirationSeconds: 31_536_000 }]),
+      'clusterlet.io/refresh-at': new Date(Date.now() + 10 * 365 * 86_400_000).toISOString() };
+    member.objects.put('Secret', { ...secret, metadata: { ...secret.metadata, annotations: edited } });
+    // And a Secret of its own making, naming a host pod that is not this member's proxy.
+    copy('vault.clusterlet-token', { 'clusterlet.io/proxy-uid': 'uid-vault' }, { ...edited, 'clusterlet.io/proxy-name': 'vault' });
+    const before = hostApi.requests.length;
+    restarted(member, hostApi, [job]);
+    await eventually('the edited Secret rewritten at once', () => hostApi.requests.length > before);
+    await settle();
+    assert.deepEqual(hostApi.requests.slice(before), [{ namespace: 'shop', serviceAccount: 'builder', pod: { name: 'job', uid: 'uid-job' },
+      audience: undefined, expirationSeconds: 3607 }], 'the proxy\'s own ServiceAccount, audience and lifetime; nothing for the vault pod');
+    const rewritten = secretOf(member, 'job');
+    assert.equal(rewritten?.metadata?.annotations?.['clusterlet.io/service-account'], 'builder');
+    assert.match(rewritten?.metadata?.annotations?.['clusterlet.io/tokens'] ?? '', /"expirationSeconds":3607/);
+  });
+
+  it('a slow member pod list: no Secret is judged an orphan before it comes, however long the grace has run', async () => {
+    const { hostApi, member, job } = await writtenBefore();
+    let synced = false;
+    let asked = 0;
+    // The pod list has not come: alive says no for every proxy. Each tick asks it of the Secret's proxy.
+    restarted(member, hostApi, [job], { alive: () => { asked++; return synced; }, synced: () => synced });
+    await eventually('five ticks past the grace (0 ms)', () => asked >= 5);
+    assert.ok(secretOf(member, 'job'), 'kept while the member\'s pod list has not come, past the grace');
+    synced = true;
+    const then = asked;
+    await eventually('five ticks more', () => asked >= then + 5);
+    assert.ok(secretOf(member, 'job'), 'kept: its delegate runs');
+  });
+
+  it('an unparseable Secret of ours is removed, with a log line', async () => {
+    const { hostApi, member, job, copy } = await writtenBefore();
+    copy('junk.clusterlet-token', {}, { 'clusterlet.io/proxy-name': 'junk' });
+    const lines: { msg?: string; secret?: string }[] = [];
+    const logger = pino({ level: 'info' }, new Writable({ write(chunk: Buffer, _enc, done) { lines.push(JSON.parse(chunk.toString()) as { msg?: string }); done(); } }));
+    restarted(member, hostApi, [job], {}, logger);
+    await eventually('the unparseable Secret removed', () => secretOf(member, 'junk') === undefined);
+    assert.ok(lines.some((l) => l.msg === 'deleting a host-token Secret' && l.secret === 'h-shop/junk.clusterlet-token'), 'with a log line');
+    assert.ok(secretOf(member, 'job'));
+  });
+
+  describe('no token Secret outlives a failed creation', () => {
+    /** No Secret of ours in the member, and the tokens minted so far. */
+    const noSecret = (member: FakeMember): void => {
+      assert.deepEqual(member.objects.list<V1Secret>('Secret').filter((x) => x.metadata?.labels?.['clusterlet.io/role'] === 'host-token')
+        .map((x) => x.metadata?.name), []);
+    };
+
+    it('a mandatory ConfigMap missing: no Secret; the retry mints no new token', async () => {
+      const hostApi = fakeHostApi();
+      const { member, provider } = world({ apiAccess: { mode: 'host', host: hostApi } });
+      const pod = tokenPod('job');
+      pod.spec!.volumes = [...pod.spec!.volumes ?? [], { name: 'cfg', configMap: { name: 'settings' } }];
+      await assert.rejects(provider.createPod(pod), { reason: 'MandatoryConfigMapNotFound' });
+      noSecret(member);
+      await assert.rejects(provider.createPod(pod), { reason: 'MandatoryConfigMapNotFound' });
+      noSecret(member);
+      assert.equal(hostApi.requests.length, 1, 'one token for both tries');
+    });
+
+    it('a pod of that name not ours (DelegateConflict): no Secret', async () => {
+      const { member, provider } = world({ apiAccess: { mode: 'host', host: fakeHostApi() } });
+      await provider.createPod(tokenPod('other'));
+      member.objects.put('Pod', { metadata: { namespace: 'h-shop', name: 'job' }, spec: { containers: [{ name: 'x', image: 'x' }] } });
+      await assert.rejects(provider.createPod(tokenPod('job')), { reason: 'DelegateConflict' });
+      assert.equal(secretOf(member, 'job'), undefined);
+    });
+
+    it('another proxy\'s delegate of that name and its Secret: both left as they are', async () => {
+      const { member, provider } = world({ apiAccess: { mode: 'host', host: fakeHostApi() } });
+      const theirs = { ...tokenPod('job'), metadata: { namespace: 'shop', name: 'job', uid: 'uid-theirs' } };
+      await provider.createPod(theirs);
+      const secret = secretOf(member, 'job');
+      await assert.rejects(provider.createPod(tokenPod('job')), { reason: 'DelegateConflict' });
+      assert.deepEqual(secretOf(member, 'job'), secret, 'its Secret untouched');
+    });
+
+    for (const [what, err] of [
+      ['Forbidden (a quota)', new KubeError('Forbidden', 403, 'Forbidden', 'exceeded quota: pods')],
+      ['Invalid', new KubeError('Invalid', 422, 'Invalid', 'spec.containers[0].image: Required value')],
+      ['a transient error (429)', new KubeError('TooManyRequests', 429, 'TooManyRequests', 'slow down')],
+    ] as const) {
+      it(`the delegate's create refused, ${what}: no Secret; the retry mints no new token`, async () => {
+        const hostApi = fakeHostApi();
+        const { member, provider, memberPod } = world({ apiAccess: { mode: 'host', host: hostApi } });
+        member.failNext('createNamespacedPod', err);
+        await assert.rejects(provider.createPod(tokenPod('job')));
+        noSecret(member);
+        await provider.createPod(tokenPod('job'));
+        assert.ok(memberPod('h-shop', 'job'));
+        assert.equal(decoded(secretOf(member, 'job'), 'token-kube-api-access-7xk2p-0'), 'token-1');
+        assert.equal(hostApi.requests.length, 1);
+      });
+    }
+
+    it('no answer to the create (it may have been made): the Secret stays, and goes once no delegate shows', async () => {
+      const { member, provider } = world({ apiAccess: { mode: 'host', host: fakeHostApi(), tokens: { checkPeriodMs: 10, orphanGraceMs: 50 } } });
+      provider.tokens?.start();
+      stops.push(() => provider.tokens?.stop());
+      member.failNext('createNamespacedPod', new KubeError('Unavailable', 0, 'ECONNRESET', 'socket hang up'));
+      await assert.rejects(provider.createPod(tokenPod('job')));
+      assert.ok(secretOf(member, 'job'), 'kept for the delegate that may have been made');
+      await eventually('the orphan removed', () => secretOf(member, 'job') === undefined);
+    });
+  });
+
+  it('a member namespace deleted by hand: the next creation makes it again, whatever it writes first', async () => {
+    const { member, provider, memberPod } = world({ apiAccess: { mode: 'host', host: fakeHostApi() } });
+    await provider.createPod(tokenPod('job'));
+    // Deleted: terminating first (its pods and Secrets going), then gone.
+    const ns = member.objects.get<V1Namespace>('Namespace', '', 'h-shop');
+    member.objects.put('Namespace', { ...ns, metadata: { ...ns?.metadata, deletionTimestamp: new Date() } });
+    assert.ok(member.objects.get('ServiceAccount', 'h-shop', 'builder'), 'the pod\'s ServiceAccount copied');
+    member.objects.drop('Pod', 'h-shop', 'job');
+    member.objects.drop('Secret', 'h-shop', 'job.clusterlet-token');
+    member.objects.drop('ServiceAccount', 'h-shop', 'builder');
+    await assert.rejects(provider.createPod(tokenPod('job')), { reason: 'MemberNamespaceTerminating' });
+    await assert.rejects(provider.createPod(tokenPod('job')), { reason: 'MemberNamespaceTerminating' });
+    member.objects.drop('Namespace', '', 'h-shop');
+    await provider.createPod(tokenPod('job'));
+    assert.ok(member.objects.get('Namespace', '', 'h-shop'), 'made again');
+    assert.ok(member.objects.get('ServiceAccount', 'h-shop', 'builder'), 'its ServiceAccount copied again');
+    assert.ok(secretOf(member, 'job'));
+    assert.ok(memberPod('h-shop', 'job'));
   });
 });
 

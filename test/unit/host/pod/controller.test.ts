@@ -235,7 +235,8 @@ describe('PodController', () => {
     await eventually('both Ready again after resync$', () => isReadyOnHost(host, 'a') && isReadyOnHost(host, 'b'));
   });
 
-  it('a delegate lost with restartPolicy Always is created again, carrying its restarts, with a DelegateLost event', async () => {
+  /** Proxy `a` running, Ready, 2 restarts so far, its delegate too; once synced. */
+  async function runningWithRestarts(): Promise<{ host: FakeHost; provider: FakeProvider }> {
     const host = new FakeHost();
     const provider = new FakeProvider();
     const status = ready();
@@ -244,11 +245,47 @@ describe('PodController', () => {
     provider.pods.set(`${NS}/a`, { proxyUID: p.metadata!.uid!, terminating: false, phase: 'Running', status });
     start(host, provider);
     await eventually('synced', () => provider.count('update') > 0);
+    return { host, provider };
+  }
+
+  it('a delegate lost with restartPolicy Always is created again, carrying its restarts, with a DelegateLost event', async () => {
+    const { host, provider } = await runningWithRestarts();
     provider.lose(`${NS}/a`);
     await eventually('created again', () => provider.count('create') === 1);
     assert.deepEqual(provider.calls.find((c) => c.op === 'create')!.arg, { restarts: { app: 3 } });
     await eventually('DelegateLost event', () => host.eventReasons().includes('DelegateLost'));
     assert.equal(host.get(NS, 'a')!.status!.phase, 'Running', 'the proxy never failed');
+  });
+
+  it('a lost delegate whose recreation keeps failing: the proxy stops showing Running and Ready at once, its restarts counted once', async () => {
+    const { host, provider } = await runningWithRestarts();
+    // The member namespace is gone, say: every creation fails.
+    const gone = (): Error => new Error('namespaces "web" not found');
+    provider.createErrors.push(gone(), gone(), gone(), gone());
+    provider.lose(`${NS}/a`);
+    await eventually('tried again', () => provider.count('create') >= 3);
+    const shown = host.get(NS, 'a')!.status!;
+    assert.equal(shown.phase, 'Running', 'a kubelet restarting its containers: Running');
+    assert.equal(shown.conditions?.find((c) => c.type === 'Ready')?.status, 'False');
+    const app = shown.containerStatuses?.[0];
+    assert.deepEqual([app?.ready, app?.state?.waiting?.reason, app?.state?.running, app?.restartCount, app?.lastState?.terminated?.reason],
+      [false, 'ContainerCreating', undefined, 3, 'DelegateLost'], 'kubectl shows ContainerCreating, 0/1, 3 restarts');
+    assert.deepEqual(provider.calls.filter((c) => c.op === 'create').map((c) => c.arg),
+      provider.calls.filter((c) => c.op === 'create').map(() => ({ restarts: { app: 3 } })), 'the loss counted once, whatever the retries');
+    assert.deepEqual([...host.events.values()].filter((e) => e.reason === 'DelegateLost').map((e) => e.count ?? 1), [1],
+      'one DelegateLost event, not one a retry');
+  });
+
+  it('a rejection that says when to try again (its member namespace being deleted) is tried then, without backoff', async () => {
+    const host = new FakeHost();
+    const provider = new FakeProvider();
+    host.put(proxy('a'));
+    const terminating = (): Error => new PodRejectedError('MemberNamespaceTerminating', 'member namespace web is being deleted', { retryAfterMs: 20 });
+    provider.createErrors.push(...Array.from({ length: 6 }, terminating));
+    start(host, provider);
+    // With backoff (0.5 s doubling), the seventh try would come after half a minute.
+    await eventually('created after six quick tries', () => provider.count('create') === 7 && provider.pods.has(`${NS}/a`));
+    assert.equal(host.condition(NS, 'a', 'clusterlet.io/Offloaded')?.status, 'True');
   });
 
   it('the Failed phase of a delegate the member is removing is not copied when it will be recreated; with Never it is', async () => {

@@ -6,7 +6,8 @@ import { isDeepStrictEqual } from 'node:util';
 import type { V1ContainerStatus, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { deletionDisruption, forgeHostStatus, restartsAfterLoss } from '../../../../src/forge/status.ts';
 import {
-  desiredProxyStatus, forgeProxyStatusForLostDelegate, pendingStatusInformative, proxyStatusPatch, statusEqual,
+  desiredProxyStatus, forgeProxyStatusForLostDelegate, pendingStatusInformative, proxyStatusPatch, proxyStatusWhileRestarting,
+  statusEqual,
 } from '../../../../src/host/pod/status.ts';
 import { forgeDelegatePod } from '../../../../src/forge/pod.ts';
 import { T0, T1, ctx, delegateWith, runningStatus } from '../../forge/fixtures.ts';
@@ -470,6 +471,21 @@ describe('a lost delegate created again', () => {
   };
   it('restartsAfterLoss: what the proxy shows plus one, per container', () => {
     assert.deepEqual(restartsAfterLoss(proxy), { app: 3, side: 1 });
+  });
+  it('while the new delegate is being made, the proxy shows it restarting, once: the retries count the loss no more', () => {
+    const now = new Date('2026-01-01T00:05:00.400Z');
+    const patch = proxyStatusWhileRestarting(proxy, restartsAfterLoss(proxy), now);
+    assert.ok(patch);
+    const shownNow = { ...proxy, status: { ...proxy.status, ...patch } as V1PodStatus };
+    assert.equal(shownNow.status.phase, 'Running');
+    assert.deepEqual(shownNow.status.containerStatuses?.map((c) => [c.name, c.restartCount, c.state?.waiting?.reason,
+      c.lastState?.terminated?.reason, c.lastState?.terminated?.exitCode]), [['app', 3, 'ContainerCreating', 'DelegateLost', 137],
+      ['side', 1, 'ContainerCreating', 'DelegateLost', 137]]);
+    assert.deepEqual((patch.conditions as { type: string; status: string }[]).map((c) => [c.type, c.status]),
+      [['ContainersReady', 'False'], ['Ready', 'False']]);
+    assert.deepEqual(restartsAfterLoss(shownNow), { app: 3, side: 1 }, 'not counted again');
+    assert.equal(proxyStatusWhileRestarting(shownNow, restartsAfterLoss(shownNow), new Date(now.getTime() + 60_000)), undefined,
+      'nothing more to write');
   });
   it('the new delegate carries them and the proxy status adds them to what it reports', () => {
     const d = forgeDelegatePod(proxy, { ...ctx, restarts: { app: 3, side: 1 } });

@@ -143,6 +143,7 @@ export class MemberPodProvider implements PodProvider {
       alive: ({ namespace, name }) => member.delegates.get(namespace, name) !== undefined,
       synced: () => member.pods.hasSynced,
       memberNamespace: (ns) => memberNamespace(member.config.namespaceMapping, ns),
+      hostMode: (proxy) => this.#hostMode(proxy),
       ...apiAccess.tokens }, apiAccess.proxies);
     this.#volumes = volumes;
     this.#creations = new Creations(this.#opts.appearanceWaitMs);
@@ -316,6 +317,15 @@ export class MemberPodProvider implements PodProvider {
       throw k;
     } finally {
       prepared.release(created);
+    }
+  }
+
+  /** Whether the proxy's delegate gets host tokens, as a creation now would decide. */
+  #hostMode(proxy: V1Pod): boolean {
+    try {
+      return this.#accessOf(proxy).apiAccess.mode === 'host';
+    } catch {
+      return false;
     }
   }
 

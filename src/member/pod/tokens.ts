@@ -43,6 +43,11 @@ export interface DelegateTokensOptions {
   orphanGraceMs?: number;
   /** The member namespace a host namespace's delegates go into (default: the same name). */
   memberNamespace?: (hostNamespace: string) => string;
+  /**
+   * Whether the proxy's delegate gets host tokens (its mode, the member's, a host endpoint known): a Secret found at
+   * start for a proxy whose delegate does not is never kept fresh, whatever it says (default: every proxy's does).
+   */
+  hostMode?: (proxy: V1Pod) => boolean;
 }
 
 /** One delegate's token Secret, as refreshes need it. */
@@ -86,10 +91,11 @@ export class DelegateTokens {
   #host: HostApiAccess;
   #proxies: HostProxies | undefined;
   #log: Logger;
-  #opts: Required<Omit<DelegateTokensOptions, 'alive' | 'synced' | 'memberNamespace'>>;
+  #opts: Required<Omit<DelegateTokensOptions, 'alive' | 'synced' | 'memberNamespace' | 'hostMode'>>;
   #alive: NonNullable<DelegateTokensOptions['alive']>;
   #synced: NonNullable<DelegateTokensOptions['synced']>;
   #memberNamespace: NonNullable<DelegateTokensOptions['memberNamespace']>;
+  #hostMode: NonNullable<DelegateTokensOptions['hostMode']>;
   #held = new Map<string, Held>();
   /** Secrets of an earlier process not matched to a proxy yet, by member key. */
   #found = new Map<string, Found>();
@@ -106,7 +112,8 @@ export class DelegateTokens {
     this.#host = host;
     this.#proxies = proxies;
     this.#log = log;
-    const { alive, synced, memberNamespace, ...rest } = opts;
+    const { alive, synced, memberNamespace, hostMode, ...rest } = opts;
+    this.#hostMode = hostMode ?? (() => true);
     this.#alive = alive ?? (() => true);
     this.#synced = synced ?? (() => true);
     this.#memberNamespace = memberNamespace ?? ((ns) => ns);
@@ -382,8 +389,17 @@ export class DelegateTokens {
       }
       const proxy = this.#proxies?.get(f.proxy.namespace, f.proxy.name);
       const needs = proxy ? tokenNeeds(proxy.spec ?? { containers: [] }) : [];
-      if (proxy && uidOf(proxy) === f.proxy.uid && needs.length > 0 && !proxy.metadata?.deletionTimestamp
-        && this.#memberNamespace(f.proxy.namespace) === f.namespace && tokenSecretName(f.proxy.name) === f.name) {
+      const sameProxy = proxy !== undefined && uidOf(proxy) === f.proxy.uid
+        && this.#memberNamespace(f.proxy.namespace) === f.namespace && tokenSecretName(f.proxy.name) === f.name;
+      // A Secret for a proxy whose delegate gets no host token (mode member or none, of the pod or the member) is not
+      // one this process wrote for it: it gets no token, and goes.
+      if (sameProxy && !this.#hostMode(proxy)) {
+        this.#found.delete(key);
+        this.#recorded.delete(key);
+        this.#drop(f, f.uid, 'its proxy\'s delegate gets no host token');
+        continue;
+      }
+      if (sameProxy && needs.length > 0 && !proxy.metadata?.deletionTimestamp) {
         const serviceAccount = serviceAccountOf(proxy.spec);
         const said = this.#recorded.get(key);
         const state = said && tokenSecretState(said);

@@ -808,6 +808,18 @@ describe('MemberPodProvider: API access of delegates (host, member, none)', () =
     assert.match(rewritten?.metadata?.annotations?.['clusterlet.io/tokens'] ?? '', /"expirationSeconds":3607/);
   });
 
+  it('recovery mints nothing for a proxy whose delegate gets no host token (its mode member or none): the Secret found for it goes', async () => {
+    const { hostApi, member, job, secret } = await writtenBefore();
+    // Due now: a keeper that took it would mint at once.
+    member.objects.put('Secret', { ...secret, metadata: { ...secret.metadata,
+      annotations: { ...secret.metadata?.annotations, 'clusterlet.io/refresh-at': new Date(0).toISOString() } } });
+    const before = hostApi.requests.length;
+    restarted(member, hostApi, [job], { hostMode: () => false });
+    await eventually('the Secret removed', () => secretOf(member, 'job') === undefined);
+    await settle();
+    assert.equal(hostApi.requests.length, before, 'no host token minted');
+  });
+
   it('a slow member pod list: no Secret is judged an orphan before it comes, however long the grace has run', async () => {
     const { hostApi, member, job } = await writtenBefore();
     let synced = false;

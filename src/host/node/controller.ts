@@ -145,9 +145,11 @@ export class NodeController {
    */
   async remove(): Promise<void> {
     this.#removed = true;
-    const uid = this.node?.metadata?.uid;
+    const node = this.node;
+    const uid = node?.metadata?.uid;
     this.stop();
-    if (!uid) return;
+    // Only a node of ours goes: one someone else registered under the name meanwhile is left as it is.
+    if (!node || !uid || !this.#owns(node)) return;
     await this.#host.core.deleteNode({ name: this.nodeName, body: { preconditions: { uid } } }).catch((err: unknown) => {
       if (toKubeError(err).kind !== 'NotFound' && toKubeError(err).kind !== 'Conflict') throw toKubeError(err);
     });

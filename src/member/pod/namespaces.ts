@@ -76,5 +76,7 @@ export class MemberNamespaces {
 export function namespaceGone(err: unknown, ns: string): boolean {
   const k = toKubeError(err);
   if (k.kind === 'NotFound') return k.message.includes(`namespaces "${ns}" not found`);
-  return k.kind === 'Forbidden' && (k.message.includes('because it is being terminated') || k.message.includes(`namespace ${ns} is being deleted`));
+  // The member's own words, naming this namespace: a refusal that only says "terminated" (a webhook's) is not this.
+  return k.kind === 'Forbidden' && (k.message.includes(`in namespace ${ns} because it is being terminated`)
+    || k.message.includes(`namespace ${ns} is being deleted`));
 }

@@ -391,7 +391,6 @@ export class ObjectMirror {
       || (fromHost(copy.metadata, this.#member.owner.hostName) && copy.metadata?.labels?.[NODE_LABEL] === undefined);
   }
 
-  /** The pod's ServiceAccount exists in the member namespace: any existing one will do (tokens are the member's). */
   /**
    * Member namespace `memberNs` is gone or going (deleted by hand): the ServiceAccounts ensured there are made again by
    * the next prepare, rather than taken as there until their mark expires.
@@ -400,6 +399,7 @@ export class ObjectMirror {
     for (const key of [...this.#accounts.keys()]) if (key.startsWith(`${memberNs}/`)) this.#accounts.delete(key);
   }
 
+  /** The pod's ServiceAccount exists in the member namespace: any existing one will do (tokens are the member's). */
   async #ensureServiceAccount(name: string, hostNs: string, memberNs: string): Promise<void> {
     const key = `${memberNs}/${name}`;
     if (this.#accounts.has(key)) return;

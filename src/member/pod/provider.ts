@@ -234,6 +234,11 @@ export class MemberPodProvider implements PodProvider {
     const hostTokens = access.apiAccess.mode === 'host' ? this.tokens : undefined;
     let outcome: CreationOutcome = 'refused';
     try {
+      // A pod of that name the member's cache shows, not this proxy's: refused before a host token is written where
+      // that pod could mount it (the create's AlreadyExists says the same for one the cache has not shown).
+      const squatter = this.#member.pods.get(memberKey);
+      const conflict = squatter && this.#conflict(squatter, ns, hostNamespace, name);
+      if (conflict) throw conflict;
       const { waiting, prepared: early } = await this.#checkFit(proxy, body,
         describeGroup(this.#member.config.name, vn?.group ?? { kind: 'cluster' }));
       const [ready, written] = await Promise.allSettled([early ?? this.#mirror.prepare(proxy, ns), hostTokens?.write(proxy, ns)]);
@@ -442,19 +447,25 @@ export class MemberPodProvider implements PodProvider {
 
   /** A pod of that name exists: fine if it is this proxy's delegate, a conflict if it is not ours. */
   async #checkExisting(ns: string, hostNamespace: string, name: string): Promise<void> {
-    const existing = await this.#member.client.core.readNamespacedPod({ namespace: ns, name });
+    const conflict = this.#conflict(await this.#member.client.core.readNamespacedPod({ namespace: ns, name }), ns, hostNamespace, name);
+    if (conflict) throw conflict;
+  }
+
+  /** Why `existing`, a member pod of the delegate's name, is not this proxy's to run as; undefined if it is. */
+  #conflict(existing: V1Pod, ns: string, hostNamespace: string, name: string): PodRejectedError | undefined {
     const ref = hostRefOf(existing, this.#member.owner);
     if (!ref) {
-      throw new PodRejectedError('DelegateConflict',
+      return new PodRejectedError('DelegateConflict',
         `member ${this.#member.config.name} already has a pod ${ns}/${name} that clusterlet did not create; it is left untouched: delete or rename it, or map the namespace elsewhere (namespaceMapping)`);
     }
     // Ours: this proxy's (the cache had not seen it yet) or an earlier proxy's of its name, which the controller
     // replaces. Another proxy's (two host namespaces that map to one member namespace, claimed in turn across a
     // restart) is not this one's to run as.
     if (ref.namespace !== hostNamespace || ref.name !== name) {
-      throw new PodRejectedError('DelegateConflict', `member ${this.#member.config.name} already has a pod ${ns}/${name} `
+      return new PodRejectedError('DelegateConflict', `member ${this.#member.config.name} already has a pod ${ns}/${name} `
         + `that runs proxy ${ref.namespace}/${ref.name}; it is left untouched: two host namespaces map to one member namespace (namespaceMapping)`);
     }
+    return undefined;
   }
 
   async updatePod(proxy: V1Pod, vn?: VirtualNodeTarget): Promise<PodNotice[]> {

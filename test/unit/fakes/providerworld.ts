@@ -59,7 +59,7 @@ export function providerWorld(o: ProviderWorldOptions) {
       mirror.stop(); delegates.stop(); pods.stop(); caches.configMaps.stop(); caches.secrets.stop();
     });
   };
-  return { member, host, provider, probe$, delegates, start };
+  return { member, host, provider, probe$, delegates, pods, start };
 }
 
 /** A member's fit as the provider asks it (MemberCluster.fitGate): `fit` answers, ready at once, enforce unless told. */

@@ -70,7 +70,7 @@ function world(opts: Partial<MemberPodProviderOptions> = {}, podWatch: PodWatchV
   w.provider.podChanges$.subscribe(({ virtualNode: _, ...c }) => changes.push(c));
   w.start();
   const memberPod = (namespace: string, name: string): V1Pod | undefined => w.member.objects.get<V1Pod>('Pod', namespace, name);
-  return { member: w.member, host: w.host, provider: w.provider, probe$: w.probe$, changes, memberPod };
+  return { member: w.member, host: w.host, provider: w.provider, probe$: w.probe$, pods: w.pods, changes, memberPod };
 }
 
 describe('MemberPodProvider.createPod', () => {
@@ -870,6 +870,19 @@ describe('MemberPodProvider: API access of delegates (host, member, none)', () =
       member.objects.put('Pod', { metadata: { namespace: 'h-shop', name: 'job' }, spec: { containers: [{ name: 'x', image: 'x' }] } });
       await assert.rejects(provider.createPod(tokenPod('job')), { reason: 'DelegateConflict' });
       assert.equal(secretOf(member, 'job'), undefined);
+    });
+
+    it('a pod of that name not ours, in the member\'s cache: refused before any host token is minted or written', async () => {
+      const hostApi = fakeHostApi();
+      const { member, provider, pods } = world({ apiAccess: { mode: 'host', host: hostApi } });
+      await provider.createPod(tokenPod('other'));
+      const minted = hostApi.requests.length;
+      member.objects.put('Pod', { metadata: { namespace: 'h-shop', name: 'job' }, spec: { containers: [{ name: 'x', image: 'x' }] } });
+      await eventually('the pod in the member\'s cache', () => pods.get('h-shop/job') !== undefined);
+      const writes = member.calls.filter((c) => c === 'createNamespacedSecret').length;
+      await assert.rejects(provider.createPod(tokenPod('job')), { reason: 'DelegateConflict' });
+      assert.equal(hostApi.requests.length, minted, 'no token minted');
+      assert.equal(member.calls.filter((c) => c === 'createNamespacedSecret').length, writes, 'no Secret written');
     });
 
     it('another proxy\'s delegate of that name and its Secret: both left as they are', async () => {

@@ -4,10 +4,10 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { chmod, chown, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, mkdtemp, readdir, rm, symlink, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { reapStaleRuns, RUN_FILES, RUN_PREFIX, writeOwner, type ReapEffects } from '../../harness/reaper.ts';
+import { createRunDir, reapStaleRuns, RUN_FILES, RUN_PREFIX, writeOwner, type ReapEffects } from '../../harness/reaper.ts';
 
 /** A pid above any pid_max: no process has it. */
 const DEAD_PID = 4_194_305;
@@ -184,5 +184,37 @@ test('a run\'s owner file holds its pid alone, as the reapers of older checkouts
   // The same pid, another start time: another process has it now, and the run is reaped.
   await writeFile(join(dir, RUN_FILES.ownerStart), '1');
   await reapStaleRuns({ base, effects: fx });
+  assert.deepEqual(calls.cgroups, [`/clusterlet-${id}-host-real`]);
+});
+
+test('a run directory is never seen without its owner: a reaper starting while it is made leaves it', async () => {
+  const base = await newBase();
+  const { fx, calls } = fakeEffects();
+  // The reaper of another harness runs just before the owner is written.
+  const dir = await createRunDir(base, async (d) => {
+    await reapStaleRuns({ base, effects: fx });
+    await writeOwner(d);
+  });
+  assert.equal(Number(readFileSync(join(dir, RUN_FILES.owner), 'utf8')), process.pid);
+  assert.match(dir, new RegExp(`/${RUN_PREFIX}[A-Za-z0-9]{6}$`));
+  assert.deepEqual(await readdir(base), [dir.slice(base.length + 1)]);
+  await reapStaleRuns({ base, effects: fx });
+  assert.equal(existsSync(dir), true);
+  assert.deepEqual(calls, { kills: [], cgroups: [], sysctls: [], netns: [] });
+});
+
+test('a run directory without an owner made less than a minute ago (an older checkout\'s run starting) is left; older, it is reaped', async () => {
+  const base = await newBase();
+  const id = 'Y0ungX';
+  const dir = await craftRun(base, id, { realnodes: `/clusterlet-${id}-host-real\n` });
+  await rm(join(dir, RUN_FILES.owner));
+  const { fx, calls } = fakeEffects();
+  await reapStaleRuns({ base, effects: fx });
+  assert.equal(existsSync(dir), true);
+  assert.deepEqual(calls.cgroups, []);
+  const old = new Date(Date.now() - 61_000);
+  await utimes(dir, old, old);
+  await reapStaleRuns({ base, effects: fx });
+  assert.equal(existsSync(dir), false);
   assert.deepEqual(calls.cgroups, [`/clusterlet-${id}-host-real`]);
 });

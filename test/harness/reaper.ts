@@ -5,7 +5,7 @@
 // The base is the machine's temp dir, which anyone may write to, and the reaper runs as root for real nodes: it
 // trusts a run directory only when it is a directory (no link) of this user that no one else may write to, as
 // mkdtemp makes it, and then acts only within what the harness itself writes there: the processes it recorded (pid
-// and start time, never a command line), cgroup roots of that run's own pattern, the kubelet's tunables with integer
+// and start time, never a command line nor a pid alone), cgroup roots of that run's own pattern, the kubelet's tunables with integer
 // values, network namespaces named as testnet.ts names them.
 import { appendFileSync, readFileSync } from 'node:fs';
 import { lstat, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
@@ -154,9 +154,27 @@ export async function reapStaleRuns(opts: ReapOptions = {}): Promise<void> {
       log(`leaving ${dir} alone: no owner yet, made less than ${STARTING_GRACE_MS / 1000} s ago (a run starting)`);
       continue;
     }
+    // What a run of an older checkout left: no record of its processes, or processes recorded by pid alone. Its
+    // processes are not known for sure, and undoing the rest (its kubelets' tunables, cgroups, network namespaces)
+    // under them would not hold: the directory stays, and the log says what is left to do.
+    const pids = await readFile(join(dir, RUN_FILES.pids), 'utf8').catch(() => undefined);
+    if (pids === undefined) {
+      log(`leaving ${dir} alone: its owner is gone, but it records no processes (a run of an older checkout): stop what `
+        + `of that run still runs (etcd, API servers, kubelets, containerd; \`ps -eo pid,lstart,args\`), then remove ${dir}`);
+      continue;
+    }
+    const records = pids.split('\n').filter((l) => l !== '');
+    const byPidAlone = records.map((r) => r.trim()).filter((r) => !r.includes(' ') && stillRuns(r));
+    if (byPidAlone.length) {
+      log(`leaving ${dir} alone: its owner is gone, but processes ${byPidAlone.join(', ')} it records without a start time `
+        + `(a run of an older checkout) run, and their pids may be other processes' now: check them (\`ps -o pid,lstart,args `
+        + `-p ${byPidAlone.join(',')}\`), stop those still of that run, then remove ${dir}`);
+      continue;
+    }
     log(`reaping stale run ${dir}`);
-    for (const record of await lines(dir, RUN_FILES.pids)) {
-      const p = stillRuns(record);
+    for (const record of records) {
+      // Only a process whose start time the run recorded: a pid alone may be another process's now.
+      const p = record.trim().includes(' ') ? stillRuns(record) : undefined;
       if (!p) continue;
       // A process the harness started leads a process group of its own: what it started goes with it.
       for (const target of p.pgid === p.pid ? [-p.pid, p.pid] : [p.pid]) {

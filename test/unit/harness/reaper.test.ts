@@ -37,11 +37,12 @@ function fakeEffects(live: string[] = [], signal0: (pid: number) => void = (pid)
   return { fx, calls };
 }
 
-/** A run directory as the harness writes it (mode 0700, this user's), its owner DEAD_PID unless given. */
+/** A run directory as the harness writes it (mode 0700, this user's), its owner DEAD_PID, no processes recorded, unless given. */
 async function craftRun(at: string, id: string, files: Record<string, string> = {}): Promise<string> {
   const dir = join(at, `${RUN_PREFIX}${id}`);
   await mkdir(dir, { mode: 0o700 });
   await writeFile(join(dir, 'owner.pid'), String(DEAD_PID));
+  await writeFile(join(dir, RUN_FILES.pids), '');
   for (const [name, text] of Object.entries(files)) await writeFile(join(dir, name), text);
   return dir;
 }
@@ -217,4 +218,38 @@ test('a run directory without an owner made less than a minute ago (an older che
   await reapStaleRuns({ base, effects: fx });
   assert.equal(existsSync(dir), false);
   assert.deepEqual(calls.cgroups, [`/clusterlet-${id}-host-real`]);
+});
+
+test('a run of an older checkout that records no processes: nothing undone, its directory left, the log says what to do', async () => {
+  const base = await newBase();
+  const id = 'N0pidX';
+  const dir = await craftRun(base, id, { realnodes: `/clusterlet-${id}-host-real\n`, 'sysctls.json': JSON.stringify({ 'kernel/panic': '0' }) });
+  await rm(join(dir, RUN_FILES.pids));
+  const { fx, calls } = fakeEffects();
+  const logged: string[] = [];
+  await reapStaleRuns({ base, effects: fx, log: (l) => logged.push(l) });
+  assert.deepEqual(calls, { kills: [], cgroups: [], sysctls: [], netns: [] });
+  assert.equal(existsSync(dir), true);
+  assert.match(logged.join('\n'), new RegExp(`leaving ${dir} alone: .*records no processes.*then remove ${dir}`));
+});
+
+test('a process recorded without its start time is not killed by pid alone: nothing undone, the directory left, the log says what to do', async () => {
+  const base = await newBase();
+  const id = 'P1dAlo';
+  const byPid = sleeper([], true);
+  const withStart = sleeper([], true);
+  const dir = await craftRun(base, id, { pids: `${withStart.pid} ${startTime(withStart.pid!)}\n${byPid.pid}\n`,
+    realnodes: `/clusterlet-${id}-host-real\n` });
+  const { fx, calls } = fakeEffects();
+  const logged: string[] = [];
+  await reapStaleRuns({ base, effects: fx, log: (l) => logged.push(l) });
+  assert.deepEqual(calls, { kills: [], cgroups: [], sysctls: [], netns: [] });
+  assert.equal(existsSync(dir), true);
+  assert.match(logged.join('\n'), new RegExp(`leaving ${dir} alone: .*processes ${byPid.pid} .*without a start time.*ps -o pid,lstart,args -p ${byPid.pid}`));
+  // Once that process is gone, the run is reaped.
+  await writeFile(join(dir, RUN_FILES.pids), `${withStart.pid} ${startTime(withStart.pid!)}\n${DEAD_PID}\n`);
+  const later = fakeEffects();
+  await reapStaleRuns({ base, effects: later.fx });
+  assert.deepEqual(later.calls.kills.map(([pid]) => Math.abs(pid)), [withStart.pid, withStart.pid]);
+  assert.equal(existsSync(dir), false);
 });

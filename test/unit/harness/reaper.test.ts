@@ -3,6 +3,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync, readFileSync } from 'node:fs';
 import { chmod, chown, mkdir, mkdtemp, readdir, rm, symlink, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -24,11 +25,11 @@ const newBase = (): Promise<string> => mkdtemp(join(top, 'base-'));
 
 interface Calls { kills: [number, NodeJS.Signals | 0][]; cgroups: string[]; sysctls: [string, string][]; netns: string[] }
 
-/** Effects that record what the reaper asks for and do nothing; `kill` answers signal 0 as `signal0` says. */
-function fakeEffects(live: string[] = [], signal0: (pid: number) => void = (pid) => { process.kill(pid, 0); }): { fx: ReapEffects; calls: Calls } {
+/** Effects that record what the reaper asks for (signal 0 too) and do nothing. */
+function fakeEffects(live: string[] = []): { fx: ReapEffects; calls: Calls } {
   const calls: Calls = { kills: [], cgroups: [], sysctls: [], netns: [] };
   const fx: ReapEffects = {
-    kill: (pid, signal) => { if (signal === 0) signal0(pid); else calls.kills.push([pid, signal]); },
+    kill: (pid, signal) => { calls.kills.push([pid, signal]); },
     cleanCgroupRoot: async (root) => { calls.cgroups.push(root); },
     writeSysctl: async (key, value) => { calls.sysctls.push([key, value]); },
     listNetns: async () => live,
@@ -53,9 +54,10 @@ function startTime(pid: number): string {
   return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
 }
 
-/** A shell waiting on its stdin (a pipe nobody writes), `args` on its command line. */
-function sleeper(args: string[] = [], detached = false): ChildProcess {
-  const c = spawn('sh', ['-c', 'read -r x', 'sh', ...args], { stdio: ['pipe', 'ignore', 'ignore'], detached });
+/** A shell waiting on its stdin (a pipe nobody writes), `args` on its command line, as user `uid` when given. */
+function sleeper(args: string[] = [], detached = false, uid?: number): ChildProcess {
+  const c = spawn('sh', ['-c', 'read -r x', 'sh', ...args], { stdio: ['pipe', 'ignore', 'ignore'], detached,
+    ...uid === undefined ? {} : { uid, gid: uid } });
   children.push(c);
   return c;
 }
@@ -152,16 +154,25 @@ test('kills only the recorded processes still of that run (same start time), nev
   assert.ok(!calls.kills.some(([pid]) => Math.abs(pid) === mentions.pid));
 });
 
-test('a run whose owner lives is left alone, also when the reaper may not signal the owner (EPERM)', async () => {
+test('a run whose owner lives, by /proc (its pid with its start time), is left alone, also when the owner is another user\'s; the owner is never signalled', { skip: process.getuid?.() !== 0 ? 'needs root to start a process as another user' : false }, async () => {
   const base = await newBase();
-  const id = 'Ep3rmX';
+  const id = 'Oth3rU';
   const dir = await craftRun(base, id, { realnodes: `/clusterlet-${id}-host-real\n` });
-  await writeFile(join(dir, 'owner.pid'), String(process.pid));
-  const eperm = (): never => { throw Object.assign(new Error('kill EPERM'), { code: 'EPERM' }); };
-  const { fx, calls } = fakeEffects([], eperm);
+  // A live process of user nobody: a reaper not root may not signal it (EPERM), and it runs all the same.
+  const owner = sleeper([], false, 65534);
+  assert.notEqual(readFileSync(`/proc/${owner.pid}/status`, 'utf8').match(/^Uid:\s+(\d+)/m)?.[1], String(process.getuid?.()));
+  await writeFile(join(dir, RUN_FILES.owner), String(owner.pid));
+  await writeFile(join(dir, RUN_FILES.ownerStart), startTime(owner.pid!));
+  const { fx, calls } = fakeEffects();
   await reapStaleRuns({ base, effects: fx });
   assert.deepEqual(calls, { kills: [], cgroups: [], sysctls: [], netns: [] });
   assert.equal(existsSync(dir), true);
+  // Once it is gone, the run is reaped.
+  owner.kill('SIGKILL');
+  await once(owner, 'exit');
+  await reapStaleRuns({ base, effects: fx });
+  assert.deepEqual(calls.cgroups, [`/clusterlet-${id}-host-real`]);
+  assert.equal(existsSync(dir), false);
 });
 
 test('removes only network namespaces named as the harness names them', async () => {

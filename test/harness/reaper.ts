@@ -138,9 +138,10 @@ export async function reapStaleRuns(opts: ReapOptions = {}): Promise<void> {
   const fx = opts.effects ?? machineEffects;
   const uid = process.getuid?.();
   for (const entry of await readdir(base)) {
-    if (!entry.startsWith(RUN_PREFIX)) continue;
+    const starting = entry.startsWith(STARTING_PREFIX);
+    if (!starting && !entry.startsWith(RUN_PREFIX)) continue;
     const dir = join(base, entry);
-    const id = entry.slice(RUN_PREFIX.length);
+    const id = entry.slice((starting ? STARTING_PREFIX : RUN_PREFIX).length);
     const why = RUN_ID.test(id) ? await untrusted(dir, uid) : 'not a name mkdtemp makes';
     if (why) {
       log(`leaving ${dir} alone: ${why}`);
@@ -149,9 +150,16 @@ export async function reapStaleRuns(opts: ReapOptions = {}): Promise<void> {
     const [owner] = await lines(dir, RUN_FILES.owner);
     const [ownerStart = ''] = await lines(dir, RUN_FILES.ownerStart);
     if (owner !== undefined && stillRuns(`${owner} ${ownerStart}`)) continue;
-    // A run of an older checkout, which makes its directory under its run's name and writes its owner after.
+    // A run of an older checkout, which makes its directory under its run's name and writes its owner after; or one
+    // of this checkout making its directory (createRunDir, under STARTING_PREFIX).
     if (owner === undefined && Date.now() - ((await lstat(dir).catch(() => undefined))?.mtimeMs ?? 0) < STARTING_GRACE_MS) {
       log(`leaving ${dir} alone: no owner yet, made less than ${STARTING_GRACE_MS / 1000} s ago (a run starting)`);
+      continue;
+    }
+    if (starting) {
+      // A run gone while its directory was made (createRunDir): it started nothing yet, the directory is all it left.
+      log(`removing ${dir}: a run directory whose owner is gone before it finished making it`);
+      await rm(dir, { recursive: true, force: true });
       continue;
     }
     // What a run of an older checkout left: no record of its processes, or processes recorded by pid alone. Its

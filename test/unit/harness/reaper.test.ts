@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { chmod, chown, mkdir, mkdtemp, readdir, rm, symlink, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createRunDir, reapStaleRuns, RUN_FILES, RUN_PREFIX, writeOwner, type ReapEffects } from '../../harness/reaper.ts';
+import { createRunDir, reapStaleRuns, RUN_FILES, RUN_PREFIX, STARTING_PREFIX, writeOwner, type ReapEffects } from '../../harness/reaper.ts';
 
 /** A pid above any pid_max: no process has it. */
 const DEAD_PID = 4_194_305;
@@ -263,4 +263,21 @@ test('a process recorded without its start time is not killed by pid alone: noth
   await reapStaleRuns({ base, effects: later.fx });
   assert.deepEqual(later.calls.kills.map(([pid]) => Math.abs(pid)), [withStart.pid, withStart.pid]);
   assert.equal(existsSync(dir), false);
+});
+
+test('a run directory left half made (its owner gone before the rename) is removed; one still being made is left', async () => {
+  const base = await newBase();
+  const gone = join(base, `${STARTING_PREFIX}H4lfXx`);
+  const making = join(base, `${STARTING_PREFIX}M4k1ng`);
+  for (const d of [gone, making]) {
+    await mkdir(d, { mode: 0o700 });
+    await writeFile(join(d, RUN_FILES.pids), '');
+  }
+  await writeFile(join(gone, RUN_FILES.owner), String(DEAD_PID));
+  await writeOwner(making);
+  const { fx, calls } = fakeEffects();
+  await reapStaleRuns({ base, effects: fx });
+  assert.equal(existsSync(gone), false);
+  assert.equal(existsSync(making), true);
+  assert.deepEqual(calls, { kills: [], cgroups: [], sysctls: [], netns: [] });
 });

@@ -27,13 +27,22 @@ command -v conntrack >/dev/null || need+=(conntrack)
 command -v gcc >/dev/null || need+=(gcc libc6-dev)
 if [ ${#need[@]} -gt 0 ]; then
   command -v apt-get >/dev/null || { log "missing ${need[*]} and no apt-get to install them"; exit 1; }
-  log "installing ${need[*]}"
   # No service the packages bring starts during the install (invoke-rc.d and deb-systemd-invoke ask policy-rc.d).
-  policy=/usr/sbin/policy-rc.d
+  # REALNODE_DEPS_POLICY_RC_D: another path for it, for the unit tests.
+  policy=${REALNODE_DEPS_POLICY_RC_D:-/usr/sbin/policy-rc.d}
   if [ ! -e "$policy" ]; then
+    # Removed however the script ends, interrupted or terminated too: left behind, it would keep services from
+    # starting on every later install. (A SIGKILL leaves it: the log line says where it is.) A signal to the script
+    # alone is acted on once the apt-get it waits for ends, so that install ends under the policy.
+    trap 'rm -f "$policy"' EXIT
+    trap 'exit 129' HUP
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
     printf '#!/bin/sh\n# hack/ensure-realnode-deps.sh: no service starts while it installs packages.\nexit 101\n' >"$policy"
     chmod 0755 "$policy"
-    trap 'rm -f "$policy"' EXIT
+    log "installing ${need[*]} (no service starts meanwhile: $policy, removed when this script ends)"
+  else
+    log "installing ${need[*]} (the machine's $policy decides which services start)"
   fi
   apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >&2

@@ -18,19 +18,14 @@ import { Harness, HOST_REAL_NODE } from '../../test/harness/harness.ts';
 import { ensureBinaries } from '../../test/harness/binaries.ts';
 import { realNodeCgroups } from '../../test/harness/realnode.ts';
 import { BUSYBOX_IMAGE } from '../../test/harness/images.ts';
+import { interruptible } from '../../test/harness/interrupt.ts';
+import { LOCK_DIR, LOCK_NAME } from '../../test/harness/machinelock.ts';
 
 // Ctrl-C or SIGTERM at any point: what is running is stopped (a command, the harness's start, the suite), then the
-// harness, then the process exits with 130 or 143. A second signal changes nothing.
-const interrupted = new AbortController();
-let signalCode: number | undefined;
-for (const [sig, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
-  process.on(sig, () => {
-    if (signalCode !== undefined) return;
-    signalCode = code;
-    process.stderr.write(`[e2e-local] ${sig}: stopping\n`);
-    interrupted.abort();
-  });
-}
+// harness, then the process exits with 130 or 143. A second signal says it is still stopping; a third exits at once
+// (130, or 143 for SIGTERM), saying what may be left, for a stop that hangs.
+const interrupt = interruptible((l) => { process.stderr.write(`[e2e-local] ${l}\n`); }, () => leftover());
+for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => { interrupt.handle(sig); });
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const RELEASE = 'clusterlet';
@@ -47,24 +42,32 @@ const elapsed = (): string => `${((Date.now() - t0) / 1000).toFixed(0)} s`;
  * stops (SIGTERM, so that hack/build-images.sh's buildah goes too).
  */
 async function sh(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<string> {
-  interrupted.signal.throwIfAborted();
+  interrupt.signal.throwIfAborted();
   const child = spawn(cmd, args, { env, cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (c: string) => { stdout += c; });
   child.stderr.setEncoding('utf8').on('data', (c: string) => { stderr += c; });
   const stop = (): void => { try { process.kill(-child.pid!, 'SIGTERM'); } catch { /* gone */ } };
-  interrupted.signal.addEventListener('abort', stop);
-  const [code] = await once(child, 'close').finally(() => interrupted.signal.removeEventListener('abort', stop)) as [number | null];
-  interrupted.signal.throwIfAborted();
+  interrupt.signal.addEventListener('abort', stop);
+  const [code] = await once(child, 'close').finally(() => interrupt.signal.removeEventListener('abort', stop)) as [number | null];
+  interrupt.signal.throwIfAborted();
   if (code !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (${code}):\n${stderr || stdout}`);
   return stdout;
 }
 
 let h: Harness | undefined;
 let suite: ChildProcess | undefined;
+/** What may be left when the process exits before the harness has stopped, and what undoes it. */
+function leftover(): string {
+  if (!h) return 'the image build\'s buildah containers, or the clusters\' processes if they were starting (the next harness run '
+    + 'with this TMPDIR stops what its run directory records)';
+  return `processes, cgroups, mounts, network namespaces, routes and the kernel tunables of the real nodes, recorded in ${h.dir}, `
+    + `and the machine lock ${join(LOCK_DIR, LOCK_NAME)}: the next harness run with this TMPDIR (make e2e-local again) undoes them `
+    + '(test/harness/reaper.ts; its log says what it leaves)';
+}
 // The suite runs in a process group of its own (the test runner's processes for its files with it): stopped as one.
-interrupted.signal.addEventListener('abort', () => { try { if (suite?.pid) process.kill(-suite.pid, 'SIGTERM'); } catch { /* gone */ } });
+interrupt.signal.addEventListener('abort', () => { try { if (suite?.pid) process.kill(-suite.pid, 'SIGTERM'); } catch { /* gone */ } });
 let code = 1;
 try {
   // Before anything is built or touched.
@@ -77,7 +80,7 @@ try {
   const bin = await ensureBinaries();
   const helm = (await sh('bash', [join(ROOT, 'hack/build-helm.sh')])).trim().split('\n').pop()!;
 
-  h = await Harness.start({ realNodes: { images }, kwokNodes: false, log: (l) => say(l), signal: interrupted.signal });
+  h = await Harness.start({ realNodes: { images }, kwokNodes: false, log: (l) => say(l), signal: interrupt.signal });
   const { host, member, hostNode, dir } = h;
   say(`clusters and real nodes ready (${elapsed()})`);
   const env = { ...process.env, PATH: `${bin.dir}:${process.env.PATH}` };
@@ -109,7 +112,7 @@ hostAPI:
 `);
   await sh(helm, ['--kubeconfig', host.kubeconfig, 'install', RELEASE, join(ROOT, 'charts/clusterlet'), '--namespace', NAMESPACE,
     '--values', values, '--wait', '--timeout', '180s'], env).catch(async (err: Error) => {
-    if (interrupted.signal.aborted) throw err;
+    if (interrupt.signal.aborted) throw err;
     const pods = await kubectl(host.kubeconfig, '-n', NAMESPACE, 'describe', 'pods').catch((e: Error) => e.message);
     const logs = await kubectl(host.kubeconfig, '-n', NAMESPACE, 'logs', '-l', 'app.kubernetes.io/name=clusterlet', '--tail=50')
       .catch((e: Error) => e.message);
@@ -124,7 +127,7 @@ hostAPI:
   if (ready.length !== 2) throw new Error(`want 2 clusterlet pods Running and Ready on ${HOST_REAL_NODE}, have ${JSON.stringify(pods.items.map((p) => [p.metadata.name, p.spec.nodeName, p.status.phase]))}`);
   say(`clusterlet installed with helm: ${ready.map((p) => p.metadata.name).join(', ')} Running and Ready on ${HOST_REAL_NODE} (${elapsed()})`);
 
-  interrupted.signal.throwIfAborted();
+  interrupt.signal.throwIfAborted();
   suite = spawn(process.execPath, ['--test', '--test-reporter=spec', join(ROOT, 'e2e/e2e.test.ts')], {
     stdio: 'inherit', cwd: ROOT, detached: true,
     env: { ...env, E2E_HOST_KUBECONFIG: host.kubeconfig, E2E_MEMBER_KUBECONFIG: member.kubeconfig,
@@ -135,15 +138,15 @@ hostAPI:
   const [exit] = await once(suite, 'exit') as [number | null];
   code = exit ?? 1;
   say(`suite finished with ${code} (${elapsed()})`);
-  if (process.env.E2E_KEEP === '1' && !interrupted.signal.aborted) {
+  if (process.env.E2E_KEEP === '1' && !interrupt.signal.aborted) {
     say(`keeping the clusters: host ${host.kubeconfig}, member ${member.kubeconfig}; Ctrl-C stops them`);
-    await once(interrupted.signal, 'abort');
+    await once(interrupt.signal, 'abort');
   }
 } catch (err) {
-  if (!interrupted.signal.aborted) {
+  if (!interrupt.signal.aborted) {
     say((err as Error).stack ?? String(err));
     if (h) say(h.realNodes.map((n) => n.logsTail(30)).join('\n'));
   }
 }
 await h?.stop();
-process.exit(signalCode ?? code);
+process.exit(interrupt.code() ?? code);

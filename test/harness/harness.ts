@@ -5,10 +5,9 @@
 // left is undone by the next run (reaper.ts). Node-like servers (KWOK's kubelet endpoints, clusterlet's
 // kubelet API in tests) listen on the run's own test network (testnet.ts), never on the machine's addresses.
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { ensureBinaries, type Binaries } from './binaries.ts';
@@ -18,7 +17,7 @@ import { freePort, pollUntil } from './net.ts';
 import { createTestNetwork, type TestNetwork } from './testnet.ts';
 import { podRangeBase, RealNode, realNodeCgroups, restoreSysctls, routeDestinations, saveSysctls } from './realnode.ts';
 import { lockRealNodes, type MachineLock } from './machinelock.ts';
-import { cgroupRootOf, reapStaleRuns, recordProcess, RUN_FILES, RUN_PREFIX, writeOwner } from './reaper.ts';
+import { cgroupRootOf, createRunDir, reapStaleRuns, recordProcess, RUN_FILES, RUN_PREFIX } from './reaper.ts';
 
 export const HOST_NODES: FakeNode[] = [
   { name: 'host-local-1', capacity: { cpu: '8', memory: '32Gi', pods: '110' } },
@@ -170,8 +169,7 @@ export class Harness {
     const bin = await ensureBinaries();
     signal?.throwIfAborted();
     const t0 = Date.now();
-    const dir = await mkdtemp(join(tmpdir(), RUN_PREFIX));
-    await writeOwner(dir);
+    const dir = await createRunDir();
     // What the run starts, for the reaper of a later run should this one be killed outright.
     const unrecord = onSpawn((pid) => recordProcess(dir, pid));
     const networks: TestNetwork[] = [];

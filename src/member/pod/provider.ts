@@ -61,7 +61,8 @@ export interface MemberPodProviderOptions {
 export interface FitGate {
   /** enforce: a delegate that fits no node is not created (NoMemberNodeFits) but tried again when room may have
    * appeared; advisory: it is created, to wait for the member's autoscaler (WaitingForMemberScaleUp); auto: advisory
-   * while `growth()` tells the member adds nodes, else enforce. */
+   * while `growth()` tells the member adds nodes, else enforce. A delegate pinned to one member node (`nodes: node`)
+   * is judged as in enforce whatever the mode. */
   mode: Exclude<FitMode, 'off'>;
   /** Where the pod fits among the member's nodes as they are now (forge/fit.ts memberFit). */
   fit(pod: V1Pod): FitAnswer;
@@ -257,7 +258,8 @@ export class MemberPodProvider implements PodProvider {
     const virtualNode = vn && { name: vn.name, constraint: groupConstraint(vn.group) };
     const body = forgeDelegatePod(proxy, { ...this.#ctxBase, memberNamespace: ns, restarts: opts.restarts, apiAccess: access.apiAccess,
       virtualNode });
-    const { waiting, prepared: early } = await this.#checkFit(proxy, body, describeGroup(this.#member.config.name, vn?.group ?? { kind: 'cluster' }));
+    const group = vn?.group ?? { kind: 'cluster' };
+    const { waiting, prepared: early } = await this.#checkFit(proxy, body, describeGroup(this.#member.config.name, group), group.kind === 'node');
     // What the pod refers to goes first, so the delegate finds it when it starts (prepared already if the fit needed
     // it): its host tokens too, written meanwhile (a token refused releases what was prepared).
     const [prepared, tokens] = await Promise.all([early ?? this.#mirror.prepare(proxy, ns), access.apiAccess.mode === 'host'
@@ -337,10 +339,11 @@ export class MemberPodProvider implements PodProvider {
    * adds). One that fits none would stay Pending in the member: in a member that adds nodes (advisory, or auto with a
    * sign of it) it is created all the same, and the notice says it waits for a node (the proxy's Offloaded reason);
    * otherwise it is refused, with the largest free slot in the reason, and tried again when room may have appeared
-   * (room$). No verdict before the member's nodes are listed (and, for auto, whether it adds nodes read): the pod is
-   * tried again soon, nothing shown.
+   * (room$). A delegate pinned to one member node (`pinned`: the member shown per node) is refused in advisory and
+   * auto too: no node the member adds can take it. No verdict before the member's nodes are listed (and, for auto,
+   * whether it adds nodes read): the pod is tried again soon, nothing shown.
    */
-  async #checkFit(proxy: V1Pod, body: V1Pod, scope: string): Promise<{ waiting?: PodNotice; prepared?: Prepared }> {
+  async #checkFit(proxy: V1Pod, body: V1Pod, scope: string, pinned: boolean): Promise<{ waiting?: PodNotice; prepared?: Prepared }> {
     const hostKey = objectKey(proxy);
     const gate = this.#fit;
     if (gate && !gate.ready()) {
@@ -358,7 +361,7 @@ export class MemberPodProvider implements PodProvider {
       return { prepared };
     }
     const growth = gate.growth();
-    if (gate.mode === 'advisory' || (gate.mode === 'auto' && growth !== undefined)) {
+    if (!pinned && (gate.mode === 'advisory' || (gate.mode === 'auto' && growth !== undefined))) {
       this.#unfit.delete(hostKey);
       return { prepared, waiting: { type: 'Normal', reason: WAITING_FOR_SCALE_UP, message: scaleUpMessage(scope, answer, growth), offloaded: true } };
     }

@@ -851,6 +851,17 @@ describe('MemberPodProvider: the fit judged on what the member admits, and per m
       'auto, nothing showing the member adds nodes: refused');
   });
 
+  it('shown per member node, a delegate pinned to its node is refused in auto and advisory too: no node the member adds can take it', async () => {
+    for (const over of [{ mode: 'advisory' as const }, { mode: 'auto' as const, growth: () => 'it has Karpenter NodePools' }]) {
+      const w = world({ fit: fakeFitGate(() => unfit, new Subject<void>(), over) });
+      await assert.rejects(w.provider.createPod(proxy('pinned'), {}, { name: 'vn-n1', group: { kind: 'node', node: 'n1' } }),
+        (err: unknown) => (err as PodRejectedError).reason === 'NoMemberNodeFits', over.mode);
+      assert.equal(w.memberPod('h-shop', 'pinned'), undefined, `${over.mode}: not created`);
+      const pooled = await w.provider.createPod(proxy('pooled'), {}, { name: 'vn-gpu', group: { kind: 'pool', label: 'pool', value: 'gpu' } });
+      assert.equal(pooled[0]?.reason, 'WaitingForMemberScaleUp', `${over.mode}: per pool, it waits for a node`);
+    }
+  });
+
   it('no verdict before the member\'s nodes are listed: the pod is tried again soon, nothing shown; the provider is synced all the same', async () => {
     let ready = false;
     const w = world({ fit: fakeFitGate(() => unfit, new Subject<void>(), { ready: () => ready }) });

@@ -1,7 +1,7 @@
 // Whether a delegate fits on one member node, as the member's scheduler counts it: a usable node that its node
 // selector, required node affinity and tolerations admit, with each requested resource's allocatable minus the
 // requests of the pods bound there at least what it asks. Pure; the member's nodes and per-node requests come in.
-import type { V1Node, V1NodeSelectorRequirement, V1Pod, V1Taint, V1Toleration } from '@kubernetes/client-node';
+import type { V1Container, V1Node, V1NodeSelectorRequirement, V1Pod, V1Taint, V1Toleration } from '@kubernetes/client-node';
 import { nodeIsUsable, podRequests, type RequestsByNode } from './capacity.ts';
 import { formatQuantity, parseQuantity, quantity, type QuantityFormat } from './quantity.ts';
 
@@ -21,6 +21,23 @@ export const WAITING_FOR_SCALE_UP = 'WaitingForMemberScaleUp';
 export type FitAnswer =
   | { fits: true; node: string }
   | { fits: false; requests: Record<string, string>; largestFree: Record<string, string>; candidates: number };
+
+/**
+ * What memberFit reads of a pod, and nothing else: each container's name, restart policy and resources (requests,
+ * and limits, which stand for requests that are missing), the pod's own resources and overhead, its node selector,
+ * node affinity and tolerations. What is kept of a pod the fit judges again later.
+ */
+export function fitView(pod: V1Pod): V1Pod {
+  const s = pod.spec;
+  const containers = (cs: V1Container[] | undefined): V1Container[] | undefined =>
+    cs?.map((c) => ({ name: c.name, ...c.restartPolicy ? { restartPolicy: c.restartPolicy } : {},
+      ...c.resources ? { resources: { requests: c.resources.requests, limits: c.resources.limits } } : {} }));
+  return { spec: {
+    containers: containers(s?.containers) ?? [], initContainers: containers(s?.initContainers),
+    resources: s?.resources, overhead: s?.overhead, nodeSelector: s?.nodeSelector, tolerations: s?.tolerations,
+    affinity: s?.affinity?.nodeAffinity ? { nodeAffinity: s.affinity.nodeAffinity } : undefined,
+  } };
+}
 
 /**
  * Where `pod` (the delegate as it will be created) fits among `nodes`, `used` being the requests per node of every

@@ -204,7 +204,6 @@ export class MemberCluster implements NodeProvider {
     return {
       mode, room$: this.room$, fit: (pod) => this.fit(pod),
       ready: () => this.nodes.hasSynced && (scaling?.read ?? true),
-      waitReady: async () => { await Promise.all([this.nodes.waitSynced(), scaling?.waitRead()]); },
       growth: () => scaling?.growth,
     };
   }

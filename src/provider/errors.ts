@@ -28,6 +28,19 @@ export class PodRejectedError extends Error {
   }
 }
 
+/**
+ * The back end cannot judge the pod yet: what it needs is still being read (a member's node list). Nothing is shown
+ * on the proxy; it is tried again after `retryAfterMs`.
+ */
+export class PodNotReadyError extends Error {
+  readonly retryAfterMs: number;
+  constructor(message: string, retryAfterMs: number) {
+    super(message);
+    this.name = 'PodNotReadyError';
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
 export type ProviderErrorKind =
   /** No such pod, container or delegate (yet). */
   | 'NotFound'

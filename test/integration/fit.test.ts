@@ -16,7 +16,6 @@ import { everyVersion, waitUntil } from '../support/wait.ts';
 import { condition, eventSpec, isReady, podSpec, podsSpec, VIRTUAL_TOLERATION, waitNode } from '../support/objects.ts';
 import { fakeNode, type LocalCluster } from '../harness/cluster.ts';
 import { freePort } from '../harness/net.ts';
-import { toKubeError } from '../../src/kube/errors.ts';
 import type { ClusterClient } from '../../src/kube/client.ts';
 
 const MEMBER = 'fitm';
@@ -27,9 +26,13 @@ const DEDICATED = { key: 'fit.example.com/dedicated', value: 'batch', effect: 'N
 const TOLERATE_DEDICATED = { key: DEDICATED.key, operator: 'Exists', effect: 'NoSchedule' };
 const ADMIT_LABEL = 'fit.example.com/admit';
 
-/** A pod bound to the member's virtual node (as a user binding to it would), one container asking for `cpu`. */
-function boundPod(name: string, namespace: string, cpu: string, opts: { admit?: boolean; tolerateDedicated?: boolean } = {}): V1Pod {
-  const p = podSpec(name, { namespace, tolerate: true, nodeName: NODE, resources: { requests: { cpu } },
+/**
+ * A pod bound to the member's virtual node (as a user binding to it would), one container asking for `cpu`; with
+ * `scheduled`, one the host's scheduler binds there (it selects the virtual node), as a user's pod usually is.
+ */
+function boundPod(name: string, namespace: string, cpu: string, opts: { admit?: boolean; tolerateDedicated?: boolean; scheduled?: boolean } = {}): V1Pod {
+  const p = podSpec(name, { namespace, tolerate: true, resources: { requests: { cpu } },
+    ...opts.scheduled ? { nodeSelector: { 'kubernetes.io/hostname': NODE } } : { nodeName: NODE },
     labels: opts.admit ? { [ADMIT_LABEL]: 'true' } : undefined });
   if (opts.tolerateDedicated) p.spec!.tolerations = [VIRTUAL_TOLERATION, TOLERATE_DEDICATED];
   return p;
@@ -217,7 +220,8 @@ describe('fit before binding, on what the member admits', () => {
     }
     const evs = noFitEvents((await host.core.listNamespacedEvent({ namespace: ns })).items, 'big') - evs0;
     const dryRuns = admission.dryRuns();
-    await member.core.deleteNamespace({ name: churnNs }).catch((err: unknown) => { if (toKubeError(err).kind !== 'NotFound') throw err; });
+    // Gone before the next test, whose pod the host's scheduler binds only while the member's free room is there.
+    await deleteNamespaceAndWait(member, churnNs, 90_000);
     process.stderr.write(`fit quiet: ${i} member pods churned; proxy versions written ${versions.size}, NoMemberNodeFits events ${evs}, dry runs so far ${dryRuns}\n`);
     assert.ok(versions.size <= 2, `the proxy was written ${versions.size} times during the churn`);
     assert.ok(evs <= 2, `${evs} more NoMemberNodeFits events during the churn`);
@@ -225,15 +229,20 @@ describe('fit before binding, on what the member admits', () => {
     await deleteNamespaceAndWait(host, ns, 90_000);
   });
 
-  it('a member that adds nodes: the delegate waits Pending (WaitingForMemberScaleUp), the member scales up, the pod runs', async () => {
+  it('a member that adds nodes: a pod the host\'s scheduler binds (it fits the member\'s total, no single node) waits Pending (WaitingForMemberScaleUp), the member scales up, the pod runs', async () => {
     await stop();
-    // The member shows it can grow as a cluster-autoscaler does: its status ConfigMap.
+    // The member shows it can grow as a cluster-autoscaler does: its status ConfigMap, stamped as it stamps it.
+    const now = new Date().toISOString().replace('T', ' ').replace('Z', '000000 +0000 UTC');
     await member.core.createNamespacedConfigMap({ namespace: 'kube-system', body: {
-      metadata: { name: 'cluster-autoscaler-status' }, data: { status: 'Cluster-autoscaler status at 2026-12-06: Running' } } });
+      metadata: { name: 'cluster-autoscaler-status', annotations: { 'cluster-autoscaler.kubernetes.io/last-updated': now } },
+      data: { status: `Cluster-autoscaler status at ${now}: Running` } } });
     start();
     await waitNode(host, NODE, isReady, 'the virtual node Ready');
     const ns = await hostNamespace('fit-scale');
-    await host.core.createNamespacedPod({ namespace: ns, body: boundPod('gpuish', ns, '40', { admit: true }) });
+    // 17 CPUs: more than either member node has (8 and 16), less than the virtual node's 24 less the 3 of the earlier
+    // tests' pods: the host's scheduler binds it to the virtual node, as it would a user's. It tolerates the member's
+    // taint, which every member node has and so the virtual node too.
+    await host.core.createNamespacedPod({ namespace: ns, body: boundPod('gpuish', ns, '17', { tolerateDedicated: true, scheduled: true }) });
     const [waiting] = await waitUntil(host, podsSpec(host, ns), (ps) => condition(ps[0], OFFLOADED)?.reason === 'WaitingForMemberScaleUp'
       || condition(ps[0], OFFLOADED)?.reason === 'NoMemberNodeFits', 60_000, 'Offloaded WaitingForMemberScaleUp (or refused)');
     const cond = condition(waiting, OFFLOADED);

@@ -11,7 +11,7 @@ import { restartsAfterLoss } from '../../forge/status.ts';
 import { OFFLOADED_CONDITION } from '../../forge/keys.ts';
 import { WAITING_FOR_SCALE_UP } from '../../forge/fit.ts';
 import { forgeProxyStatusForLostDelegate, proxyStatusWhileRestarting } from './status.ts';
-import { PodRejectedError } from '../../provider/errors.ts';
+import { PodNotReadyError, PodRejectedError } from '../../provider/errors.ts';
 import { delegateOf, type PodNotice, type PodProvider, type ProviderPod } from '../../provider/pod.ts';
 import type { Logger } from '../../log.ts';
 import { FENCED_RETRY_MS, type PodHost, type ProxyWriter } from './writer.ts';
@@ -122,6 +122,8 @@ export class PodLifecycle {
       return await this.#syncKey(key, proxy);
     } catch (err) {
       if (refusedByFence(err)) return { requeueAfterMs: FENCED_RETRY_MS };
+      // The back end cannot judge it yet: nothing to show, looked at again soon.
+      if (err instanceof PodNotReadyError) return { requeueAfterMs: err.retryAfterMs };
       // A sync that keeps failing shows on the proxy, not only in the log.
       if (proxy && !proxy.metadata?.deletionTimestamp && !(err instanceof PodRejectedError)
         && this.queue.failures(key) + 1 >= FAILURES_BEFORE_REPORT) {

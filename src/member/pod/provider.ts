@@ -16,7 +16,7 @@ import { deletionDisruption, forgeHostStatus } from '../../forge/status.ts';
 import { PROXY_UID_LABEL } from '../../forge/keys.ts';
 import { hostRefOf } from '../../forge/owner.ts';
 import { namespacedName } from '../../forge/meta.ts';
-import { PodRejectedError } from '../../provider/errors.ts';
+import { PodNotReadyError, PodRejectedError } from '../../provider/errors.ts';
 import type { CreateOptions, PodChange, PodEvent, PodNotice, PodProvider, ProviderPod } from '../../provider/pod.ts';
 import { notFoundReason, type ObjectMirror, type Prepared } from '../reflection/mirror.ts';
 import type { Logger } from '../../log.ts';
@@ -27,7 +27,7 @@ import { Resizes } from './resize.ts';
 import { DelegateTokens, type CreationOutcome, type DelegateTokensOptions } from './tokens.ts';
 import { accessModeOf, tokenSecretName, type ApiAccessMode, type DelegateApiAccess } from '../../forge/apiaccess.ts';
 import type { HostApiAccess, HostProxies } from '../../provider/tokens.ts';
-import { noFitMessage, scaleUpMessage, WAITING_FOR_SCALE_UP, type FitAnswer, type FitMode } from '../../forge/fit.ts';
+import { fitView, noFitMessage, scaleUpMessage, WAITING_FOR_SCALE_UP, type FitAnswer, type FitMode } from '../../forge/fit.ts';
 import { describeGroup, groupConstraint, type NodeGroup } from '../../forge/groups.ts';
 
 export interface MemberPodProviderOptions {
@@ -65,7 +65,8 @@ export interface MemberPodProviderOptions {
 export interface FitGate {
   /** enforce: a delegate that fits no node is not created (NoMemberNodeFits) but tried again when room may have
    * appeared; advisory: it is created, to wait for the member's autoscaler (WaitingForMemberScaleUp); auto: advisory
-   * while `growth()` tells the member adds nodes, else enforce. */
+   * while `growth()` tells the member adds nodes, else enforce. A delegate pinned to one member node (`nodes: node`)
+   * is judged as in enforce whatever the mode. */
   mode: Exclude<FitMode, 'off'>;
   /** Where the pod fits among the member's nodes as they are now (forge/fit.ts memberFit). */
   fit(pod: V1Pod): FitAnswer;
@@ -73,7 +74,6 @@ export interface FitGate {
   room$: Observable<void>;
   /** Whether a verdict can be given: the member's nodes are listed (and, for auto, whether it adds nodes was read). */
   ready(): boolean;
-  waitReady(): Promise<void>;
   /** What shows that the member adds nodes for Pending pods, or undefined: nothing does (member/scaling.ts). */
   growth(): string | undefined;
 }
@@ -93,6 +93,45 @@ const UNFIT_WAKE_MS = 600_000;
 
 /** Proxies whose delegate the member's admission was asked about (#admitted), kept at most (the oldest go first). */
 const ADMITTED_CACHE = 10_000;
+
+/**
+ * How long what the member's admission answered is kept unused: a proxy deleted before it got a delegate tells the
+ * provider nothing, and its entry goes this long after the last try (the controller tries an unfit proxy at least every
+ * minute).
+ */
+const ADMITTED_TTL_MS = 15 * 60_000;
+
+/** After a dry run that failed, how long until the member is asked again: doubled per failure in a row, up to the max. */
+const DRY_RUN_RETRY_MS = 10_000;
+const DRY_RUN_RETRY_MAX_MS = 5 * 60_000;
+
+/** How soon a pod is looked at again while the member's nodes are not listed yet (FitGate.ready). */
+const FIT_NOT_READY_RETRY_MS = 1_000;
+
+/**
+ * The member's ServiceAccount admission refusing a pod whose ServiceAccount it does not have (plugin/pkg/admission/
+ * serviceaccount: `error looking up service account <ns>/<name>: serviceaccount "<name>" not found`): the one refusal a
+ * copy of what the pod refers to can end.
+ */
+const MISSING_SERVICE_ACCOUNT = /error looking up service account [^\s/]+\/[^\s:]+: serviceaccount "[^"]+" not found/;
+
+/**
+ * What the member's admission made of the delegate of one proxy UID and generation (#admitted): the pod as it would
+ * store it (only what the fit reads: forge/fit.ts fitView), or its refusal, or neither (it did not answer); after a
+ * failure, when to ask again.
+ */
+interface Admission {
+  uid: string;
+  generation: number | undefined;
+  pod?: V1Pod;
+  refused?: PodRejectedError;
+  failures: number;
+  retryAt: number;
+  /** When it was last used: entries unused for ADMITTED_TTL_MS go. */
+  usedAt: number;
+  /** That the member did not answer was logged at warn (once per proxy UID). */
+  warned: boolean;
+}
 
 /** The virtual node a delegate is created for, when the member has several (forge/groups.ts). */
 export interface VirtualNodeTarget {
@@ -118,9 +157,10 @@ export class MemberPodProvider implements PodProvider {
   #unfit = new Map<string, number>();
   /**
    * What the member's admission made of the delegate of a proxy that looked unfit as forged (a server-side dry-run
-   * create), by host key, for that proxy's UID and generation: judged again on each wake without asking again.
+   * create), by host key, for that proxy's UID and generation: judged again on each wake without asking again, a
+   * failure not asked again before its backoff ends. In the order of last use (the least recently used first).
    */
-  #admissions = new Map<string, { uid: string; generation: number | undefined; pod: V1Pod }>();
+  #admissions = new Map<string, Admission>();
   /** Delegates created to wait for the member to add a node, by host key: their binding is a lifecycle change. */
   #waiting = new Set<string>();
   #apiAccess: MemberPodProviderOptions['apiAccess'];
@@ -175,10 +215,10 @@ export class MemberPodProvider implements PodProvider {
     return { hostName: this.#member.hostName, nodeName: this.#opts.nodeName, nodeLabels: this.#member.config.labels };
   }
 
-  // No verdict on a pod's fit before the member's nodes are listed: nothing is synced before then.
-  hasSynced(): boolean { return this.#member.pods.hasSynced && (this.#fit?.ready() ?? true); }
+  // The delegates are known. (A fit verdict also needs the member's nodes: #checkFit waits for them on its own.)
+  hasSynced(): boolean { return this.#member.pods.hasSynced; }
   available(): boolean { return this.#member.reachable; }
-  async waitSynced(): Promise<void> { await Promise.all([this.#member.pods.waitSynced(), this.#fit?.waitReady()]); }
+  async waitSynced(): Promise<void> { await this.#member.pods.waitSynced(); }
   listPodKeys(): string[] { return this.#member.delegates.hostKeys(); }
   podCount(): number { return this.#member.delegates.size; }
 
@@ -227,6 +267,7 @@ export class MemberPodProvider implements PodProvider {
     const virtualNode = vn && { name: vn.name, constraint: groupConstraint(vn.group) };
     const body = forgeDelegatePod(proxy, { ...this.#ctxBase, memberNamespace: ns, restarts: opts.restarts, apiAccess: access.apiAccess,
       virtualNode });
+    const group = vn?.group ?? { kind: 'cluster' };
     // What the pod refers to goes first, so the delegate finds it when it starts (prepared already if the fit needed
     // it): its host tokens too, written meanwhile. A creation that fails (a refused fit included) leaves no token Secret
     // behind (settle), and a write that finds the namespace gone or going makes it be created again on the next try.
@@ -239,8 +280,8 @@ export class MemberPodProvider implements PodProvider {
       const squatter = this.#member.pods.get(memberKey);
       const conflict = squatter && this.#conflict(squatter, ns, hostNamespace, name);
       if (conflict) throw conflict;
-      const { waiting, prepared: early } = await this.#checkFit(proxy, body,
-        describeGroup(this.#member.config.name, vn?.group ?? { kind: 'cluster' }));
+      const { waiting, prepared: early } = await this.#checkFit(proxy, body, describeGroup(this.#member.config.name, group),
+        group.kind === 'node');
       const [ready, written] = await Promise.allSettled([early ?? this.#mirror.prepare(proxy, ns), hostTokens?.write(proxy, ns)]);
       if (ready.status === 'rejected') throw ready.reason;
       const prepared = ready.value;
@@ -359,11 +400,16 @@ export class MemberPodProvider implements PodProvider {
    * adds). One that fits none would stay Pending in the member: in a member that adds nodes (advisory, or auto with a
    * sign of it) it is created all the same, and the notice says it waits for a node (the proxy's Offloaded reason);
    * otherwise it is refused, with the largest free slot in the reason, and tried again when room may have appeared
-   * (room$).
+   * (room$). A delegate pinned to one member node (`pinned`: the member shown per node) is refused in advisory and
+   * auto too: no node the member adds can take it. No verdict before the member's nodes are listed (and, for auto,
+   * whether it adds nodes read): the pod is tried again soon, nothing shown.
    */
-  async #checkFit(proxy: V1Pod, body: V1Pod, scope: string): Promise<{ waiting?: PodNotice; prepared?: Prepared }> {
+  async #checkFit(proxy: V1Pod, body: V1Pod, scope: string, pinned: boolean): Promise<{ waiting?: PodNotice; prepared?: Prepared }> {
     const hostKey = objectKey(proxy);
     const gate = this.#fit;
+    if (gate && !gate.ready()) {
+      throw new PodNotReadyError(`member ${this.#member.config.name}: its nodes are not listed yet`, FIT_NOT_READY_RETRY_MS);
+    }
     let answer = gate?.fit(body);
     let prepared: Prepared | undefined;
     if (gate && answer && !answer.fits) {
@@ -376,7 +422,7 @@ export class MemberPodProvider implements PodProvider {
       return { prepared };
     }
     const growth = gate.growth();
-    if (gate.mode === 'advisory' || (gate.mode === 'auto' && growth !== undefined)) {
+    if (!pinned && (gate.mode === 'advisory' || (gate.mode === 'auto' && growth !== undefined))) {
       this.#unfit.delete(hostKey);
       return { prepared, waiting: { type: 'Normal', reason: WAITING_FOR_SCALE_UP, message: scaleUpMessage(scope, answer, growth), offloaded: true } };
     }
@@ -387,40 +433,80 @@ export class MemberPodProvider implements PodProvider {
   }
 
   /**
-   * The delegate as the member would store it: a server-side dry-run create (its admission runs, nothing is stored),
-   * asked once per proxy UID and generation. Refused (403: the member's ServiceAccount admission refuses a pod whose
-   * ServiceAccount is not there yet, and the copies are made only for a delegate), it is asked again once what the pod
+   * The delegate as the member would store it (what the fit reads of it): a server-side dry-run create (its admission
+   * runs, nothing is stored), asked once per proxy UID and generation. Refused for a ServiceAccount the member lacks
+   * (its ServiceAccount admission; the copies are made only for a delegate), it is asked again once what the pod
    * refers to is prepared, which is handed on (`prepared`: the caller creates the delegate with it, or releases it).
-   * Undefined when the member does not answer it: the forged pod is judged then, and the member asked again next time.
+   * Refused otherwise (a quota, a policy, the namespace terminating), the refusal is thrown: the create would meet it
+   * too, and the proxy shows it. Not answered: undefined, the forged pod is judged. A failure is kept for that proxy
+   * generation, and the member asked again only after a backoff.
    */
   async #admitted(proxy: V1Pod, body: V1Pod): Promise<{ pod: V1Pod; prepared?: Prepared } | undefined> {
     const hostKey = objectKey(proxy);
     const uid = proxy.metadata?.uid ?? '';
     const generation = proxy.metadata?.generation;
+    const now = Date.now();
+    this.#expireAdmissions(now);
     const known = this.#admissions.get(hostKey);
-    if (known && known.uid === uid && known.generation === generation) return { pod: known.pod };
+    const same = known !== undefined && known.uid === uid && known.generation === generation;
+    if (same) {
+      this.#keepAdmission(hostKey, { ...known, usedAt: now });
+      if (known.pod) return { pod: known.pod };
+      if (now < known.retryAt) {
+        if (known.refused) throw known.refused;
+        return undefined;
+      }
+    }
+    const failures = same ? known.failures : 0;
+    const warned = known?.uid === uid && known.warned;
     const namespace = body.metadata?.namespace ?? '';
-    const dryRun = async (): Promise<V1Pod> => {
-      const pod = await this.#member.client.core.createNamespacedPod({ namespace, body, dryRun: 'All' });
-      this.#admissions.delete(hostKey);
-      if (this.#admissions.size >= ADMITTED_CACHE) this.#admissions.delete(this.#admissions.keys().next().value ?? '');
-      this.#admissions.set(hostKey, { uid, generation, pod });
-      return pod;
-    };
+    const dryRun = (): Promise<V1Pod> => this.#member.client.core.createNamespacedPod({ namespace, body, dryRun: 'All' });
     let prepared: Prepared | undefined;
     try {
+      let pod: V1Pod;
       try {
-        return { pod: await dryRun() };
+        pod = await dryRun();
       } catch (err) {
-        if (toKubeError(err).kind !== 'Forbidden') throw err;
+        const k = toKubeError(err);
+        if (k.kind !== 'Forbidden' || !MISSING_SERVICE_ACCOUNT.test(k.message)) throw err;
         prepared = await this.#mirror.prepare(proxy, namespace);
-        return { pod: await dryRun(), prepared };
+        pod = await dryRun();
       }
+      const view = fitView(pod);
+      this.#keepAdmission(hostKey, { uid, generation, pod: view, failures: 0, retryAt: 0, usedAt: now, warned });
+      return { pod: view, prepared };
     } catch (err) {
       prepared?.release(false);
-      this.#log.debug({ namespace, pod: body.metadata?.name, err: toKubeError(err).message },
-        'the member did not answer a dry-run create of the delegate; its fit is judged as forged');
+      const k = toKubeError(err);
+      const retryAt = now + Math.min(DRY_RUN_RETRY_MS * 2 ** failures, DRY_RUN_RETRY_MAX_MS);
+      const failed = { uid, generation, failures: failures + 1, retryAt, usedAt: now };
+      if (k.kind === 'Forbidden' || k.kind === 'Invalid') {
+        // What the member's admission says of the pod: the create would be refused the same way.
+        const refused = new PodRejectedError(k.reason || k.kind, k.message, { cause: err });
+        this.#keepAdmission(hostKey, { ...failed, refused, warned });
+        throw refused;
+      }
+      this.#keepAdmission(hostKey, { ...failed, warned: true });
+      if (!warned) {
+        this.#log.warn({ namespace, pod: body.metadata?.name, err: k.message },
+          'the member did not answer a dry-run create of the delegate; its fit is judged as forged, and the member asked again later');
+      }
       return undefined;
+    }
+  }
+
+  /** Keeps `a` for `hostKey` as the most recently used, within ADMITTED_CACHE entries. */
+  #keepAdmission(hostKey: string, a: Admission): void {
+    this.#admissions.delete(hostKey);
+    if (this.#admissions.size >= ADMITTED_CACHE) this.#admissions.delete(this.#admissions.keys().next().value ?? '');
+    this.#admissions.set(hostKey, a);
+  }
+
+  /** Drops what was kept for proxies not tried for ADMITTED_TTL_MS (deleted ones among them): the oldest come first. */
+  #expireAdmissions(now: number): void {
+    for (const [key, a] of this.#admissions) {
+      if (a.usedAt > now - ADMITTED_TTL_MS) break;
+      this.#admissions.delete(key);
     }
   }
 

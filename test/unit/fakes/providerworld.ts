@@ -64,5 +64,5 @@ export function providerWorld(o: ProviderWorldOptions) {
 
 /** A member's fit as the provider asks it (MemberCluster.fitGate): `fit` answers, ready at once, enforce unless told. */
 export function fakeFitGate(fit: (pod: V1Pod) => FitAnswer, room$: Observable<void>, over: Partial<FitGate> = {}): FitGate {
-  return { mode: 'enforce', fit, room$, ready: () => true, waitReady: () => Promise.resolve(), growth: () => undefined, ...over };
+  return { mode: 'enforce', fit, room$, ready: () => true, growth: () => undefined, ...over };
 }

@@ -12,7 +12,7 @@ import { checkMemberNamespace } from '../../../src/forge/namespace.ts';
 import { forgeDelegatePod } from '../../../src/forge/pod.ts';
 import { KubeError } from '../../../src/kube/errors.ts';
 import type { ListWatchEvent } from '../../../src/kube/listwatch.ts';
-import { PodRejectedError } from '../../../src/provider/errors.ts';
+import { PodNotReadyError, PodRejectedError } from '../../../src/provider/errors.ts';
 import type { PodChange, PodEvent } from '../../../src/provider/pod.ts';
 import { createLogger } from '../../../src/log.ts';
 import { eventually, settle } from '../fakes/wait.ts';
@@ -1034,13 +1034,86 @@ describe('MemberPodProvider: the fit judged on what the member admits, and per m
       'auto, nothing showing the member adds nodes: refused');
   });
 
-  it('no verdict before the member\'s nodes are listed: not synced until the fit is ready', async () => {
+  it('shown per member node, a delegate pinned to its node is refused in auto and advisory too: no node the member adds can take it', async () => {
+    for (const over of [{ mode: 'advisory' as const }, { mode: 'auto' as const, growth: () => 'it has Karpenter NodePools' }]) {
+      const w = world({ fit: fakeFitGate(() => unfit, new Subject<void>(), over) });
+      await assert.rejects(w.provider.createPod(proxy('pinned'), {}, { name: 'vn-n1', group: { kind: 'node', node: 'n1' } }),
+        (err: unknown) => (err as PodRejectedError).reason === 'NoMemberNodeFits', over.mode);
+      assert.equal(w.memberPod('h-shop', 'pinned'), undefined, `${over.mode}: not created`);
+      const pooled = await w.provider.createPod(proxy('pooled'), {}, { name: 'vn-gpu', group: { kind: 'pool', label: 'pool', value: 'gpu' } });
+      assert.equal(pooled[0]?.reason, 'WaitingForMemberScaleUp', `${over.mode}: per pool, it waits for a node`);
+    }
+  });
+
+  it('no verdict before the member\'s nodes are listed: the pod is tried again soon, nothing shown; the provider is synced all the same', async () => {
     let ready = false;
     const w = world({ fit: fakeFitGate(() => unfit, new Subject<void>(), { ready: () => ready }) });
     await w.provider.waitSynced();
-    assert.equal(w.provider.hasSynced(), false);
+    assert.equal(w.provider.hasSynced(), true, 'deletions, status and sweeps are not held back by the fit');
+    await assert.rejects(w.provider.createPod(proxy('early')), (err: unknown) => err instanceof PodNotReadyError && err.retryAfterMs > 0);
+    assert.equal(w.memberPod('h-shop', 'early'), undefined);
     ready = true;
-    assert.equal(w.provider.hasSynced(), true);
+    await assert.rejects(w.provider.createPod(proxy('early')), (err: unknown) => (err as PodRejectedError).reason === 'NoMemberNodeFits');
+  });
+
+  it('a dry run the member does not answer (a webhook that refuses dry runs, a timeout) is judged as forged and not asked again before its backoff', async (t) => {
+    for (const failure of [new KubeError('BadRequest', 400, 'BadRequest', 'admission webhook "x.example.com" does not support dry run'),
+      new KubeError('Unavailable', 504, 'Timeout', 'the server was unable to return a response in the time allotted')]) {
+      let now = Date.now();
+      t.mock.method(Date, 'now', () => now);
+      const w = world({ fit: fakeFitGate(() => unfit, new Subject<void>()) });
+      let dryRuns = 0;
+      w.member.admit = () => { dryRuns++; throw failure; };
+      for (let i = 0; i < 5; i++) {
+        await assert.rejects(w.provider.createPod(proxy('big')), (err: unknown) => (err as PodRejectedError).reason === 'NoMemberNodeFits');
+      }
+      assert.equal(dryRuns, 1, `${failure.reason}: asked once within its backoff`);
+      now += 11_000;
+      await assert.rejects(w.provider.createPod(proxy('big')));
+      assert.equal(dryRuns, 2, `${failure.reason}: asked again once the backoff ended`);
+      now += 11_000;
+      await assert.rejects(w.provider.createPod(proxy('big')));
+      assert.equal(dryRuns, 2, `${failure.reason}: the backoff doubled`);
+      t.mock.restoreAll();
+    }
+  });
+
+  it('a refusal other than a missing ServiceAccount (a quota) is what the proxy shows, with the member\'s message; asked once per backoff, nothing copied', async () => {
+    const w = world({ fit: fakeFitGate(tolerated, new Subject<void>()) });
+    let dryRuns = 0;
+    w.member.admit = () => {
+      dryRuns++;
+      throw new KubeError('Forbidden', 403, 'Forbidden', 'pods "web" is forbidden: exceeded quota: compute, requested: requests.cpu=1, used: requests.cpu=4, limited: requests.cpu=4');
+    };
+    w.host.put('ServiceAccount', { metadata: { namespace: 'shop', name: 'runner' } });
+    let copies = 0;
+    const sa = w.member.objects.watch('ServiceAccount').subscribe((ev) => { if (ev.type === 'ADDED') copies++; });
+    stops.push(() => sa.unsubscribe());
+    for (let i = 0; i < 3; i++) {
+      await assert.rejects(w.provider.createPod(proxy('web', { serviceAccountName: 'runner' })), (err: unknown) => err instanceof PodRejectedError
+        && err.reason === 'Forbidden' && err.retry && /exceeded quota: compute/.test(err.message));
+    }
+    assert.equal(dryRuns, 1, 'asked once');
+    assert.equal(copies, 0, 'its ServiceAccount was not copied for it');
+    assert.equal(w.memberPod('h-shop', 'web'), undefined);
+  });
+
+  it('what the member answered is kept only while the proxy is tried: unused for 15 minutes (a proxy deleted before it got a delegate), it goes', async (t) => {
+    let now = Date.now();
+    t.mock.method(Date, 'now', () => now);
+    const w = world({ fit: fakeFitGate(() => unfit, new Subject<void>()) });
+    let dryRuns = 0;
+    w.member.admit = (p) => { dryRuns++; return p; };
+    await assert.rejects(w.provider.createPod(proxy('gone')));
+    now += 14 * 60_000;
+    await assert.rejects(w.provider.createPod(proxy('kept')));
+    assert.equal(dryRuns, 2);
+    now += 2 * 60_000;
+    // A try of another proxy drops the entry of the one not tried for 16 minutes; trying that one again asks again.
+    await assert.rejects(w.provider.createPod(proxy('kept')));
+    assert.equal(dryRuns, 2, 'kept: used 2 minutes ago');
+    await assert.rejects(w.provider.createPod(proxy('gone')));
+    assert.equal(dryRuns, 3, 'gone: dropped, asked again');
   });
 });
 

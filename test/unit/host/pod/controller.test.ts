@@ -9,6 +9,7 @@ import { FakeHost } from '../../fakes/host.ts';
 import { GatedHost, GatedProvider } from '../../fakes/gated.ts';
 import { forgetMember, metrics, registry } from '../../../../src/metrics.ts';
 import { FakeProvider, PodRejectedError, type FakePod } from '../../fakes/provider.ts';
+import { PodNotReadyError } from '../../../../src/provider/errors.ts';
 import { NODE, startController as start, stopControllers } from '../../fakes/podcontroller.ts';
 import { eventually } from '../../fakes/wait.ts';
 
@@ -599,6 +600,18 @@ describe('PodController', () => {
     const warnings = [...host.events.values()].filter((e) => e.reason === 'NoMemberNodeFits');
     assert.deepEqual(warnings.map((e) => [e.count ?? 1, e.message]), [[1, 'member eu rejected the pod: the most one has free is cpu 15 (retried with backoff)']],
       'one NoMemberNodeFits event, of the first message');
+  });
+
+  it('a back end not ready to judge the pod (PodNotReadyError: the member\'s nodes not listed yet): tried again after its delay, nothing shown', async () => {
+    const host = new FakeHost();
+    const provider = new FakeProvider();
+    for (let i = 0; i < 4; i++) provider.createErrors.push(new PodNotReadyError('member eu: its nodes are not listed yet', 5));
+    host.put(proxy('a'));
+    const c = start(host, provider);
+    await eventually('created once ready', () => provider.count('create') === 5, 10_000);
+    await c.idle();
+    assert.equal(host.condition(NS, 'a', 'clusterlet.io/Offloaded'), undefined, 'no condition: never refused, nor failing');
+    assert.deepEqual([...host.events.values()].map((e) => e.reason), [], 'no event');
   });
 
   it('a transient rejection is retried; once created the proxy shows Offloaded=True (DelegateCreated)', async () => {

@@ -7,10 +7,9 @@ import { HotCounter, HotHistogram } from './util/series.ts';
 export const registry = new Registry();
 
 /**
- * How often libuv's delay histogram samples the event loop. Each sample is a timer that wakes the process: at 20 ms
- * they were about half of an idle clusterlet's CPU (bench/tools/idle-probe.ts, one member, no pods: 5.8-8.7 ms of CPU per
- * second and 57 wake-ups per second, against 3.3 and 11.5 sampling every 1,000 ms, 3.8 and 18 every 100 ms). A delay
- * is sampled at any resolution (how late the timer fires); a coarser one samples it less often.
+ * How often libuv's delay histogram samples the event loop. Each sample is a timer that wakes the process, a large part
+ * of an idle clusterlet's CPU at a fine resolution (measured in docs/performance.md, "Event loop sampling"). A delay is sampled at
+ * any resolution (how late the timer fires); a coarser one samples it less often.
  */
 export const EVENT_LOOP_SAMPLE_MS = 100;
 

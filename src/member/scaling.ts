@@ -107,8 +107,8 @@ export class MemberScaling {
 }
 
 /**
- * What the cluster-autoscaler status ConfigMap shows at `now`: an autoscaler, unless its last-updated stamp (Go's
- * "2006-01-02 15:04:05.999999999 -0700 MST", as it writes it) is older than CA_STALE_MS. One without a stamp it can
+ * What the cluster-autoscaler status ConfigMap shows at `now`: an autoscaler, unless its last-updated stamp (a Go
+ * time.Time as its String method writes it: date, time with fraction, zone offset and name) is older than CA_STALE_MS. One without a stamp it can
  * read counts as written now.
  */
 export function caSignal(cm: V1ConfigMap, now: number): string | undefined {
@@ -118,7 +118,7 @@ export function caSignal(cm: V1ConfigMap, now: number): string | undefined {
   return `its cluster-autoscaler reports in ${CA_STATUS.namespace}/${CA_STATUS.name}`;
 }
 
-/** Milliseconds since the epoch of a time in Go's "2006-01-02 15:04:05.999999999 -0700 MST" layout, or undefined. */
+/** Milliseconds since the epoch of a time as Go's time.Time String method writes it, or undefined. */
 export function parseGoTime(text: string): number | undefined {
   const m = /^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})(?:\.(\d+))? ([+-]\d{2})(\d{2})(?: \S+)?$/.exec(text.trim());
   if (!m) return undefined;

@@ -224,7 +224,7 @@ export class MemberVirtualNodes {
       // The member's nodes are not listed yet: the virtual nodes it has run on as they are.
       for (const n of hostNodes) {
         const name = n.metadata?.name ?? '';
-        const group = this.#recordedGroup(n, base);
+        const group = this.#recordedGroup(n);
         if (group && !this.#running.has(name)) await this.#startOne(name, group, isRetiring(n) ? retiringReason(group, granularity) : undefined);
       }
       return;
@@ -244,7 +244,7 @@ export class MemberVirtualNodes {
     // This member's nodes of earlier granularities, or of groups gone (their group recorded on them).
     for (const n of hostNodes) {
       const name = n.metadata?.name ?? '';
-      const group = this.#recordedGroup(n, base);
+      const group = this.#recordedGroup(n);
       if (desired.has(name) || !group) continue;
       const reason = retiringReason(group, granularity);
       const r = this.#running.get(name) ?? await this.#startOne(name, group, reason);
@@ -279,10 +279,11 @@ export class MemberVirtualNodes {
 
   /**
    * The group a host node of this member records, when the node is the one clusterlet names for that group (the
-   * member's own node name, without a recorded group, is the whole member's); undefined for any other node.
+   * member's own node name, without a recorded group, is the whole member's); undefined for any other node, which is
+   * not this member's to write (forge/groups.ts `ownGroup`).
    */
-  #recordedGroup(n: V1Node, base: string): NodeGroup | undefined {
-    return ownGroup(n, this.#o.member.name, base);
+  #recordedGroup(n: V1Node): NodeGroup | undefined {
+    return ownGroup(n, this.#o.member.name, this.#o.member.nodeName);
   }
 
   /**
@@ -380,9 +381,9 @@ export class MemberVirtualNodes {
     });
   }
 
-  /** Whether a host node is one of this member's virtual nodes (forge/groups.ts `ownGroup`), which it may write. */
+  /** Whether a host node is one of this member's virtual nodes, which it may write. */
   #owns(n: V1Node): boolean {
-    return ownGroup(n, this.#o.member.name, this.#o.member.nodeName) !== undefined;
+    return this.#recordedGroup(n) !== undefined;
   }
 
   /**
@@ -411,7 +412,7 @@ export class MemberVirtualNodes {
     const name = node.metadata?.name ?? '';
     this.#refused.set(name, Date.now() + REFUSED_RECHECK_MS);
     this.#log.error({ node: name, owner: node.metadata?.labels?.[MEMBER_LABEL] },
-      `${describeForeignNode(node, this.#o.member.name)}: the group it would stand for is not shown (looked at again in 5 minutes)`);
+      `${describeForeignNode(node, this.#o.member.name)}: the group it would stand for is not shown (looked at again in ${REFUSED_RECHECK_MS / 60_000} minutes)`);
   }
 
   /**

@@ -29,7 +29,6 @@ export class MemberScaling {
   #sub: Subscription | undefined;
   #growth: string | undefined;
   #read = false;
-  #waiters: (() => void)[] = [];
   #refused = new Set<string>();
   #failing = new Set<string>();
   /** Each signal's last answer: what an error other than not found or refused leaves as it was. */
@@ -47,11 +46,6 @@ export class MemberScaling {
   get growth(): string | undefined { return this.#growth; }
   /** Whether the signals were read once (an error counts as read: no signal). */
   get read(): boolean { return this.#read; }
-
-  /** Resolves once the signals were read once. */
-  waitRead(): Promise<void> {
-    return this.#read ? Promise.resolve() : new Promise((resolve) => this.#waiters.push(resolve));
-  }
 
   start(): void {
     this.#sub ??= timer(0, this.#everyMs).pipe(exhaustMap(() => from(this.#readSignals()))).subscribe();
@@ -74,7 +68,6 @@ export class MemberScaling {
     this.#growth = growth;
     if (!this.#read) {
       this.#read = true;
-      for (const w of this.#waiters.splice(0)) w();
     }
   }
 

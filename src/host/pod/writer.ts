@@ -134,7 +134,7 @@ export class ProxyWriter {
     const stuck = status === 'False' && (proxy.status?.phase ?? 'Pending') === 'Pending';
     await this.patchStatus(proxy, stuck ? { conditions, reason, message } : { conditions });
     this.#offloadedWrites.set(key, this.#now());
-    if (status === 'True') this.#notOffloaded.delete(objectKey(proxy)); else this.#notOffloaded.add(objectKey(proxy));
+    if (status === 'True') this.#notOffloaded.delete(key); else this.#notOffloaded.add(key);
     if (eventType) await this.event(proxy, eventType, reason, message);
   }
 

@@ -80,6 +80,8 @@ interface Found {
   uid: string | undefined;
   /** The proxy it names (a hint: written in the member). */
   proxy: { namespace: string; name: string; uid: string };
+  /** What it said when listed (its refresh time and tokens, compared with the proxy's), if it parses. */
+  state: ReturnType<typeof tokenSecretState>;
 }
 
 /** How a creation that wrote a token Secret ended: its delegate made, refused (nothing made), or unknown. */
@@ -99,8 +101,6 @@ export class DelegateTokens {
   #held = new Map<string, Held>();
   /** Secrets of an earlier process not matched to a proxy yet, by member key. */
   #found = new Map<string, Found>();
-  /** What each found Secret said when listed (its refresh time and tokens, compared with the proxy's), by member key. */
-  #recorded = new Map<string, V1Secret>();
   #warnings = new Subject<PodEvent>();
   #timer: NodeJS.Timeout | undefined;
   #recovered = false;
@@ -365,8 +365,7 @@ export class DelegateTokens {
         const hostKey = `${proxy.namespace}/${proxy.name}`;
         const held = this.#held.get(hostKey);
         if (held?.namespace === namespace && held.name === name) continue;
-        this.#found.set(`${namespace}/${name}`, { namespace, name, uid, proxy });
-        this.#recorded.set(`${namespace}/${name}`, s);
+        this.#found.set(`${namespace}/${name}`, { namespace, name, uid, proxy, state: tokenSecretState(s) });
       }
       cont = page.metadata?._continue || undefined;
     } while (cont);
@@ -384,7 +383,6 @@ export class DelegateTokens {
       const taken = this.#held.get(hostKey);
       if (taken?.namespace === f.namespace && taken.name === f.name) {
         this.#found.delete(key);
-        this.#recorded.delete(key);
         continue;
       }
       const proxy = this.#proxies?.get(f.proxy.namespace, f.proxy.name);
@@ -395,26 +393,22 @@ export class DelegateTokens {
       // one this process wrote for it: it gets no token, and goes.
       if (sameProxy && !this.#hostMode(proxy)) {
         this.#found.delete(key);
-        this.#recorded.delete(key);
         this.#drop(f, f.uid, 'its proxy\'s delegate gets no host token');
         continue;
       }
       if (sameProxy && needs.length > 0 && !proxy.metadata?.deletionTimestamp) {
         const serviceAccount = serviceAccountOf(proxy.spec);
-        const said = this.#recorded.get(key);
-        const state = said && tokenSecretState(said);
+        const state = f.state;
         const soonest = Math.min(this.#opts.maxAgeMs, ...needs.map((n) => n.expirationSeconds * 800));
         const same = state && state.serviceAccount === serviceAccount && sameNeeds(state.needs, needs);
         const refreshAt = same ? Math.min(state.refreshAt.getTime(), now + soonest) : now;
         this.#held.set(hostKey, { hostKey, namespace: f.namespace, name: f.name, proxy: f.proxy, serviceAccount, needs,
           refreshAt, writtenAt: now, failures: 0, refreshing: false, creating: false, uid: f.uid, tokens: undefined });
         this.#found.delete(key);
-        this.#recorded.delete(key);
         continue;
       }
       if (!this.#alive(f.proxy) && judge(0)) {
         this.#found.delete(key);
-        this.#recorded.delete(key);
         this.#drop(f, f.uid, 'no delegate of ours runs for the proxy it names');
       }
     }

@@ -35,7 +35,7 @@ async function scaling(client: Pick<ClusterClient, 'request' | 'core'>, m: { rea
   const s = new MemberScaling(client, log, { everyMs: 5 });
   s.start();
   stops.push(() => s.stop());
-  await s.waitRead();
+  await eventually('the first read', () => s.read);
   const after = async (n: number): Promise<void> => {
     const target = m.reads + n + 1;
     await eventually(`${n} more reads`, () => m.reads >= target);
